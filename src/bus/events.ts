@@ -1,0 +1,97 @@
+import { z } from "zod";
+
+/**
+ * Every event that crosses the bus, as one zod discriminated union. Events from outside the
+ * process (channels, the control API) go through parseEvent, never a cast.
+ */
+
+const at = z.number().int().nonnegative();
+
+export const inboundEvent = z.object({
+  type: z.literal("inbound"),
+  channel: z.string().min(1),
+  chatId: z.string().min(1),
+  senderId: z.string().min(1),
+  content: z.string(),
+  /** The platform's id for the message; duplicates of one id are dropped by the inbox. */
+  messageId: z.string().optional(),
+  media: z.array(z.string()).default([]),
+  /** Overrides the default `channel:chatId` session key. */
+  sessionKey: z.string().optional(),
+  at,
+});
+
+export const outboundEvent = z.object({
+  type: z.literal("outbound"),
+  channel: z.string().min(1),
+  chatId: z.string().min(1),
+  content: z.string(),
+  media: z.array(z.string()).default([]),
+  replyTo: z.string().optional(),
+  /** Stable id so a retried delivery can be recognised. */
+  deliveryId: z.string().min(1),
+  at,
+});
+
+export const progressEvent = z.object({
+  type: z.literal("progress"),
+  sessionKey: z.string(),
+  turnId: z.string(),
+  /** A streamed piece of the reply. */
+  delta: z.string(),
+  at,
+});
+
+export const toolHintEvent = z.object({
+  type: z.literal("tool_hint"),
+  sessionKey: z.string(),
+  turnId: z.string(),
+  tool: z.string(),
+  hint: z.string(),
+  at,
+});
+
+export const turnStateEvent = z.object({
+  type: z.literal("turn_state"),
+  sessionKey: z.string(),
+  turnId: z.string(),
+  state: z.string(),
+  iteration: z.number().int().nonnegative(),
+  at,
+});
+
+export const actorEvent = z.object({
+  type: z.enum(["actor_spawned", "actor_stopped", "actor_state"]),
+  actorId: z.string(),
+  parentId: z.string().nullable(),
+  kind: z.string(),
+  machine: z.string().nullable(),
+  state: z.string().nullable(),
+  at,
+});
+
+export const busEvent = z.discriminatedUnion("type", [
+  inboundEvent,
+  outboundEvent,
+  progressEvent,
+  toolHintEvent,
+  turnStateEvent,
+  actorEvent,
+]);
+
+export type BusEvent = z.infer<typeof busEvent>;
+export type BusEventType = BusEvent["type"];
+export type EventOf<T extends BusEventType> = Extract<BusEvent, { type: T }>;
+export type InboundEvent = z.infer<typeof inboundEvent>;
+export type OutboundEvent = z.infer<typeof outboundEvent>;
+
+export type ParseResult = { ok: true; event: BusEvent } | { ok: false; error: string };
+
+/** Parses untrusted input into an event, or says what is wrong with it. */
+export function parseEvent(input: unknown): ParseResult {
+  const result = busEvent.safeParse(input);
+  if (result.success) return { ok: true, event: result.data };
+  const issue = result.error.issues[0];
+  const path = issue?.path.map(String).join(".") || "(event)";
+  return { ok: false, error: `${path}: ${issue?.message ?? "invalid event"}` };
+}

@@ -1,0 +1,66 @@
+/**
+ * `${VAR}` interpolation and TROUPE_ env overrides. Both act on the raw JSON before the schema
+ * sees it, so an interpolated or overridden value is validated like any other.
+ */
+
+import { isPlainObject, snakeToCamel as camelOf } from "./normalize.js";
+
+export function interpolateEnv(
+  value: unknown,
+  env: NodeJS.ProcessEnv,
+  problems: string[],
+  path: string[] = [],
+): unknown {
+  if (typeof value === "string") {
+    return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
+      const v = env[name];
+      if (v === undefined) {
+        problems.push(`${path.join(".") || "(root)"}: environment variable ${name} is not set (export it or remove \${${name}})`);
+        return "";
+      }
+      return v;
+    });
+  }
+  if (Array.isArray(value)) return value.map((v, i) => interpolateEnv(v, env, problems, [...path, String(i)]));
+  if (isPlainObject(value)) {
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, interpolateEnv(v, env, problems, [...path, k])]),
+    );
+  }
+  return value;
+}
+
+/** A JSON literal (number, boolean, array, null) when the text is one, else the text itself. */
+function parseEnvValue(text: string): unknown {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? text : parsed;
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * TROUPE_PROVIDERS__OPENAI__API_KEY=sk-... sets providers.openai.api_key (snake_case is accepted
+ * downstream). Only names with `__` count, so TROUPE_HOME and TROUPE_FAULT are not config.
+ */
+export function applyEnvOverrides(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): string[] {
+  const applied: string[] = [];
+  for (const [name, text] of Object.entries(env)) {
+    if (!name.startsWith("TROUPE_") || !name.includes("__") || text === undefined) continue;
+    const segments = name.slice("TROUPE_".length).toLowerCase().split("__").filter(Boolean);
+    if (segments.length === 0) continue;
+    let node: Record<string, unknown> = raw;
+    for (const seg of segments.slice(0, -1)) {
+      const next = node[seg] ?? node[camelOf(seg)];
+      if (!isPlainObject(next)) node[seg] = {};
+      node = (isPlainObject(next) ? next : node[seg]) as Record<string, unknown>;
+    }
+    const leaf = segments[segments.length - 1] as string;
+    // The override wins over whichever spelling the file used.
+    delete node[camelOf(leaf)];
+    node[leaf] = parseEnvValue(text);
+    applied.push(segments.join("."));
+  }
+  return applied;
+}

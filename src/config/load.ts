@@ -1,0 +1,89 @@
+import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { dirname } from "node:path";
+import { ConfigError } from "../errors.js";
+import { dataPaths, resolveUserPath, type DataPaths } from "../paths.js";
+import { applyEnvOverrides, interpolateEnv } from "./env.js";
+import { migrateConfig } from "./migrate.js";
+import { isPlainObject, normalizeKeys } from "./normalize.js";
+import { configSchema, type Config } from "./schema.js";
+
+export interface LoadedConfig {
+  config: Config;
+  paths: DataPaths;
+  /** The workspace with `~` and relative paths resolved. */
+  workspace: string;
+  /** Whether config.json exists (a missing file means defaults). */
+  fromFile: boolean;
+  warnings: string[];
+}
+
+/** Line and column of a character offset, for "which file and where" on unparseable JSON. */
+function lineCol(text: string, offset: number): { line: number; col: number } {
+  const before = text.slice(0, offset);
+  const line = before.split("\n").length;
+  return { line, col: offset - before.lastIndexOf("\n") };
+}
+
+export function parseJsonFile(text: string, file: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    const message = (err as Error).message;
+    const pos = /position (\d+)/.exec(message);
+    const where = pos ? lineCol(text, Number(pos[1])) : undefined;
+    const detail = message.replace(/\s*\(line \d+ column \d+\)/, "").replace(/ in JSON at position \d+/, "");
+    throw new ConfigError(file, [
+      `not valid JSON${where ? ` at line ${where.line}, column ${where.col}` : ""}: ${detail}`,
+    ]);
+  }
+}
+
+function describeIssue(issue: { path: PropertyKey[]; message: string; code: string }): string {
+  const path = issue.path.map(String).join(".") || "(root)";
+  return `${path}: ${issue.message}`;
+}
+
+/** Turns raw JSON into a valid Config, or throws ConfigError listing every problem. */
+export function parseConfig(raw: unknown, file: string, env: NodeJS.ProcessEnv = {}): { config: Config; warnings: string[] } {
+  if (!isPlainObject(raw)) throw new ConfigError(file, ["(root): expected a JSON object"]);
+  const problems: string[] = [];
+  const warnings: string[] = [];
+  const migrated = migrateConfig(structuredClone(raw), warnings);
+  const interpolated = interpolateEnv(migrated, env, problems) as Record<string, unknown>;
+  applyEnvOverrides(interpolated, env);
+  const unknownKeys: string[] = [];
+  const normalized = normalizeKeys(configSchema, interpolated, [], unknownKeys);
+  for (const key of unknownKeys) warnings.push(`unknown config key ${key} is ignored (check its spelling)`);
+  const result = configSchema.safeParse(normalized);
+  if (!result.success) problems.push(...result.error.issues.map(describeIssue));
+  if (problems.length > 0 || !result.success) throw new ConfigError(file, problems);
+  return { config: result.data, warnings };
+}
+
+export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<LoadedConfig> {
+  const paths = dataPaths(env);
+  let text: string | undefined;
+  try {
+    text = await readFile(paths.configFile, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
+  const raw = text === undefined ? {} : parseJsonFile(text, paths.configFile);
+  const { config, warnings } = parseConfig(raw, paths.configFile, env);
+  const workspace = config.agents.defaults.workspace
+    ? resolveUserPath(config.agents.defaults.workspace, paths.dataDir)
+    : paths.defaultWorkspace;
+  return { config, paths, workspace, fromFile: text !== undefined, warnings };
+}
+
+/** Writes atomically (temp file + rename), so a crash never leaves half a config. */
+export async function writeFileAtomic(file: string, data: string, mode?: number): Promise<void> {
+  await mkdir(dirname(file), { recursive: true });
+  const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
+  await writeFile(tmp, data, { mode });
+  await rename(tmp, file);
+}
+
+export async function saveConfig(file: string, config: Config): Promise<void> {
+  await writeFileAtomic(file, `${JSON.stringify(config, null, 2)}\n`);
+}

@@ -1,0 +1,105 @@
+import { z } from "zod";
+
+/**
+ * troupe's config.json, shaped like nanobot's so a nanobot user can copy theirs.
+ * Keys are camelCase here; the loader also accepts snake_case (see normalize.ts).
+ */
+
+const providerSchema = z.object({
+  apiKey: z.string().default(""),
+  apiBase: z.string().nullable().default(null),
+  extraHeaders: z.record(z.string(), z.string()).nullable().default(null),
+});
+export type ProviderConfig = z.infer<typeof providerSchema>;
+
+const agentDefaultsSchema = z.object({
+  /** Empty means `<data dir>/workspace`; `~` and relative paths are resolved by the loader. */
+  workspace: z.string().default(""),
+  model: z.string().default("gpt-4o-mini"),
+  /** A provider name from the registry, or "auto" to infer it from the model, key or apiBase. */
+  provider: z.string().default("auto"),
+  maxTokens: z.number().int().positive().default(8192),
+  contextWindowTokens: z.number().int().positive().default(65_536),
+  temperature: z.number().min(0).max(2).default(0.1),
+  maxToolIterations: z.number().int().positive().default(40),
+  maxConcurrentSubagents: z.number().int().positive().default(4),
+  maxConcurrentTurns: z.number().int().positive().default(8),
+  reasoningEffort: z.enum(["low", "medium", "high"]).nullable().default(null),
+  timezone: z.string().default("UTC"),
+  /** Idle sessions passivate (actor stopped, state kept in LevelDB) after this many seconds. */
+  sessionIdleSeconds: z.number().int().positive().default(300),
+});
+
+const telegramSchema = z.object({
+  enabled: z.boolean().default(false),
+  token: z.string().default(""),
+  allowFrom: z.array(z.string()).default([]),
+  proxy: z.string().nullable().default(null),
+  replyToMessage: z.boolean().default(false),
+  groupPolicy: z.enum(["mention", "open"]).default("mention"),
+  streaming: z.boolean().default(false),
+  apiRoot: z.string().default("https://api.telegram.org"),
+});
+
+const channelsSchema = z.object({
+  sendProgress: z.boolean().default(true),
+  sendToolHints: z.boolean().default(false),
+  telegram: telegramSchema.prefault({}),
+});
+
+const gatewaySchema = z.object({
+  host: z.string().default("127.0.0.1"),
+  port: z.number().int().min(0).max(65_535).default(18_790),
+});
+
+const mcpServerSchema = z.object({
+  command: z.string().default(""),
+  args: z.array(z.string()).default([]),
+  env: z.record(z.string(), z.string()).default({}),
+  url: z.string().default(""),
+  headers: z.record(z.string(), z.string()).default({}),
+  toolTimeout: z.number().positive().default(30),
+});
+
+const toolsSchema = z.object({
+  web: z
+    .object({
+      proxy: z.string().nullable().default(null),
+      search: z
+        .object({
+          provider: z.string().default("brave"),
+          apiKey: z.string().default(""),
+          maxResults: z.number().int().positive().default(5),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
+  exec: z
+    .object({
+      timeout: z.number().int().positive().max(600).default(60),
+      pathAppend: z.string().default(""),
+      allowedEnvKeys: z.array(z.string()).default([]),
+      denyPatterns: z.array(z.string()).default([]),
+      allowPatterns: z.array(z.string()).default([]),
+    })
+    .prefault({}),
+  restrictToWorkspace: z.boolean().default(true),
+  maxToolResultChars: z.number().int().positive().default(16_000),
+  ssrfWhitelist: z.array(z.string()).default([]),
+  mcpServers: z.record(z.string(), mcpServerSchema).default({}),
+});
+
+export const configSchema = z.object({
+  agents: z.object({ defaults: agentDefaultsSchema.prefault({}) }).prefault({}),
+  providers: z.record(z.string(), providerSchema).default({}),
+  channels: channelsSchema.prefault({}),
+  gateway: gatewaySchema.prefault({}),
+  tools: toolsSchema.prefault({}),
+});
+
+export type Config = z.infer<typeof configSchema>;
+export type AgentDefaults = Config["agents"]["defaults"];
+
+export function defaultConfig(): Config {
+  return configSchema.parse({});
+}

@@ -1,0 +1,36 @@
+/** Infrastructure failures are typed; the CLI prints `message` as one line and exits with `exitCode`. */
+export class TroupeError extends Error {
+  readonly exitCode: number = 1;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** An invalid config: one line per problem (key path, what is wrong, what was expected). */
+export class ConfigError extends TroupeError {
+  override readonly exitCode = 2;
+  constructor(
+    readonly file: string,
+    readonly problems: string[],
+  ) {
+    super(problems.map((p) => `config error in ${file}: ${p}`).join("\n"));
+  }
+}
+
+/** Another process holds the LevelDB store of this data dir. */
+export class StoreLockedError extends TroupeError {
+  constructor(
+    readonly path: string,
+    readonly holderPid: number | undefined,
+  ) {
+    super(
+      holderPid
+        ? `another troupe process (pid ${holderPid}) holds ${path}; stop it first (troupe daemon stop) or use another TROUPE_HOME`
+        : `another troupe process holds ${path}; stop it first (troupe daemon stop) or use another TROUPE_HOME`,
+    );
+  }
+}
+
+/** Data read from disk or the wire did not match its schema. */
+export class CorruptRecordError extends TroupeError {}

@@ -1,0 +1,40 @@
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import pino, { type Logger } from "pino";
+import pretty from "pino-pretty";
+import { createRedactor } from "./redact.js";
+
+export type { Logger };
+
+export interface LoggerOptions {
+  logsDir: string;
+  secrets?: Iterable<string>;
+  level?: string;
+  /** Also write pretty lines to the console (on a TTY, or `troupe gateway` in the foreground). */
+  console?: boolean;
+}
+
+/** JSON lines to <logs>/troupe.log, pretty on the console when asked; secrets redacted in both. */
+export function createLogger(opts: LoggerOptions): Logger {
+  mkdirSync(opts.logsDir, { recursive: true });
+  const redact = createRedactor(opts.secrets ?? []);
+  const streams: pino.StreamEntry[] = [
+    { level: "trace", stream: pino.destination({ dest: join(opts.logsDir, "troupe.log"), mkdir: true, sync: true }) },
+  ];
+  if (opts.console) {
+    streams.push({ level: "trace", stream: pretty({ colorize: Boolean(process.stdout.isTTY), destination: 2, sync: true }) });
+  }
+  return pino(
+    {
+      level: opts.level ?? process.env.TROUPE_LOG_LEVEL ?? "info",
+      redact: { paths: ["apiKey", "token", "*.apiKey", "*.token", "headers.authorization"], censor: "[REDACTED]" },
+      hooks: { streamWrite: redact },
+    },
+    pino.multistream(streams),
+  );
+}
+
+/** A logger that writes nothing, for tests and one-shot commands that must stay quiet. */
+export function silentLogger(): Logger {
+  return pino({ level: "silent" });
+}

@@ -1,0 +1,61 @@
+/**
+ * Coalesces concurrent synced batches into one write + fsync. The first request is written at
+ * once; requests that arrive while a write is in flight wait for it and then go out together.
+ * Durability then costs one fsync per wave, not one per session.
+ */
+export interface GroupCommitStats {
+  /** Requests handed to commit(). */
+  requests: number;
+  /** Physical writes (each one fsync). */
+  writes: number;
+  /** Largest number of requests merged into one write. */
+  largestGroup: number;
+}
+
+export interface GroupCommit<Op> {
+  commit(ops: Op[]): Promise<void>;
+  /** Resolves once everything handed in so far is written. */
+  drain(): Promise<void>;
+  readonly stats: GroupCommitStats;
+}
+
+interface Pending<Op> {
+  ops: Op[];
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+export function createGroupCommit<Op>(write: (ops: Op[]) => Promise<void>): GroupCommit<Op> {
+  const stats: GroupCommitStats = { requests: 0, writes: 0, largestGroup: 0 };
+  let queue: Pending<Op>[] = [];
+  let inFlight: Promise<void> | undefined;
+
+  async function flushLoop(): Promise<void> {
+    while (queue.length > 0) {
+      const group = queue;
+      queue = [];
+      stats.writes++;
+      stats.largestGroup = Math.max(stats.largestGroup, group.length);
+      try {
+        await write(group.flatMap((p) => p.ops));
+        for (const p of group) p.resolve();
+      } catch (err) {
+        for (const p of group) p.reject(err);
+      }
+    }
+    inFlight = undefined;
+  }
+
+  return {
+    stats,
+    commit(ops) {
+      stats.requests++;
+      const done = new Promise<void>((resolve, reject) => queue.push({ ops, resolve, reject }));
+      inFlight ??= flushLoop();
+      return done;
+    },
+    async drain() {
+      while (inFlight) await inFlight;
+    },
+  };
+}

@@ -1,0 +1,112 @@
+import { readFile, readdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { loadConfig, parseConfig, saveConfig, defaultConfig } from "../../src/config/index.js";
+import { ConfigError } from "../../src/errors.js";
+import { useTempDirs } from "../helpers/tmp.js";
+
+function problemsOf(fn: () => unknown): string[] {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).problems;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("config", () => {
+  const tempDir = useTempDirs();
+
+  it("accepts camelCase and snake_case keys alike", () => {
+    const camel = parseConfig({ agents: { defaults: { maxTokens: 100, maxToolIterations: 3 } } }, "c.json").config;
+    const snake = parseConfig({ agents: { defaults: { max_tokens: 100, max_tool_iterations: 3 } } }, "c.json").config;
+    expect(snake).toEqual(camel);
+    expect(snake.agents.defaults.maxTokens).toBe(100);
+  });
+
+  it("keeps user-chosen keys (headers, mcp env) as written", () => {
+    const { config } = parseConfig(
+      {
+        providers: { custom: { api_base: "http://x", extra_headers: { "X_Trace_Id": "1" } } },
+        tools: { mcp_servers: { my_server: { command: "node", env: { API_TOKEN: "t" } } } },
+      },
+      "c.json",
+    );
+    expect(config.providers.custom?.extraHeaders).toEqual({ X_Trace_Id: "1" });
+    expect(config.tools.mcpServers.my_server?.env).toEqual({ API_TOKEN: "t" });
+  });
+
+  it("interpolates ${VAR} from the environment and says which variable is missing", () => {
+    const { config } = parseConfig({ providers: { openai: { apiKey: "${OPENAI_KEY}" } } }, "c.json", { OPENAI_KEY: "sk-abc" });
+    expect(config.providers.openai?.apiKey).toBe("sk-abc");
+    const problems = problemsOf(() => parseConfig({ providers: { openai: { apiKey: "${NOPE}" } } }, "c.json", {}));
+    expect(problems).toEqual(["providers.openai.apiKey: environment variable NOPE is not set (export it or remove ${NOPE})"]);
+  });
+
+  it("applies TROUPE_ env overrides with __ for nesting, parsed as JSON literals", () => {
+    const { config } = parseConfig({ gateway: { port: 1 }, providers: { openai: { apiKey: "file" } } }, "c.json", {
+      TROUPE_PROVIDERS__OPENAI__API_KEY: "sk-env",
+      TROUPE_GATEWAY__PORT: "9999",
+      TROUPE_TOOLS__RESTRICT_TO_WORKSPACE: "false",
+      TROUPE_HOME: "/ignored",
+    });
+    expect(config.providers.openai?.apiKey).toBe("sk-env");
+    expect(config.gateway.port).toBe(9999);
+    expect(config.tools.restrictToWorkspace).toBe(false);
+  });
+
+  it("warns about unknown keys instead of dropping them silently", () => {
+    const { warnings } = parseConfig({ agents: { defaults: { modle: "x" } }, extra: 1 }, "c.json");
+    expect(warnings).toEqual([
+      "unknown config key agents.defaults.modle is ignored (check its spelling)",
+      "unknown config key extra is ignored (check its spelling)",
+    ]);
+  });
+
+  it("reports every invalid value with its key path and what was expected", () => {
+    const problems = problemsOf(() =>
+      parseConfig({ agents: { defaults: { maxTokens: "lots", temperature: 9 } }, gateway: { port: 70000 } }, "c.json"),
+    );
+    expect(problems).toHaveLength(3);
+    expect(problems[0]).toMatch(/^agents\.defaults\.maxTokens: .*expected number, received string/);
+    expect(problems[1]).toMatch(/^agents\.defaults\.temperature: .*<=2/);
+    expect(problems[2]).toMatch(/^gateway\.port: .*<=65535/);
+    expect(problemsOf(() => parseConfig([1, 2], "c.json"))).toEqual(["(root): expected a JSON object"]);
+  });
+
+  it("migrates tools.exec.restrictToWorkspace to tools.restrictToWorkspace", () => {
+    const { config, warnings } = parseConfig({ tools: { exec: { restrict_to_workspace: false } } }, "c.json");
+    expect(config.tools.restrictToWorkspace).toBe(false);
+    expect(warnings).toContain("tools.exec.restrict_to_workspace moved to tools.restrictToWorkspace");
+  });
+
+  it("says which file and where when the JSON does not parse", async () => {
+    const home = await tempDir();
+    await writeFile(join(home, "config.json"), '{\n  "agents": {\n    "defaults": { "model": "x", }\n  }\n}\n');
+    const err = await loadConfig({ TROUPE_HOME: home }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).toMatch(new RegExp(`config error in ${join(home, "config.json")}: not valid JSON at line 3, column \\d+`));
+  });
+
+  it("uses defaults without a file and resolves the workspace under the data dir", async () => {
+    const home = await tempDir();
+    const loaded = await loadConfig({ TROUPE_HOME: home });
+    expect(loaded.fromFile).toBe(false);
+    expect(loaded.workspace).toBe(join(home, "workspace"));
+    expect(loaded.config).toEqual(defaultConfig());
+    const custom = await (async () => {
+      await writeFile(join(home, "config.json"), JSON.stringify({ agents: { defaults: { workspace: "ws2" } } }));
+      return loadConfig({ TROUPE_HOME: home });
+    })();
+    expect(custom.workspace).toBe(join(home, "ws2"));
+  });
+
+  it("writes atomically, leaving no temp file behind", async () => {
+    const home = await tempDir();
+    const file = join(home, "config.json");
+    await saveConfig(file, defaultConfig());
+    expect(JSON.parse(await readFile(file, "utf8"))).toEqual(defaultConfig());
+    expect(await readdir(home)).toEqual(["config.json"]);
+  });
+});

@@ -1,0 +1,38 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { createLogger } from "../../src/log/logger.js";
+import { createRedactor, secretsOf } from "../../src/log/redact.js";
+import { defaultConfig } from "../../src/config/index.js";
+import { useTempDirs } from "../helpers/tmp.js";
+
+describe("log redaction", () => {
+  const tempDir = useTempDirs();
+
+  it("scrubs configured secrets and known key shapes wherever they appear", () => {
+    const redact = createRedactor(["my-custom-secret-123"]);
+    expect(redact("key my-custom-secret-123 in text")).toBe("key [REDACTED] in text");
+    expect(redact("url https://api.telegram.org/bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0/getMe")).toBe(
+      "url https://api.telegram.org/bot[REDACTED]/getMe",
+    );
+    expect(redact("Authorization: Bearer abcdefghijklmnop")).toBe("Authorization: Bearer [REDACTED]");
+    expect(redact("used sk-or-v1-0123456789abcdef")).toBe("used [REDACTED]");
+    expect(redact("nothing secret here")).toBe("nothing secret here");
+  });
+
+  it("writes JSON lines to <logs>/troupe.log with secrets redacted", async () => {
+    const logsDir = join(await tempDir(), "logs");
+    const config = defaultConfig();
+    config.providers.custom = { apiKey: "plainkey-98765", apiBase: null, extraHeaders: null };
+    config.channels.telegram.token = "tg-token-value";
+    const log = createLogger({ logsDir, secrets: secretsOf(config) });
+    log.info({ apiKey: "plainkey-98765", url: "http://x/?k=plainkey-98765" }, "calling with tg-token-value");
+    log.flush();
+    const lines = (await readFile(join(logsDir, "troupe.log"), "utf8")).trim().split("\n");
+    const entry = JSON.parse(lines[0] as string) as Record<string, unknown>;
+    expect(entry.msg).toBe("calling with [REDACTED]");
+    expect(entry.apiKey).toBe("[REDACTED]");
+    expect(entry.url).toBe("http://x/?k=[REDACTED]");
+    expect(lines.join("\n")).not.toMatch(/plainkey-98765|tg-token-value/);
+  });
+});
