@@ -1,0 +1,39 @@
+import { APIConnectionError, APIError } from "openai";
+
+/** Which failures of a model call are worth another try: rate limits, server errors, the network. */
+export function isRetryable(err: unknown): boolean {
+  if (err instanceof APIConnectionError) return true;
+  if (err instanceof APIError) return err.status === 429 || err.status === 408 || (err.status ?? 0) >= 500;
+  const code = (err as { code?: string }).code;
+  return code === "ECONNRESET" || code === "ECONNREFUSED" || code === "ETIMEDOUT" || code === "UND_ERR_SOCKET";
+}
+
+/** Retry-After (seconds or an HTTP date), or retry-after-ms, in milliseconds. */
+export function retryAfterMs(err: unknown, now: number): number | undefined {
+  if (!(err instanceof APIError) || !err.headers) return undefined;
+  const headers = err.headers;
+  const ms = Number(headers.get("retry-after-ms"));
+  if (Number.isFinite(ms) && ms >= 0 && headers.get("retry-after-ms") !== null) return ms;
+  const value = headers.get("retry-after");
+  if (value === null) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+export interface BackoffPolicy {
+  maxRetries: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+}
+
+export const DEFAULT_BACKOFF: BackoffPolicy = { maxRetries: 4, baseDelayMs: 1000, maxDelayMs: 30_000 };
+
+/** The wait before retry `attempt` (0-based): Retry-After when given, else exponential with jitter. */
+export function backoffDelay(policy: BackoffPolicy, attempt: number, err: unknown, now: number, random = Math.random): number {
+  const hinted = retryAfterMs(err, now);
+  if (hinted !== undefined) return Math.min(hinted, policy.maxDelayMs);
+  const exp = policy.baseDelayMs * 2 ** attempt;
+  return Math.min(policy.maxDelayMs, exp / 2 + (random() * exp) / 2);
+}
