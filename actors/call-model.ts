@@ -1,0 +1,29 @@
+import { fromPromise } from "xstate";
+import type { Bus } from "../src/bus/index.js";
+import type { LlmProvider, ToolSchema } from "../src/providers/client.js";
+import type { ModelResponse } from "../src/providers/messages.js";
+import type { CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
+import type { CallModelInput } from "../machines/turn.machine.js";
+
+export interface CallModelDeps {
+  provider: LlmProvider;
+  tools: () => ToolSchema[];
+  barrier: CheckpointBarrier;
+  bus?: Bus;
+  now?: () => number;
+}
+
+/** One model call; streamed text goes out on the bus as progress events. No side effects. */
+export function createCallModel(deps: CallModelDeps) {
+  const now = deps.now ?? Date.now;
+  return fromPromise<ModelResponse, CallModelInput>(async ({ input, signal }) => {
+    await deps.barrier.reached(input.turnId, input.seq, signal);
+    return deps.provider.chat({
+      messages: input.messages,
+      tools: deps.tools(),
+      signal,
+      onDelta: (delta) =>
+        deps.bus?.publish({ type: "progress", sessionKey: input.sessionKey, turnId: input.turnId, delta, at: now() }),
+    });
+  });
+}

@@ -1,0 +1,98 @@
+import { fromPromise } from "xstate";
+import type { Bus } from "../src/bus/index.js";
+import type { ParsedToolCall } from "../src/providers/messages.js";
+import type { CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
+import type { Store } from "../src/store/store.js";
+import { toolJournal, toolJournalOp, type ToolJournalRecord } from "../src/store/turns.js";
+import type { ToolRegistry } from "../src/tools/registry.js";
+import type { RunToolsInput, ToolResultMessage } from "../machines/turn.machine.js";
+
+export interface RunToolsDeps {
+  registry: ToolRegistry;
+  store: Store;
+  barrier: CheckpointBarrier;
+  workspace: string;
+  bus?: Bus;
+  now?: () => number;
+}
+
+export const INTERRUPTED_RESULT =
+  "Error: this call was interrupted before it completed (troupe stopped while it ran), so its effect is unknown. " +
+  "Check the current state before deciding whether to run it again.";
+
+/** Consecutive read-only, non-exclusive calls run together; every other call runs alone. */
+export function planBatches(calls: ParsedToolCall[], registry: ToolRegistry): ParsedToolCall[][] {
+  const batches: ParsedToolCall[][] = [];
+  let parallel: ParsedToolCall[] = [];
+  for (const call of calls) {
+    const tool = registry.get(call.name);
+    if (tool?.readOnly && !tool.exclusive) {
+      parallel.push(call);
+      continue;
+    }
+    if (parallel.length) batches.push(parallel);
+    parallel = [];
+    batches.push([call]);
+  }
+  if (parallel.length) batches.push(parallel);
+  return batches;
+}
+
+function hintOf(call: ParsedToolCall): string {
+  const first = call.arguments ? Object.values(call.arguments)[0] : undefined;
+  const text = typeof first === "string" ? first : call.rawArguments;
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+/**
+ * Runs one response's tool calls. The journal decides: a completed call's result is reused; a call
+ * started but not completed (the daemon died) is re-run only if its tool is read-only or
+ * idempotent, otherwise the model is told its effect is unknown. Never a silent repeat.
+ */
+export function createRunTools(deps: RunToolsDeps) {
+  const now = deps.now ?? Date.now;
+  return fromPromise<ToolResultMessage[], RunToolsInput>(async ({ input, signal }) => {
+    await deps.barrier.reached(input.turnId, input.seq, signal);
+    const journal = await toolJournal(deps.store, input.turnId);
+    const results = new Map<string, string>();
+
+    async function runOne(call: ParsedToolCall): Promise<void> {
+      const previous = journal.get(call.id);
+      if (previous?.status === "completed" && previous.result !== undefined) {
+        results.set(call.id, previous.result);
+        return;
+      }
+      const tool = deps.registry.get(call.name);
+      if (previous?.status === "started" && !(tool?.readOnly || tool?.idempotent)) {
+        results.set(call.id, INTERRUPTED_RESULT);
+        await deps.store.batch([toolJournalOp({ ...previous, status: "completed", result: INTERRUPTED_RESULT, at: now() })], { sync: true });
+        return;
+      }
+      const started: ToolJournalRecord = { kind: "tool", turnId: input.turnId, callId: call.id, name: call.name, args: call.arguments, status: "started", at: now() };
+      await deps.store.batch([toolJournalOp(started)], { sync: true });
+      deps.bus?.publish({ type: "tool_hint", sessionKey: input.sessionKey, turnId: input.turnId, tool: call.name, hint: hintOf(call), at: now() });
+      const result = await deps.registry.execute(
+        call.name,
+        call.arguments,
+        {
+          workspace: deps.workspace,
+          sessionKey: input.sessionKey,
+          turnId: input.turnId,
+          callId: call.id,
+          idempotencyKey: `${input.sessionKey}:${input.turnId}:${call.id}`,
+          signal,
+          channel: input.channel,
+          chatId: input.chatId,
+        },
+        call.argumentsError,
+      );
+      await deps.store.batch([toolJournalOp({ ...started, status: "completed", result, at: now() })], { sync: true });
+      results.set(call.id, result);
+    }
+
+    for (const batch of planBatches(input.calls, deps.registry)) {
+      await Promise.all(batch.map(runOne));
+    }
+    return input.calls.map((call) => ({ role: "tool" as const, tool_call_id: call.id, name: call.name, content: results.get(call.id) ?? "" }));
+  });
+}

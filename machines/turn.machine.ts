@@ -1,0 +1,258 @@
+import { assign, fromPromise, setup } from "xstate";
+import {
+  addUsage,
+  assistantMessage,
+  ZERO_USAGE,
+  type ChatMessage,
+  type ModelResponse,
+  type ParsedToolCall,
+  type Usage,
+} from "../src/providers/messages.js";
+
+/**
+ * One agent turn, from a user message to a reply (DESIGN.md, "The turn machine"). The state
+ * names are the spec. Effects are invoked actors named by key; the composition supplies them with
+ * machine.provide(). Every state's entry bumps `seq`; each effect waits until the checkpoint with
+ * its seq is durable before it starts, so no effect runs ahead of its checkpoint.
+ */
+
+export interface TurnInput {
+  turnId: string;
+  sessionKey: string;
+  channel: string;
+  chatId: string;
+  /** System prompt, history and the new user message (last). */
+  messages: ChatMessage[];
+  maxIterations: number;
+}
+
+export interface CallModelInput {
+  turnId: string;
+  sessionKey: string;
+  seq: number;
+  messages: ChatMessage[];
+}
+
+export interface RunToolsInput {
+  turnId: string;
+  sessionKey: string;
+  channel: string;
+  chatId: string;
+  seq: number;
+  calls: ParsedToolCall[];
+}
+
+export interface CheckpointedInput {
+  turnId: string;
+  seq: number;
+}
+
+export type ToolResultMessage = Extract<ChatMessage, { role: "tool" }>;
+
+export interface TurnContext {
+  turnId: string;
+  sessionKey: string;
+  channel: string;
+  chatId: string;
+  messages: ChatMessage[];
+  /** Index of the first message this turn added after its user message. */
+  firstNewIndex: number;
+  iteration: number;
+  maxIterations: number;
+  pendingToolCalls: ParsedToolCall[];
+  injected: string[];
+  injectedTaken: number;
+  usage: Usage;
+  reply: string | null;
+  error: string | null;
+  seq: number;
+}
+
+export type TurnEvent = { type: "cancel" } | { type: "inject"; content: string };
+
+export interface TurnOutput {
+  reply: string;
+  /** Messages the turn added after the user message, in order. */
+  newMessages: ChatMessage[];
+  usage: Usage;
+  iteration: number;
+  error: string | null;
+}
+
+/** How many user messages a running turn takes in; the rest wait for the next turn. */
+export const MAX_INJECTED_PER_TURN = 3;
+
+const notProvided = (name: string) =>
+  fromPromise<never, unknown>(async () => {
+    throw new Error(`turn machine: actor "${name}" was not provided`);
+  });
+
+export const turnMachine = setup({
+  types: {
+    context: {} as TurnContext,
+    events: {} as TurnEvent,
+    input: {} as TurnInput,
+    output: {} as TurnOutput,
+  },
+  actors: {
+    callModel: notProvided("callModel") as unknown as ReturnType<typeof fromPromise<ModelResponse, CallModelInput>>,
+    runTools: notProvided("runTools") as unknown as ReturnType<typeof fromPromise<ToolResultMessage[], RunToolsInput>>,
+    checkpointed: notProvided("checkpointed") as unknown as ReturnType<typeof fromPromise<void, CheckpointedInput>>,
+  },
+  actions: {
+    bumpSeq: assign({ seq: ({ context }) => context.seq + 1 }),
+  },
+  guards: {
+    hasToolCalls: (_, output: ModelResponse) => output.toolCalls.length > 0,
+    iterationLimitReached: ({ context }) => context.iteration >= context.maxIterations,
+  },
+}).createMachine({
+  id: "turn",
+  initial: "awaiting_model",
+  context: ({ input }) => ({
+    turnId: input.turnId,
+    sessionKey: input.sessionKey,
+    channel: input.channel,
+    chatId: input.chatId,
+    messages: input.messages,
+    firstNewIndex: input.messages.length,
+    iteration: 0,
+    maxIterations: input.maxIterations,
+    pendingToolCalls: [],
+    injected: [],
+    injectedTaken: 0,
+    usage: ZERO_USAGE,
+    reply: null,
+    error: null,
+    seq: 0,
+  }),
+  on: {
+    inject: {
+      guard: ({ context }) => context.injectedTaken + context.injected.length < MAX_INJECTED_PER_TURN,
+      actions: assign({ injected: ({ context, event }) => [...context.injected, event.content] }),
+    },
+  },
+  states: {
+    awaiting_model: {
+      entry: "bumpSeq",
+      invoke: {
+        src: "callModel",
+        input: ({ context }) => ({ turnId: context.turnId, sessionKey: context.sessionKey, seq: context.seq, messages: context.messages }),
+        onDone: [
+          {
+            guard: { type: "hasToolCalls", params: ({ event }) => event.output },
+            target: "awaiting_tools",
+            actions: assign(({ context, event }) => ({
+              messages: [...context.messages, assistantMessage(event.output)],
+              pendingToolCalls: event.output.toolCalls,
+              iteration: context.iteration + 1,
+              usage: addUsage(context.usage, event.output.usage),
+            })),
+          },
+          {
+            target: "responded",
+            actions: assign(({ context, event }) => ({
+              messages: [...context.messages, assistantMessage(event.output)],
+              reply: event.output.content || "(the model returned an empty reply)",
+              usage: addUsage(context.usage, event.output.usage),
+            })),
+          },
+        ],
+        onError: {
+          target: "failed",
+          actions: assign({ error: ({ event }) => (event.error instanceof Error ? event.error.message : String(event.error)) }),
+        },
+      },
+      on: { cancel: "cancelled" },
+    },
+    awaiting_tools: {
+      entry: "bumpSeq",
+      invoke: {
+        src: "runTools",
+        input: ({ context }) => ({
+          turnId: context.turnId,
+          sessionKey: context.sessionKey,
+          channel: context.channel,
+          chatId: context.chatId,
+          seq: context.seq,
+          calls: context.pendingToolCalls,
+        }),
+        onDone: {
+          target: "tools_completed",
+          actions: assign(({ context, event }) => ({ messages: [...context.messages, ...event.output], pendingToolCalls: [] })),
+        },
+        onError: {
+          target: "failed",
+          actions: assign({ error: ({ event }) => (event.error instanceof Error ? event.error.message : String(event.error)) }),
+        },
+      },
+      on: { cancel: "cancelled" },
+    },
+    tools_completed: {
+      // Results are in; user messages that arrived meanwhile join here, at the model-call boundary.
+      entry: [
+        "bumpSeq",
+        assign(({ context }) => ({
+          messages: [...context.messages, ...context.injected.map((content): ChatMessage => ({ role: "user", content }))],
+          injectedTaken: context.injectedTaken + context.injected.length,
+          injected: [],
+        })),
+      ],
+      invoke: {
+        src: "checkpointed",
+        input: ({ context }) => ({ turnId: context.turnId, seq: context.seq }),
+        onDone: [{ guard: "iterationLimitReached", target: "max_iterations" }, { target: "awaiting_model" }],
+        onError: "failed",
+      },
+      on: { cancel: "cancelled" },
+    },
+    responded: { type: "final", entry: "bumpSeq" },
+    failed: {
+      type: "final",
+      entry: [
+        "bumpSeq",
+        assign(({ context }) => ({
+          reply: `Sorry, I could not finish this: ${context.error ?? "unknown error"}`,
+          messages: [...context.messages, { role: "assistant", content: `Sorry, I could not finish this: ${context.error ?? "unknown error"}` }],
+        })),
+      ],
+    },
+    cancelled: {
+      type: "final",
+      // Close every open tool call so the stored history stays well formed.
+      entry: [
+        "bumpSeq",
+        assign(({ context }) => ({
+        messages: [
+          ...context.messages,
+          ...context.pendingToolCalls.map(
+            (c): ChatMessage => ({ role: "tool", tool_call_id: c.id, name: c.name, content: "Cancelled by the user; this call may not have run." }),
+          ),
+          { role: "assistant", content: "Stopped." },
+        ],
+        pendingToolCalls: [],
+        reply: "Stopped.",
+      })),
+      ],
+    },
+    max_iterations: {
+      type: "final",
+      entry: [
+        "bumpSeq",
+        assign(({ context }) => {
+        const reply = `I reached the maximum number of tool iterations (${context.maxIterations}) without finishing. Tell me to continue, or narrow the task.`;
+        return { reply, messages: [...context.messages, { role: "assistant", content: reply }] };
+      }),
+      ],
+    },
+  },
+  output: ({ context }) => ({
+    reply: context.reply ?? "",
+    newMessages: context.messages.slice(context.firstNewIndex),
+    usage: context.usage,
+    iteration: context.iteration,
+    error: context.error,
+  }),
+});
+
+export const TURN_FINAL_STATES = ["responded", "failed", "cancelled", "max_iterations"] as const;

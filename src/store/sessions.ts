@@ -1,0 +1,108 @@
+import { z } from "zod";
+import { addUsage, chatMessageSchema, usageSchema, ZERO_USAGE, type ChatMessage, type Usage } from "../providers/messages.js";
+import type { Store, StoreOp } from "./store.js";
+
+/**
+ * A session is a conversation keyed `channel:chatId`. Its messages live under the current epoch;
+ * `/new` starts a new epoch and keeps the old messages.
+ */
+
+export const sessionMetaSchema = z.object({
+  key: z.string(),
+  epoch: z.number().int().nonnegative(),
+  nextSeq: z.number().int().nonnegative(),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+  usage: usageSchema,
+  turns: z.number().int().nonnegative(),
+});
+export type SessionMeta = z.infer<typeof sessionMetaSchema>;
+
+export const storedMessageSchema = z.object({
+  message: chatMessageSchema,
+  turnId: z.string().nullable(),
+  at: z.number(),
+});
+export type StoredMessage = z.infer<typeof storedMessageSchema>;
+
+/** Tool results are kept whole in the turn journal; the session keeps a bounded copy. */
+export const HISTORY_TOOL_RESULT_CHARS = 4000;
+
+const pad = (n: number, width: number) => String(n).padStart(width, "0");
+const metaKey = (key: string) => `meta:${key}`;
+const msgPrefix = (key: string, epoch: number) => `msg:${key}\x00${pad(epoch, 6)}:`;
+
+export function newSessionMeta(key: string, now: number): SessionMeta {
+  return { key, epoch: 0, nextSeq: 0, createdAt: now, updatedAt: now, usage: ZERO_USAGE, turns: 0 };
+}
+
+export async function getSessionMeta(store: Store, key: string): Promise<SessionMeta | undefined> {
+  return store.get("sessions", metaKey(key), sessionMetaSchema);
+}
+
+export async function listSessions(store: Store): Promise<SessionMeta[]> {
+  return (await store.list("sessions", sessionMetaSchema, { prefix: "meta:" })).map((r) => r.value);
+}
+
+function truncateForHistory(m: ChatMessage): ChatMessage {
+  if (m.role !== "tool" || m.content.length <= HISTORY_TOOL_RESULT_CHARS) return m;
+  const cut = m.content.length - HISTORY_TOOL_RESULT_CHARS;
+  return { ...m, content: `${m.content.slice(0, HISTORY_TOOL_RESULT_CHARS)}\n... (${cut} more characters truncated)` };
+}
+
+/** Ops that append messages to a session; returns the updated meta to use for the next append. */
+export function appendMessagesOps(
+  meta: SessionMeta,
+  messages: ChatMessage[],
+  turnId: string | null,
+  now: number,
+  usage: Usage = ZERO_USAGE,
+  countTurn = false,
+): { ops: StoreOp[]; meta: SessionMeta } {
+  const ops: StoreOp[] = messages.map((message, i) => ({
+    type: "put",
+    sublevel: "sessions",
+    key: `${msgPrefix(meta.key, meta.epoch)}${pad(meta.nextSeq + i, 9)}`,
+    value: { message: truncateForHistory(message), turnId, at: now } satisfies StoredMessage,
+  }));
+  const next: SessionMeta = {
+    ...meta,
+    nextSeq: meta.nextSeq + messages.length,
+    updatedAt: now,
+    usage: addUsage(meta.usage, usage),
+    turns: meta.turns + (countTurn ? 1 : 0),
+  };
+  ops.push({ type: "put", sublevel: "sessions", key: metaKey(meta.key), value: next });
+  return { ops, meta: next };
+}
+
+/** `/new`: a fresh epoch; the old messages stay in the store. */
+export function newEpochOps(meta: SessionMeta, now: number): { ops: StoreOp[]; meta: SessionMeta } {
+  const next = { ...meta, epoch: meta.epoch + 1, nextSeq: 0, updatedAt: now };
+  return { ops: [{ type: "put", sublevel: "sessions", key: metaKey(meta.key), value: next }], meta: next };
+}
+
+export async function sessionMessages(store: Store, meta: SessionMeta, epoch = meta.epoch): Promise<StoredMessage[]> {
+  return (await store.list("sessions", storedMessageSchema, { prefix: msgPrefix(meta.key, epoch) })).map((r) => r.value);
+}
+
+const sizeOf = (m: ChatMessage) =>
+  (typeof m.content === "string" ? m.content.length : JSON.stringify(m.content ?? "").length) +
+  (m.role === "assistant" && m.tool_calls ? JSON.stringify(m.tool_calls).length : 0);
+
+/**
+ * The history handed to the model: the newest messages that fit in `maxChars`, starting at a user
+ * message so no tool result or tool call is left without its partner.
+ */
+export function historyWindow(messages: ChatMessage[], maxChars: number): ChatMessage[] {
+  let start = messages.length;
+  let used = 0;
+  while (start > 0) {
+    const size = sizeOf(messages[start - 1] as ChatMessage);
+    if (used + size > maxChars) break;
+    used += size;
+    start--;
+  }
+  while (start < messages.length && messages[start]?.role !== "user") start++;
+  return messages.slice(start);
+}

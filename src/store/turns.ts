@@ -1,0 +1,70 @@
+import { z } from "zod";
+import type { Store, StoreOp } from "./store.js";
+
+/**
+ * A turn's durable record: the latest persisted XState snapshot plus a journal. The journal, not
+ * the snapshot, decides what happens to effects (DESIGN.md, "Durability rules").
+ */
+
+export const turnRecordSchema = z.object({
+  turnId: z.string(),
+  sessionKey: z.string(),
+  /** The turn machine's state value at the last checkpoint. */
+  state: z.string(),
+  final: z.boolean(),
+  seq: z.number().int().nonnegative(),
+  snapshot: z.unknown(),
+  /** The input the turn was started with, for re-creating its actor on recovery. */
+  input: z.unknown(),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+});
+export type TurnRecord = z.infer<typeof turnRecordSchema>;
+
+export const journalRecordSchema = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("state"), turnId: z.string(), seq: z.number(), state: z.string(), iteration: z.number(), at: z.number() }),
+  z.object({
+    kind: z.literal("tool"),
+    turnId: z.string(),
+    callId: z.string(),
+    name: z.string(),
+    args: z.unknown(),
+    status: z.enum(["started", "completed"]),
+    result: z.string().optional(),
+    at: z.number(),
+  }),
+]);
+export type JournalRecord = z.infer<typeof journalRecordSchema>;
+export type ToolJournalRecord = Extract<JournalRecord, { kind: "tool" }>;
+
+const pad = (n: number) => String(n).padStart(6, "0");
+
+export function checkpointOps(record: TurnRecord, iteration: number): StoreOp[] {
+  const entry: JournalRecord = { kind: "state", turnId: record.turnId, seq: record.seq, state: record.state, iteration, at: record.updatedAt };
+  return [
+    { type: "put", sublevel: "turns", key: record.turnId, value: record },
+    { type: "put", sublevel: "journal", key: `${record.turnId}:state:${pad(record.seq)}`, value: entry },
+  ];
+}
+
+export function toolJournalOp(record: ToolJournalRecord): StoreOp {
+  return { type: "put", sublevel: "journal", key: `${record.turnId}:tool:${record.callId}`, value: record };
+}
+
+export async function getTurn(store: Store, turnId: string): Promise<TurnRecord | undefined> {
+  return store.get("turns", turnId, turnRecordSchema);
+}
+
+export async function listTurns(store: Store): Promise<TurnRecord[]> {
+  return (await store.list("turns", turnRecordSchema)).map((r) => r.value);
+}
+
+export async function toolJournal(store: Store, turnId: string): Promise<Map<string, ToolJournalRecord>> {
+  const rows = await store.list("journal", journalRecordSchema, { prefix: `${turnId}:tool:` });
+  return new Map(rows.flatMap((r) => (r.value.kind === "tool" ? [[r.value.callId, r.value] as const] : [])));
+}
+
+export async function stateJournal(store: Store, turnId: string): Promise<Array<Extract<JournalRecord, { kind: "state" }>>> {
+  const rows = await store.list("journal", journalRecordSchema, { prefix: `${turnId}:state:` });
+  return rows.flatMap((r) => (r.value.kind === "state" ? [r.value] : []));
+}

@@ -1,0 +1,51 @@
+import { z } from "zod";
+
+/** What a tool gets besides its arguments. */
+export interface ToolContext {
+  workspace: string;
+  sessionKey: string;
+  turnId: string;
+  callId: string;
+  /** sessionKey:turnId:callId — stable across a resumed turn, for tools that can dedupe. */
+  idempotencyKey: string;
+  signal: AbortSignal;
+  channel?: string;
+  chatId?: string;
+}
+
+export interface Tool {
+  name: string;
+  description: string;
+  /** A zod schema (turned into JSON Schema for the model) or raw JSON Schema (MCP tools). */
+  parameters: z.ZodType | { jsonSchema: Record<string, unknown> };
+  /** No side effects: may run concurrently with other read-only tools, and is re-run on recovery. */
+  readOnly?: boolean;
+  /** Never runs beside another tool. */
+  exclusive?: boolean;
+  /** Safe to run twice with the same arguments: re-run on recovery even if not read-only. */
+  idempotent?: boolean;
+  source?: "builtin" | "mcp";
+  execute(args: Record<string, unknown>, ctx: ToolContext): Promise<string>;
+}
+
+/** A failure the model should see and can react to (not an infrastructure error). */
+export class ToolError extends Error {}
+
+export const TOOL_ERROR_HINT = "[Analyze the error above and try a different approach.]";
+
+export function jsonSchemaOf(tool: Tool): Record<string, unknown> {
+  if ("jsonSchema" in tool.parameters) return tool.parameters.jsonSchema;
+  const schema = z.toJSONSchema(tool.parameters as z.ZodType, { io: "input" }) as Record<string, unknown>;
+  delete schema.$schema;
+  return schema;
+}
+
+/** A tool definition with its parameters typed by the zod schema. */
+export function defineTool<S extends z.ZodObject>(
+  def: Omit<Tool, "parameters" | "execute"> & {
+    parameters: S;
+    execute(args: z.infer<S>, ctx: ToolContext): Promise<string>;
+  },
+): Tool {
+  return def as unknown as Tool;
+}

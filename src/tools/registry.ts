@@ -1,0 +1,78 @@
+import type { ToolSchema } from "../providers/client.js";
+import { jsonSchemaOf, TOOL_ERROR_HINT, ToolError, type Tool, type ToolContext } from "./contract.js";
+
+export interface ToolRegistry {
+  register(tool: Tool): void;
+  get(name: string): Tool | undefined;
+  names(): string[];
+  /** Function schemas for the model: built-ins by name, then MCP tools by name. */
+  schemas(allow?: (tool: Tool) => boolean): ToolSchema[];
+  /** Casts, validates and runs one call; every failure comes back as text ending in a hint. */
+  execute(name: string, args: Record<string, unknown> | null, ctx: ToolContext, argumentsError?: string): Promise<string>;
+}
+
+const withHint = (message: string) => `Error: ${message}\n\n${TOOL_ERROR_HINT}`;
+
+/** Fixes obvious slips before validation: "60" for a number, "true" for a boolean. */
+export function castArguments(args: Record<string, unknown>, schema: Record<string, unknown>): Record<string, unknown> {
+  const props = (schema.properties ?? {}) as Record<string, { type?: string | string[] }>;
+  const out: Record<string, unknown> = { ...args };
+  for (const [key, value] of Object.entries(out)) {
+    const types = ([] as string[]).concat(props[key]?.type ?? []);
+    if (typeof value !== "string") continue;
+    const trimmed = value.trim();
+    if ((types.includes("integer") || types.includes("number")) && !types.includes("string") && trimmed !== "" && Number.isFinite(Number(trimmed))) {
+      out[key] = Number(trimmed);
+    } else if (types.includes("boolean") && !types.includes("string") && /^(true|false)$/i.test(trimmed)) {
+      out[key] = trimmed.toLowerCase() === "true";
+    }
+  }
+  return out;
+}
+
+function validate(tool: Tool, args: Record<string, unknown>): { ok: true; args: Record<string, unknown> } | { ok: false; error: string } {
+  if ("jsonSchema" in tool.parameters) {
+    const required = (tool.parameters.jsonSchema.required ?? []) as string[];
+    const missing = required.filter((k) => args[k] === undefined);
+    return missing.length ? { ok: false, error: `missing required parameter(s): ${missing.join(", ")}` } : { ok: true, args };
+  }
+  const result = tool.parameters.safeParse(args);
+  if (result.success) return { ok: true, args: result.data as Record<string, unknown> };
+  const problems = result.error.issues.map((i) => `${i.path.map(String).join(".") || "(arguments)"}: ${i.message}`);
+  return { ok: false, error: `invalid arguments for ${tool.name}: ${problems.join("; ")}` };
+}
+
+export function createToolRegistry(tools: Tool[] = []): ToolRegistry {
+  const byName = new Map<string, Tool>();
+  const registry: ToolRegistry = {
+    register(tool) {
+      byName.set(tool.name, tool);
+    },
+    get: (name) => byName.get(name),
+    names: () => [...byName.keys()].sort(),
+    schemas(allow = () => true) {
+      const rank = (t: Tool) => (t.source === "mcp" ? 1 : 0);
+      return [...byName.values()]
+        .filter(allow)
+        .sort((a, b) => rank(a) - rank(b) || a.name.localeCompare(b.name))
+        .map((t) => ({ type: "function", function: { name: t.name, description: t.description, parameters: jsonSchemaOf(t) } }));
+    },
+    async execute(name, args, ctx, argumentsError) {
+      const tool = byName.get(name);
+      if (!tool) return withHint(`tool "${name}" not found. Available tools: ${registry.names().join(", ")}`);
+      if (argumentsError || args === null) return withHint(`could not parse the arguments for ${name}: ${argumentsError ?? "no arguments"}`);
+      const checked = validate(tool, castArguments(args, jsonSchemaOf(tool)));
+      if (!checked.ok) return withHint(checked.error);
+      try {
+        const result = await tool.execute(checked.args, ctx);
+        return result === "" ? "(no output)" : result;
+      } catch (err) {
+        if (ctx.signal.aborted) throw err;
+        const message = err instanceof ToolError ? err.message : `${name} failed: ${(err as Error).message}`;
+        return withHint(message);
+      }
+    },
+  };
+  tools.forEach((t) => registry.register(t));
+  return registry;
+}

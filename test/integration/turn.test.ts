@@ -1,0 +1,172 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { startTurn } from "../../actors/turn.js";
+import { INTERRUPTED_RESULT, planBatches } from "../../actors/run-tools.js";
+import { getTurn, stateJournal, toolJournal, toolJournalOp, type TurnRecord } from "../../src/store/turns.js";
+import type { Store } from "../../src/store/store.js";
+import { startFakeOpenAi, type FakeOpenAi, type FakeStep } from "../fixtures/fake-openai.js";
+import { countingTools, turnDeps, turnInput } from "../helpers/turn-env.js";
+import { useTempDirs } from "../helpers/tmp.js";
+
+const multiToolScript: FakeStep[] = [
+  {
+    content: "Looking things up.",
+    toolCalls: [
+      { id: "a1", name: "lookup", arguments: { word: "alpha", delayMs: 80 } },
+      { id: "a2", name: "lookup", arguments: { word: "beta", delayMs: 80 } },
+      { id: "a3", name: "append_note", arguments: { text: "seen" } },
+    ],
+  },
+  { toolCalls: [{ id: "b1", name: "lookup", arguments: '{"word": "gamma",}' }] },
+  { content: "Alpha and beta are defined; noted." },
+];
+
+describe("turn machine", () => {
+  const tempDir = useTempDirs();
+  let fake: FakeOpenAi | undefined;
+  let store: Store | undefined;
+  afterEach(async () => {
+    await store?.close();
+    store = undefined;
+    await fake?.close();
+  });
+
+  it("runs a multi-tool turn end to end, read-only calls concurrently, checkpointing every transition", async () => {
+    fake = await startFakeOpenAi([...multiToolScript]);
+    const tools = countingTools();
+    const deps = await turnDeps(await tempDir(), fake.url, tools.registry);
+    store = deps.store;
+    const states: string[] = [];
+    deps.bus?.ofType("turn_state").subscribe((e) => states.push(e.state));
+    const result = await startTurn(deps, { input: turnInput("t1", "define alpha and beta") }).done;
+
+    expect(result.state).toBe("responded");
+    expect(result.output.reply).toBe("Alpha and beta are defined; noted.");
+    expect(result.output.iteration).toBe(2);
+    expect(result.output.usage.totalTokens).toBe(45);
+    expect(result.output.newMessages.map((m) => m.role)).toEqual(["assistant", "tool", "tool", "tool", "assistant", "tool", "assistant"]);
+    expect(tools.runs).toEqual(["lookup", "lookup", "append_note", "lookup"]);
+    expect(tools.maxActive()).toBe(2);
+    // The model saw the tool results of the first batch, in call order.
+    const second = fake.requests[1]?.body.messages.slice(-3).map((m) => m.content);
+    expect(second).toEqual(["definition of alpha", "definition of beta", "noted: seen"]);
+
+    const expected = ["awaiting_model", "awaiting_tools", "tools_completed", "awaiting_model", "awaiting_tools", "tools_completed", "awaiting_model", "responded"];
+    expect(states).toEqual(expected);
+    const journal = await stateJournal(store, "t1");
+    expect(journal.map((j) => j.state)).toEqual(expected);
+    expect(journal.map((j) => j.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    const record = await getTurn(store, "t1");
+    expect(record?.final).toBe(true);
+    expect(record?.state).toBe("responded");
+  });
+
+  it("plans batches: consecutive read-only calls together, others alone", () => {
+    const { registry } = countingTools();
+    const call = (name: string, id: string) => ({ id, name, rawArguments: "{}", arguments: {} });
+    const batches = planBatches([call("lookup", "a"), call("lookup", "b"), call("append_note", "c"), call("lookup", "d")], registry);
+    expect(batches.map((b) => b.map((c) => c.id))).toEqual([["a", "b"], ["c"], ["d"]]);
+  });
+
+  it("a turn restored from each checkpoint ends with the same messages and never re-runs completed tools", async () => {
+    // The fake model answers by conversation position, so a restored turn gets the same answers.
+    fake = await startFakeOpenAi([], (req) => multiToolScript[req.body.messages.filter((m) => m.role === "assistant").length]);
+    const tools = countingTools();
+    const deps = await turnDeps(await tempDir(), fake.url, tools.registry);
+    store = deps.store;
+    const checkpoints: TurnRecord[] = [];
+    const batch = deps.store.batch.bind(deps.store);
+    deps.store.batch = async (ops, opts) => {
+      for (const op of ops) if (op.type === "put" && op.sublevel === "turns") checkpoints.push(structuredClone(op.value as TurnRecord));
+      return batch(ops, opts);
+    };
+    const reference = await startTurn(deps, { input: turnInput("ref", "define alpha and beta") }).done;
+    expect(reference.state).toBe("responded");
+    const referenceJournal = await toolJournal(deps.store, "ref");
+    const resumable = checkpoints.filter((c) => !c.final);
+    expect(resumable.map((c) => c.state)).toEqual(["awaiting_model", "awaiting_tools", "tools_completed", "awaiting_model", "awaiting_tools", "tools_completed", "awaiting_model"]);
+
+    for (const record of resumable) {
+      // Restoring under the same turn id in a store whose journal says every tool had completed.
+      const runsBefore = tools.runs.length;
+      const result = await startTurn(deps, { record }).done;
+      expect(result.state, `restored from ${record.state}#${record.seq}`).toBe("responded");
+      expect(result.output.newMessages).toEqual(reference.output.newMessages);
+      expect(tools.runs.length, `tools re-run after restore from ${record.state}#${record.seq}`).toBe(runsBefore);
+      expect((await toolJournal(deps.store, "ref")).size).toBe(referenceJournal.size);
+    }
+  });
+
+  it("an interrupted non-idempotent call is not re-run; an interrupted read-only call is", async () => {
+    fake = await startFakeOpenAi([
+      { toolCalls: [{ id: "c1", name: "append_note", arguments: { text: "once" } }, { id: "c2", name: "lookup", arguments: { word: "w" } }] },
+      { content: "done" },
+    ]);
+    const tools = countingTools();
+    const deps = await turnDeps(await tempDir(), fake.url, tools.registry);
+    store = deps.store;
+    // Simulate a daemon that died after tool.started for both calls.
+    for (const [callId, name] of [["c1", "append_note"], ["c2", "lookup"]] as const) {
+      await deps.store.batch([toolJournalOp({ kind: "tool", turnId: "t9", callId, name, args: {}, status: "started", at: 0 })], { sync: true });
+    }
+    const result = await startTurn(deps, { input: turnInput("t9", "go") }).done;
+    expect(result.state).toBe("responded");
+    expect(tools.runs).toEqual(["lookup"]);
+    const toolMsgs = result.output.newMessages.filter((m) => m.role === "tool").map((m) => m.content);
+    expect(toolMsgs).toEqual([INTERRUPTED_RESULT, "definition of w"]);
+  });
+
+  it("malformed tool arguments go back to the model as a tool error", async () => {
+    fake = await startFakeOpenAi([{ toolCalls: [{ name: "lookup", arguments: "{{{:::" }] }, { content: "sorry" }]);
+    const tools = countingTools();
+    const deps = await turnDeps(await tempDir(), fake.url, tools.registry);
+    store = deps.store;
+    const result = await startTurn(deps, { input: turnInput("t2", "go") }).done;
+    expect(result.state).toBe("responded");
+    expect(tools.runs).toEqual([]);
+    const toolMsg = result.output.newMessages.find((m) => m.role === "tool");
+    expect(toolMsg?.content).toMatch(/^Error: could not parse the arguments for lookup: the arguments are not valid JSON/);
+    expect(toolMsg?.content).toMatch(/try a different approach/);
+  });
+
+  it("ends in max_iterations with a reply saying so", async () => {
+    fake = await startFakeOpenAi([], () => ({ toolCalls: [{ name: "lookup", arguments: { word: "again", delayMs: 1 } }] }));
+    const tools = countingTools();
+    const deps = await turnDeps(await tempDir(), fake.url, tools.registry);
+    store = deps.store;
+    const result = await startTurn(deps, { input: turnInput("t3", "loop", 3) }).done;
+    expect(result.state).toBe("max_iterations");
+    expect(result.output.reply).toMatch(/maximum number of tool iterations \(3\)/);
+    expect(fake.requests).toHaveLength(3);
+    expect(tools.runs).toHaveLength(3);
+  });
+
+  it("cancel ends in cancelled and closes open tool calls", async () => {
+    fake = await startFakeOpenAi([{ toolCalls: [{ id: "slow", name: "lookup", arguments: { word: "x", delayMs: 2000 } }] }]);
+    const tools = countingTools();
+    const deps = await turnDeps(await tempDir(), fake.url, tools.registry);
+    store = deps.store;
+    const handle = startTurn(deps, { input: turnInput("t4", "go") });
+    await new Promise<void>((resolve) => {
+      const sub = deps.bus?.ofType("tool_hint").subscribe(() => {
+        sub?.unsubscribe();
+        resolve();
+      });
+    });
+    handle.cancel();
+    const result = await handle.done;
+    expect(result.state).toBe("cancelled");
+    expect(result.output.newMessages.map((m) => m.role)).toEqual(["assistant", "tool", "assistant"]);
+    expect((await getTurn(store, "t4"))?.state).toBe("cancelled");
+  });
+
+  it("a model failure after retries ends in failed with a reply", async () => {
+    fake = await startFakeOpenAi([{ status: 500 }, { status: 500 }, { status: 500 }]);
+    const tools = countingTools();
+    const deps = await turnDeps(await tempDir(), fake.url, tools.registry);
+    store = deps.store;
+    const result = await startTurn(deps, { input: turnInput("t5", "go") }).done;
+    expect(result.state).toBe("failed");
+    expect(result.output.reply).toMatch(/^Sorry, I could not finish this: model call to custom failed after 3 attempts \(HTTP 500\)/);
+  });
+});
+
