@@ -1,6 +1,7 @@
 import { Command } from "commander";
 import { TroupeError } from "../errors.js";
 import { VERSION } from "../version.js";
+import { runAgent } from "./agent.js";
 import { loadForCli } from "./load.js";
 import { onboard } from "./onboard.js";
 import { statusLines } from "./status.js";
@@ -27,6 +28,15 @@ program
   .description("show config, workspace, model, providers and store")
   .action(async () => {
     for (const line of statusLines(await loadForCli())) console.log(line);
+  });
+
+program
+  .command("agent")
+  .description("talk to the agent: one message with -m, else an interactive prompt")
+  .option("-m, --message <text>", "send one message, print the reply and exit")
+  .option("-s, --session <key>", "session key (channel:chatId)", "cli:direct")
+  .action(async (opts: { message?: string; session: string }) => {
+    process.exitCode = await runAgent(await loadForCli(), opts);
   });
 
 try {

@@ -40,6 +40,7 @@ describe("troupe CLI", () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("openai (key set)");
     expect(r.stdout).toContain("groq (no key)");
+    expect(r.stdout).toContain("provider:  auto → openai at https://api.openai.com/v1 (model sent as gpt-4o-mini)");
     expect(r.stdout).toContain(`store:     ${join(home, "store")}`);
     expect(r.stdout + r.stderr).not.toContain("sk-secret-value-1234");
   });

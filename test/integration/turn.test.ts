@@ -1,4 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { defineTool } from "../../src/tools/contract.js";
+import { createToolRegistry } from "../../src/tools/registry.js";
 import { startTurn } from "../../actors/turn.js";
 import { INTERRUPTED_RESULT, planBatches } from "../../actors/run-tools.js";
 import { getTurn, stateJournal, toolJournal, toolJournalOp, type TurnRecord } from "../../src/store/turns.js";
@@ -58,6 +61,28 @@ describe("turn machine", () => {
     const record = await getTurn(store, "t1");
     expect(record?.final).toBe(true);
     expect(record?.state).toBe("responded");
+  });
+
+  it("writes each checkpoint before the effect that follows it starts", async () => {
+    fake = await startFakeOpenAi([{ toolCalls: [{ id: "p1", name: "probe", arguments: {} }] }, { content: "ok" }]);
+    const seenByTool: Array<string | undefined> = [];
+    const registry = createToolRegistry([
+      defineTool({
+        name: "probe",
+        description: "Reads the turn's own checkpoint.",
+        parameters: z.object({}),
+        execute: async () => {
+          const record = await getTurn(deps.store, "t-probe");
+          seenByTool.push(`${record?.state}#${record?.seq}`);
+          return "probed";
+        },
+      }),
+    ]);
+    const deps = await turnDeps(await tempDir(), fake.url, registry);
+    store = deps.store;
+    const result = await startTurn(deps, { input: turnInput("t-probe", "go") }).done;
+    expect(result.state).toBe("responded");
+    expect(seenByTool).toEqual(["awaiting_tools#2"]);
   });
 
   it("plans batches: consecutive read-only calls together, others alone", () => {

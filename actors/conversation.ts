@@ -1,0 +1,121 @@
+import { randomBytes } from "node:crypto";
+import type { Config } from "../src/config/schema.js";
+import { buildSystemPrompt, withRuntimeContext } from "../src/context/prompt.js";
+import { loadSkills } from "../src/context/skills.js";
+import {
+  appendMessagesOps,
+  getSessionMeta,
+  historyWindow,
+  newEpochOps,
+  newSessionMeta,
+  sessionMessages,
+} from "../src/store/sessions.js";
+import { startTurn, type TurnDeps, type TurnFinalState, type TurnHandle } from "./turn.js";
+
+export interface IncomingMessage {
+  sessionKey: string;
+  channel: string;
+  chatId: string;
+  content: string;
+}
+
+export interface Reply {
+  content: string;
+  turnId?: string;
+  state?: TurnFinalState;
+}
+
+export interface ConversationDeps extends TurnDeps {
+  config: Config;
+  env?: NodeJS.ProcessEnv;
+}
+
+export const HELP_TEXT = [
+  "troupe commands:",
+  "/new — start a new conversation (the old one is kept)",
+  "/status — this session's turns and token usage",
+  "/stop — cancel the running turn",
+  "/help — this list",
+].join("\n");
+
+/** Time-ordered, unique turn ids. */
+export const newTurnId = (now: number) => `${now.toString(36).padStart(9, "0")}-${randomBytes(4).toString("hex")}`;
+
+/** Characters of history to send: the context window less the reply, at ~3 chars a token. */
+const historyBudget = (config: Config) =>
+  Math.max(4_000, (config.agents.defaults.contextWindowTokens - config.agents.defaults.maxTokens) * 3);
+
+/**
+ * A session's message handling: slash commands answered at once, everything else as a turn whose
+ * user message is stored in the turn's first checkpoint and whose reply is appended atomically
+ * with its last.
+ */
+export function createConversation(deps: ConversationDeps) {
+  const now = deps.now ?? Date.now;
+
+  async function command(msg: IncomingMessage): Promise<Reply | undefined> {
+    const word = msg.content.trim().split(/\s+/)[0]?.toLowerCase();
+    if (word === "/help") return { content: HELP_TEXT };
+    if (word === "/new") {
+      const meta = (await getSessionMeta(deps.store, msg.sessionKey)) ?? newSessionMeta(msg.sessionKey, now());
+      await deps.store.batch(newEpochOps(meta, now()).ops, { sync: true });
+      return { content: "New session started." };
+    }
+    if (word === "/status") {
+      const meta = await getSessionMeta(deps.store, msg.sessionKey);
+      const u = meta?.usage;
+      return {
+        content: meta
+          ? `Session ${meta.key}: ${meta.turns} turn(s), ${u?.totalTokens ?? 0} tokens (${u?.promptTokens ?? 0} prompt, ${u?.completionTokens ?? 0} completion). Model: ${deps.provider.model}.`
+          : `Session ${msg.sessionKey}: no turns yet. Model: ${deps.provider.model}.`,
+      };
+    }
+    return undefined;
+  }
+
+  async function begin(msg: IncomingMessage): Promise<TurnHandle> {
+    const d = deps.config.agents.defaults;
+    const meta = (await getSessionMeta(deps.store, msg.sessionKey)) ?? newSessionMeta(msg.sessionKey, now());
+    const history = historyWindow((await sessionMessages(deps.store, meta)).map((m) => m.message), historyBudget(deps.config));
+    const system = await buildSystemPrompt({
+      workspace: deps.workspace,
+      skills: await loadSkills(deps.workspace, deps.env),
+      restrictToWorkspace: deps.config.tools.restrictToWorkspace,
+    });
+    const turnId = newTurnId(now());
+    const stamp = now();
+    const userForModel = withRuntimeContext(msg.content, { now: new Date(stamp), timezone: d.timezone, channel: msg.channel, chatId: msg.chatId });
+    const { ops } = appendMessagesOps(meta, [{ role: "user", content: msg.content }], turnId, stamp);
+    return startTurn(
+      deps,
+      {
+        input: {
+          turnId,
+          sessionKey: msg.sessionKey,
+          channel: msg.channel,
+          chatId: msg.chatId,
+          messages: [{ role: "system", content: system }, ...history, { role: "user", content: userForModel }],
+          maxIterations: d.maxToolIterations,
+        },
+        initialOps: ops,
+      },
+      async (result) => {
+        const current = (await getSessionMeta(deps.store, msg.sessionKey)) ?? meta;
+        return appendMessagesOps(current, result.output.newMessages, turnId, now(), result.output.usage, true).ops;
+      },
+    );
+  }
+
+  return {
+    /** Handles one message; `onTurn` gets the running turn's handle (to cancel or inject). */
+    async handle(msg: IncomingMessage, onTurn?: (turn: TurnHandle) => void): Promise<Reply> {
+      const answered = await command(msg);
+      if (answered) return answered;
+      const turn = await begin(msg);
+      onTurn?.(turn);
+      const result = await turn.done;
+      return { content: result.output.reply, turnId: result.turnId, state: result.state };
+    },
+  };
+}
+export type Conversation = ReturnType<typeof createConversation>;

@@ -1,0 +1,77 @@
+import { createInterface } from "node:readline";
+import type { LoadedConfig } from "../config/index.js";
+import { createAgentRuntime, type AgentRuntime } from "../runtime.js";
+import type { TurnHandle } from "../../actors/turn.js";
+
+export interface AgentOptions {
+  message?: string;
+  session: string;
+}
+
+const sessionParts = (key: string) => {
+  const i = key.indexOf(":");
+  return i > 0 ? { channel: key.slice(0, i), chatId: key.slice(i + 1) } : { channel: "cli", chatId: key };
+};
+
+/** Streams the reply to a TTY as it arrives; returns whether anything was streamed. */
+function streamTo(runtime: AgentRuntime, out: NodeJS.WriteStream): { streamed: () => boolean; stop: () => void } {
+  let streamed = false;
+  const sub = runtime.bus.ofType("progress").subscribe((e) => {
+    streamed = true;
+    out.write(e.delta);
+  });
+  return { streamed: () => streamed, stop: () => sub.unsubscribe() };
+}
+
+async function oneTurn(runtime: AgentRuntime, opts: AgentOptions, content: string, onTurn?: (t: TurnHandle) => void): Promise<void> {
+  const tty = Boolean(process.stdout.isTTY);
+  const live = tty ? streamTo(runtime, process.stdout) : undefined;
+  try {
+    const reply = await runtime.conversation.handle({ sessionKey: opts.session, ...sessionParts(opts.session), content }, onTurn);
+    // What streamed was the model's text; a reply that did not stream (a command, an error) prints whole.
+    if (live?.streamed() && reply.state === "responded") process.stdout.write("\n");
+    else process.stdout.write(`${reply.content}\n`);
+  } finally {
+    live?.stop();
+  }
+}
+
+/** `troupe agent`: one message with -m, else an interactive prompt. Runs in-process. */
+export async function runAgent(loaded: LoadedConfig, opts: AgentOptions): Promise<number> {
+  const runtime = await createAgentRuntime(loaded);
+  try {
+    if (opts.message !== undefined) {
+      await oneTurn(runtime, opts, opts.message);
+      return 0;
+    }
+    await interactive(runtime, opts);
+    return 0;
+  } finally {
+    await runtime.close();
+  }
+}
+
+async function interactive(runtime: AgentRuntime, opts: AgentOptions): Promise<void> {
+  const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: Boolean(process.stdin.isTTY), historySize: 500 });
+  let running: TurnHandle | undefined;
+  rl.on("SIGINT", () => {
+    if (running) {
+      running.cancel();
+      process.stdout.write("\n(cancelling…)\n");
+    } else {
+      process.stdout.write("\n(Ctrl-D to exit)\n");
+      rl.prompt();
+    }
+  });
+  if (process.stdin.isTTY) console.log(`troupe agent — session ${opts.session}. /help for commands, Ctrl-C cancels a turn, Ctrl-D exits.`);
+  rl.setPrompt("you> ");
+  rl.prompt();
+  for await (const line of rl) {
+    const content = line.trim();
+    if (content) {
+      await oneTurn(runtime, opts, content, (t) => (running = t));
+      running = undefined;
+    }
+    rl.prompt();
+  }
+}

@@ -1,0 +1,83 @@
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { buildSystemPrompt, withRuntimeContext } from "../../src/context/prompt.js";
+import { loadSkills } from "../../src/context/skills.js";
+import { appendMessagesOps, HISTORY_TOOL_RESULT_CHARS, historyWindow, newSessionMeta } from "../../src/store/sessions.js";
+import type { ChatMessage } from "../../src/providers/messages.js";
+import { useTempDirs } from "../helpers/tmp.js";
+
+describe("prompt assembly", () => {
+  const tempDir = useTempDirs();
+
+  it("orders identity, bootstrap files, memory, always-on skills, then the skills summary", async () => {
+    const ws = await tempDir();
+    await mkdir(join(ws, "memory"), { recursive: true });
+    await mkdir(join(ws, "skills", "weather"), { recursive: true });
+    await mkdir(join(ws, "skills", "github"), { recursive: true });
+    for (const f of ["AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md"]) await writeFile(join(ws, f), `content of ${f}`);
+    await writeFile(join(ws, "memory", "MEMORY.md"), "user likes tea");
+    await writeFile(join(ws, "skills", "weather", "SKILL.md"), "---\nname: weather\ndescription: Forecasts.\nrequires:\n  env: [WEATHER_KEY_FOR_TEST]\n---\nUse the API.");
+    await writeFile(join(ws, "skills", "github", "SKILL.md"), "---\nname: github\ndescription: My own github skill.\n---\nMine.");
+
+    const skills = await loadSkills(ws, { PATH: "" });
+    expect(skills.map((s) => [s.name, s.source])).toEqual([["github", "workspace"], ["memory", "builtin"], ["weather", "workspace"]]);
+    expect(skills.find((s) => s.name === "weather")?.missing).toEqual(["env:WEATHER_KEY_FOR_TEST"]);
+
+    const prompt = await buildSystemPrompt({ workspace: ws, skills, restrictToWorkspace: true });
+    const order = [
+      "# troupe",
+      `Your workspace is ${ws}.`,
+      "confined to the workspace",
+      "## AGENTS.md\n\ncontent of AGENTS.md",
+      "## SOUL.md",
+      "## USER.md",
+      "## TOOLS.md",
+      "# Memory\n\nuser likes tea",
+      "# Active Skills",
+      "### Skill: memory",
+      "# Skills",
+      "- **github**: My own github skill.",
+      "- **weather**: Forecasts. — " + join(ws, "skills", "weather", "SKILL.md") + " — unavailable (missing env:WEATHER_KEY_FOR_TEST)",
+    ];
+    let at = -1;
+    for (const piece of order) {
+      const i = prompt.indexOf(piece);
+      expect(i, `"${piece}" missing or out of order`).toBeGreaterThan(at);
+      at = i;
+    }
+    expect(prompt).not.toMatch(/Current Time/);
+  });
+
+  it("puts the runtime context at the head of the user message", () => {
+    const text = withRuntimeContext("hello", { now: new Date("2026-03-01T12:30:00Z"), timezone: "Asia/Tokyo", channel: "telegram", chatId: "42" });
+    expect(text).toBe("[Runtime Context]\nCurrent Time: Sunday, 01/03/2026, 21:30 (Asia/Tokyo)\nChannel: telegram\nChat ID: 42\n\nhello");
+  });
+});
+
+describe("session history", () => {
+  const call = (id: string): ChatMessage => ({ role: "assistant", content: null, tool_calls: [{ id, type: "function", function: { name: "x", arguments: "{}" } }] });
+
+  it("starts the window at a user message so no tool result is orphaned", () => {
+    const messages: ChatMessage[] = [
+      { role: "user", content: "a".repeat(50) },
+      call("1"),
+      { role: "tool", tool_call_id: "1", content: "r".repeat(50) },
+      { role: "assistant", content: "done" },
+      { role: "user", content: "next" },
+      { role: "assistant", content: "ok" },
+    ];
+    expect(historyWindow(messages, 10_000)).toEqual(messages);
+    const cut = historyWindow(messages, 80);
+    expect(cut[0]?.role).toBe("user");
+    expect(cut).toEqual(messages.slice(4));
+  });
+
+  it("truncates long tool results in stored history", () => {
+    const { ops, meta } = appendMessagesOps(newSessionMeta("cli:x", 0), [{ role: "tool", tool_call_id: "1", content: "z".repeat(HISTORY_TOOL_RESULT_CHARS + 500) }], "t", 1);
+    const stored = (ops[0] as { value: { message: { content: string } } }).value.message.content;
+    expect(stored.length).toBeLessThan(HISTORY_TOOL_RESULT_CHARS + 100);
+    expect(stored).toMatch(/\(500 more characters truncated\)$/);
+    expect(meta.nextSeq).toBe(1);
+  });
+});
