@@ -26,8 +26,8 @@ export class StoreLockedError extends TroupeError {
   ) {
     super(
       holderPid
-        ? `another troupe process (pid ${holderPid}) holds ${path}; stop it first (troupe daemon stop) or use another TROUPE_HOME`
-        : `another troupe process holds ${path}; stop it first (troupe daemon stop) or use another TROUPE_HOME`,
+        ? `another troupe process (pid ${holderPid}) holds ${path}; stop it first or use another TROUPE_HOME`
+        : `another troupe process holds ${path}; stop it first or use another TROUPE_HOME`,
     );
   }
 }

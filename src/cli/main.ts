@@ -46,5 +46,8 @@ try {
     console.error(err.message);
     process.exit(err.exitCode);
   }
-  throw err;
+  // Anything else is a bug or an environment failure: one line, the stack only when asked for.
+  console.error(`troupe: unexpected error: ${(err as Error).message ?? String(err)} (set TROUPE_DEBUG=1 for the stack trace)`);
+  if (process.env.TROUPE_DEBUG) console.error(err);
+  process.exit(1);
 }

@@ -43,5 +43,7 @@ export async function onboard(loaded: LoadedConfig): Promise<OnboardResult> {
     created.push(rel);
   }
   await mkdir(join(loaded.workspace, "skills"), { recursive: true });
+  await mkdir(loaded.paths.logsDir, { recursive: true });
+  await mkdir(loaded.paths.mediaDir, { recursive: true });
   return { configCreated, created, kept, configFile: loaded.paths.configFile, workspace: loaded.workspace };
 }

@@ -1,4 +1,4 @@
-import { readFile, writeFile } from "node:fs/promises";
+import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
@@ -24,6 +24,7 @@ describe("troupe CLI", () => {
     for (const f of ["AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "HEARTBEAT.md", "memory/MEMORY.md"]) {
       expect(first.stdout).toContain(`+ ${f}`);
     }
+    expect((await readdir(home)).sort()).toEqual(["config.json", "logs", "media", "workspace"]);
     await writeFile(join(home, "workspace", "SOUL.md"), "mine");
     const configBefore = await readFile(join(home, "config.json"), "utf8");
     const second = await runCli(["onboard"], { TROUPE_HOME: home });

@@ -90,7 +90,7 @@ describe("store", () => {
       const err = await openStore(path).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(StoreLockedError);
       expect((err as Error).message).toBe(
-        `another troupe process (pid ${child.pid}) holds ${path}; stop it first (troupe daemon stop) or use another TROUPE_HOME`,
+        `another troupe process (pid ${child.pid}) holds ${path}; stop it first or use another TROUPE_HOME`,
       );
     } finally {
       child.kill("SIGKILL");
