@@ -39,7 +39,7 @@ describe("troupe agent on a terminal", () => {
       child.stdin.write("\x03");
       at = await waitFor("Stopped.", at);
       child.stdin.write("hello\r");
-      at = await waitFor("quick answer", at);
+      await waitFor("quick answer", at);
       child.stdin.write("\x04");
       expect(await exited).toBe(0);
       expect(screen).not.toContain("too late");
