@@ -82,6 +82,14 @@ export interface TurnOutput {
 /** How many user messages a running turn takes in; the rest wait for the next turn. */
 export const MAX_INJECTED_PER_TURN = 3;
 
+const errorText = ({ event }: { event: { error: unknown } }) => (event.error instanceof Error ? event.error.message : String(event.error));
+
+/** A final state's reply, also appended as the assistant's last message (after any closing messages). */
+const endWith = (context: TurnContext, reply: string, closing: ChatMessage[] = []) => ({
+  reply,
+  messages: [...context.messages, ...closing, { role: "assistant" as const, content: reply }],
+});
+
 const notProvided = (name: string) =>
   fromPromise<never, unknown>(async () => {
     throw new Error(`turn machine: actor "${name}" was not provided`);
@@ -160,7 +168,7 @@ export const turnMachine = setup({
         ],
         onError: {
           target: "failed",
-          actions: assign({ error: ({ event }) => (event.error instanceof Error ? event.error.message : String(event.error)) }),
+          actions: assign({ error: errorText }),
         },
       },
       on: { cancel: "cancelled" },
@@ -183,7 +191,7 @@ export const turnMachine = setup({
         },
         onError: {
           target: "failed",
-          actions: assign({ error: ({ event }) => (event.error instanceof Error ? event.error.message : String(event.error)) }),
+          actions: assign({ error: errorText }),
         },
       },
       on: { cancel: "cancelled" },
@@ -211,10 +219,7 @@ export const turnMachine = setup({
       type: "final",
       entry: [
         "bumpSeq",
-        assign(({ context }) => ({
-          reply: `Sorry, I could not finish this: ${context.error ?? "unknown error"}`,
-          messages: [...context.messages, { role: "assistant", content: `Sorry, I could not finish this: ${context.error ?? "unknown error"}` }],
-        })),
+        assign(({ context }) => endWith(context, `Sorry, I could not finish this: ${context.error ?? "unknown error"}`)),
       ],
     },
     cancelled: {
@@ -223,26 +228,24 @@ export const turnMachine = setup({
       entry: [
         "bumpSeq",
         assign(({ context }) => ({
-        messages: [
-          ...context.messages,
-          ...context.pendingToolCalls.map(
-            (c): ChatMessage => ({ role: "tool", tool_call_id: c.id, name: c.name, content: "Cancelled by the user; this call may not have run." }),
+          ...endWith(
+            context,
+            "Stopped.",
+            context.pendingToolCalls.map(
+              (c): ChatMessage => ({ role: "tool", tool_call_id: c.id, name: c.name, content: "Cancelled by the user; this call may not have run." }),
+            ),
           ),
-          { role: "assistant", content: "Stopped." },
-        ],
-        pendingToolCalls: [],
-        reply: "Stopped.",
-      })),
+          pendingToolCalls: [],
+        })),
       ],
     },
     max_iterations: {
       type: "final",
       entry: [
         "bumpSeq",
-        assign(({ context }) => {
-        const reply = `I reached the maximum number of tool iterations (${context.maxIterations}) without finishing. Tell me to continue, or narrow the task.`;
-        return { reply, messages: [...context.messages, { role: "assistant", content: reply }] };
-      }),
+        assign(({ context }) =>
+          endWith(context, `I reached the maximum number of tool iterations (${context.maxIterations}) without finishing. Tell me to continue, or narrow the task.`),
+        ),
       ],
     },
   },

@@ -22,10 +22,16 @@ export function createCheckpointBarrier(): CheckpointBarrier {
     reached(turnId, seq, signal) {
       if ((durable.get(turnId) ?? -1) >= seq) return Promise.resolve();
       return new Promise((resolve, reject) => {
-        const list = waiters.get(turnId) ?? [];
-        list.push({ seq, resolve });
-        waiters.set(turnId, list);
-        signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
+        const waiter = { seq, resolve };
+        waiters.set(turnId, [...(waiters.get(turnId) ?? []), waiter]);
+        signal?.addEventListener(
+          "abort",
+          () => {
+            waiters.set(turnId, (waiters.get(turnId) ?? []).filter((w) => w !== waiter));
+            reject(signal.reason);
+          },
+          { once: true },
+        );
       });
     },
     forget(turnId) {
