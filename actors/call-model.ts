@@ -11,7 +11,11 @@ export interface CallModelDeps {
   barrier: CheckpointBarrier;
   bus?: Bus;
   now?: () => number;
+  /** What the model is sent, derived from the checkpointed messages (microcompact). */
+  compact?: (messages: ModelMessages) => ModelMessages;
 }
+
+type ModelMessages = CallModelInput["messages"];
 
 /** One model call; streamed text goes out on the bus as progress events. No side effects. */
 export function createCallModel(deps: CallModelDeps) {
@@ -19,7 +23,7 @@ export function createCallModel(deps: CallModelDeps) {
   return fromPromise<ModelResponse, CallModelInput>(async ({ input, signal }) => {
     await deps.barrier.reached(input.turnId, input.seq, signal);
     return deps.provider.chat({
-      messages: input.messages,
+      messages: deps.compact ? deps.compact(input.messages) : input.messages,
       tools: deps.tools(),
       signal,
       onDelta: (delta) =>

@@ -1,6 +1,7 @@
 import { createActor, fromPromise, type SnapshotFrom } from "xstate";
 import type { Logger } from "pino";
 import type { Bus } from "../src/bus/index.js";
+import { microcompact } from "../src/context/microcompact.js";
 import type { LlmProvider } from "../src/providers/client.js";
 import { createCheckpointBarrier, type CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
 import type { Store, StoreOp } from "../src/store/store.js";
@@ -46,7 +47,14 @@ type TurnSnapshot = SnapshotFrom<typeof turnMachine>;
 export function turnLogic(deps: TurnDeps, barrier: CheckpointBarrier) {
   return turnMachine.provide({
     actors: {
-      callModel: createCallModel({ provider: deps.provider, tools: () => deps.registry.schemas(), barrier, bus: deps.bus, now: deps.now }),
+      callModel: createCallModel({
+        provider: deps.provider,
+        tools: () => deps.registry.schemas(),
+        barrier,
+        bus: deps.bus,
+        now: deps.now,
+        compact: (messages) => microcompact(messages, (name) => deps.registry.get(name)?.readOnly === true),
+      }),
       runTools: createRunTools({ registry: deps.registry, store: deps.store, barrier, workspace: deps.workspace, bus: deps.bus, now: deps.now }),
       checkpointed: fromPromise<void, CheckpointedInput>(({ input, signal }) => barrier.reached(input.turnId, input.seq, signal)),
     },

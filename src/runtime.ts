@@ -7,6 +7,7 @@ import { secretsOf } from "./log/redact.js";
 import { createOpenAiProvider } from "./providers/client.js";
 import { resolveProvider } from "./providers/registry.js";
 import { openStore, type Store } from "./store/store.js";
+import { createBuiltinTools } from "./tools/builtin/index.js";
 import { createToolRegistry, type ToolRegistry } from "./tools/registry.js";
 
 /** The composition root: config in, the running parts out. */
@@ -35,7 +36,10 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: { consoleLo
     stream: opts.stream ?? true,
     logger,
   });
-  const registry = createToolRegistry();
+  const registry = createToolRegistry(
+    createBuiltinTools({ config, workspace, mediaDir: paths.mediaDir, store, bus, channels: () => ["cli"] }),
+    { maxResultChars: config.tools.maxToolResultChars },
+  );
   const conversation = createConversation({ config, store, provider, registry, workspace, bus, logger });
   logger.info({ provider: resolved.spec.name, model: resolved.model, workspace }, "runtime ready");
   return {

@@ -1,6 +1,7 @@
 import { createInterface } from "node:readline";
 import type { LoadedConfig } from "../config/index.js";
 import { createAgentRuntime, type AgentRuntime } from "../runtime.js";
+import { outboxDeliveredOps, pendingOutbox } from "../store/outbox.js";
 import type { TurnHandle } from "../../actors/turn.js";
 
 export interface AgentOptions {
@@ -36,9 +37,32 @@ async function oneTurn(runtime: AgentRuntime, opts: AgentOptions, content: strin
   }
 }
 
+/**
+ * The terminal as the "cli" channel: what the message tool sends to it is printed, then marked
+ * delivered. Entries left from an earlier run that stopped before printing them come first.
+ */
+async function deliverToTerminal(runtime: AgentRuntime): Promise<() => Promise<void>> {
+  let chain = Promise.resolve();
+  const deliver = (m: { deliveryId: string; content: string; media: string[] }) => {
+    chain = chain.then(async () => {
+      process.stdout.write(`${m.content}${m.media.map((p) => `\n[file] ${p}`).join("")}\n`);
+      await runtime.store.batch(outboxDeliveredOps(m.deliveryId, Date.now()), { sync: true });
+    });
+  };
+  for (const m of await pendingOutbox(runtime.store, "cli")) deliver(m);
+  const sub = runtime.bus.ofType("outbound").subscribe((e) => {
+    if (e.channel === "cli") deliver(e);
+  });
+  return async () => {
+    sub.unsubscribe();
+    await chain;
+  };
+}
+
 /** `troupe agent`: one message with -m, else an interactive prompt. Runs in-process. */
 export async function runAgent(loaded: LoadedConfig, opts: AgentOptions): Promise<number> {
   const runtime = await createAgentRuntime(loaded);
+  const stopDelivery = await deliverToTerminal(runtime);
   try {
     if (opts.message !== undefined) {
       await oneTurn(runtime, opts, opts.message);
@@ -47,6 +71,7 @@ export async function runAgent(loaded: LoadedConfig, opts: AgentOptions): Promis
     await interactive(runtime, opts);
     return 0;
   } finally {
+    await stopDelivery();
     await runtime.close();
   }
 }

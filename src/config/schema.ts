@@ -1,9 +1,23 @@
+import ipaddr from "ipaddr.js";
 import { z } from "zod";
 
 /**
  * troupe's config.json, shaped like nanobot's so a nanobot user can copy theirs.
  * Keys are camelCase here; the loader also accepts snake_case (see normalize.ts).
  */
+
+const isRegex = (s: string) => {
+  try {
+    new RegExp(s);
+    return true;
+  } catch {
+    return false;
+  }
+};
+const regexString = z.string().refine(isRegex, "not a valid regular expression");
+const addressOrCidr = z
+  .string()
+  .refine((s) => (s.includes("/") ? ipaddr.isValidCIDR(s) : ipaddr.isValid(s)), "expected an IP address or a CIDR such as 10.0.0.0/8");
 
 const providerSchema = z.object({
   apiKey: z.string().default(""),
@@ -79,13 +93,13 @@ const toolsSchema = z.object({
       timeout: z.number().int().positive().max(600).default(60),
       pathAppend: z.string().default(""),
       allowedEnvKeys: z.array(z.string()).default([]),
-      denyPatterns: z.array(z.string()).default([]),
-      allowPatterns: z.array(z.string()).default([]),
+      denyPatterns: z.array(regexString).default([]),
+      allowPatterns: z.array(regexString).default([]),
     })
     .prefault({}),
   restrictToWorkspace: z.boolean().default(true),
   maxToolResultChars: z.number().int().positive().default(16_000),
-  ssrfWhitelist: z.array(z.string()).default([]),
+  ssrfWhitelist: z.array(addressOrCidr).default([]),
   mcpServers: z.record(z.string(), mcpServerSchema).default({}),
 });
 

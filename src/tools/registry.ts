@@ -1,5 +1,6 @@
 import type { ToolSchema } from "../providers/client.js";
 import { jsonSchemaOf, TOOL_ERROR_HINT, ToolError, type Tool, type ToolContext } from "./contract.js";
+import { persistLongResult } from "./persist-result.js";
 
 export interface ToolRegistry {
   register(tool: Tool): void;
@@ -42,7 +43,12 @@ function validate(tool: Tool, args: Record<string, unknown>): { ok: true; args: 
   return { ok: false, error: `invalid arguments for ${tool.name}: ${problems.join("; ")}` };
 }
 
-export function createToolRegistry(tools: Tool[] = []): ToolRegistry {
+export interface ToolRegistryOptions {
+  /** tools.maxToolResultChars: longer results are saved to a file and cut. */
+  maxResultChars?: number;
+}
+
+export function createToolRegistry(tools: Tool[] = [], opts: ToolRegistryOptions = {}): ToolRegistry {
   const byName = new Map<string, Tool>();
   const registry: ToolRegistry = {
     register(tool) {
@@ -65,7 +71,8 @@ export function createToolRegistry(tools: Tool[] = []): ToolRegistry {
       if (!checked.ok) return withHint(checked.error);
       try {
         const result = await tool.execute(checked.args, ctx);
-        return result === "" ? "(no output)" : result;
+        if (result === "") return "(no output)";
+        return opts.maxResultChars ? await persistLongResult(result, name, ctx, opts.maxResultChars) : result;
       } catch (err) {
         if (ctx.signal.aborted) throw err;
         const message = err instanceof ToolError ? err.message : `${name} failed: ${(err as Error).message}`;

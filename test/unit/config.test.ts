@@ -75,6 +75,16 @@ describe("config", () => {
     expect(problemsOf(() => parseConfig([1, 2], "c.json"))).toEqual(["(root): expected a JSON object"]);
   });
 
+  it("checks tool patterns and SSRF whitelist entries when the config loads", () => {
+    const problems = problemsOf(() =>
+      parseConfig({ tools: { exec: { denyPatterns: ["ok", "(unclosed"] }, ssrfWhitelist: ["10.0.0.0/8", "intranet"] } }, "c.json"),
+    );
+    expect(problems).toEqual([
+      "tools.exec.denyPatterns.1: not a valid regular expression",
+      "tools.ssrfWhitelist.1: expected an IP address or a CIDR such as 10.0.0.0/8",
+    ]);
+  });
+
   it("migrates tools.exec.restrictToWorkspace to tools.restrictToWorkspace", () => {
     const { config, warnings } = parseConfig({ tools: { exec: { restrict_to_workspace: false } } }, "c.json");
     expect(config.tools.restrictToWorkspace).toBe(false);

@@ -1,7 +1,12 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineTool, TOOL_ERROR_HINT, type ToolContext } from "../../src/tools/contract.js";
 import { createToolRegistry } from "../../src/tools/registry.js";
+import { microcompact } from "../../src/context/microcompact.js";
+import type { ChatMessage } from "../../src/providers/messages.js";
+import { useTempDirs } from "../helpers/tmp.js";
 
 const ctx: ToolContext = { workspace: "/w", sessionKey: "s", turnId: "t", callId: "c", idempotencyKey: "s:t:c", signal: new AbortController().signal };
 
@@ -38,5 +43,43 @@ describe("tool registry", () => {
     const schemas = registry.schemas();
     expect(schemas.map((s) => s.function.name)).toEqual(["boom", "sleep", "mcp_search"]);
     expect(schemas[1]?.function.parameters).toMatchObject({ type: "object", properties: { seconds: { type: "integer" } }, required: ["seconds"] });
+  });
+});
+
+describe("long tool results", () => {
+  const tmp = useTempDirs();
+
+  it("are saved whole to a file in the workspace; the model gets the head and the path", async () => {
+    const ws = await tmp();
+    const long = Array.from({ length: 500 }, (_, i) => `row ${i}`).join("\n");
+    const registry = createToolRegistry(
+      [defineTool({ name: "dump", description: "Dumps.", parameters: z.object({}), readOnly: true, execute: async () => long })],
+      { maxResultChars: 100 },
+    );
+    const out = await registry.execute("dump", {}, { ...ctx, workspace: ws, turnId: "t9", callId: "call/1" });
+    expect(out.startsWith(long.slice(0, 100))).toBe(true);
+    expect(out).toMatch(/\[dump output truncated: \d+ chars in all, 100 shown\. The full output is saved at \.tool-results\/t9-call_1\.txt in the workspace/);
+    expect(await readFile(join(ws, ".tool-results/t9-call_1.txt"), "utf8")).toBe(long);
+    expect(await registry.execute("dump", {}, { ...ctx, workspace: ws })).not.toBe(long);
+  });
+});
+
+describe("microcompact", () => {
+  it("replaces read-only results older than the last 10 with a placeholder, leaving the rest", () => {
+    const big = "x".repeat(500);
+    const messages: ChatMessage[] = [{ role: "user", content: "go" }];
+    for (let i = 0; i < 12; i++) messages.push({ role: "tool", tool_call_id: `r${i}`, name: "read_file", content: `${i}${big}` });
+    messages.push({ role: "tool", tool_call_id: "e", name: "exec", content: big });
+    messages.push({ role: "tool", tool_call_id: "s", name: "read_file", content: "short" });
+    const out = microcompact(messages, (name) => name === "read_file");
+    const contents = out.map((m) => ("content" in m ? m.content : ""));
+    expect(contents[1]).toBe("[read_file result cleared to save context (501 chars); call read_file again if you need it]");
+    expect(contents[2]).toMatch(/^\[read_file result cleared/);
+    // 13 read-only results (the short one counts): the oldest 3 are cleared, the exec result is not read-only.
+    expect(contents[3]).toMatch(/^\[read_file result cleared/);
+    expect(contents[4]).toBe(`3${big}`);
+    expect(contents[13]).toBe(big);
+    expect(out).toHaveLength(messages.length);
+    expect(messages[1]).toMatchObject({ content: `0${big}` });
   });
 });

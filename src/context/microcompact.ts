@@ -1,0 +1,25 @@
+import type { ChatMessage } from "../providers/messages.js";
+
+/** How many read-only tool results stay whole in what the model sees. */
+export const MICROCOMPACT_KEEP = 10;
+/** Results this short cost less than a placeholder saves. */
+const MIN_CHARS = 200;
+
+/**
+ * What the model is sent: read-only tool results older than the last `keep` become a one-line
+ * placeholder. They can be fetched again at no risk, and old file listings and page dumps are
+ * where a long turn's context goes. The checkpointed messages are left whole.
+ */
+export function microcompact(messages: ChatMessage[], isReadOnly: (toolName: string) => boolean, keep = MICROCOMPACT_KEEP): ChatMessage[] {
+  const readOnlyAt: number[] = [];
+  messages.forEach((m, i) => {
+    if (m.role === "tool" && m.name && isReadOnly(m.name)) readOnlyAt.push(i);
+  });
+  const old = new Set(readOnlyAt.slice(0, Math.max(0, readOnlyAt.length - keep)));
+  if (old.size === 0) return messages;
+  return messages.map((m, i) =>
+    old.has(i) && m.role === "tool" && m.content.length > MIN_CHARS
+      ? { ...m, content: `[${m.name} result cleared to save context (${m.content.length} chars); call ${m.name} again if you need it]` }
+      : m,
+  );
+}

@@ -1,0 +1,62 @@
+import type { Bus } from "../../bus/index.js";
+import type { Config } from "../../config/schema.js";
+import { BUILTIN_SKILLS_DIR } from "../../context/templates.js";
+import type { Store } from "../../store/store.js";
+import type { Tool } from "../contract.js";
+import type { Sandbox } from "../sandbox.js";
+import { createSsrfGuard } from "../ssrf.js";
+import { editFileTool } from "./edit-file.js";
+import { execTool } from "./exec.js";
+import { compilePatterns, DEFAULT_DENY_PATTERNS } from "./exec-guard.js";
+import { globTool } from "./glob.js";
+import { grepTool } from "./grep.js";
+import { listDirTool } from "./list-dir.js";
+import { messageTool } from "./message.js";
+import { readFileTool } from "./read-file.js";
+import { webFetchTool } from "./web-fetch.js";
+import { webSearchTool } from "./web-search.js";
+import { writeFileTool } from "./write-file.js";
+
+export interface BuiltinToolDeps {
+  config: Config;
+  workspace: string;
+  mediaDir: string;
+  store: Store;
+  bus?: Bus;
+  /** Channels the message tool may target. */
+  channels: () => string[];
+  env?: NodeJS.ProcessEnv;
+  now?: () => number;
+}
+
+/** Every built-in tool, configured from config.tools. */
+export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
+  const t = deps.config.tools;
+  const env = deps.env ?? process.env;
+  const sandbox: Sandbox = { workspace: deps.workspace, restrict: t.restrictToWorkspace, readableRoots: [BUILTIN_SKILLS_DIR, deps.mediaDir] };
+  const guard = createSsrfGuard(t.ssrfWhitelist);
+  return [
+    readFileTool(sandbox),
+    writeFileTool(sandbox),
+    editFileTool(sandbox),
+    listDirTool(sandbox),
+    globTool(sandbox),
+    grepTool(sandbox),
+    execTool({
+      sandbox,
+      policy: {
+        deny: compilePatterns([...DEFAULT_DENY_PATTERNS, ...t.exec.denyPatterns]),
+        allow: compilePatterns(t.exec.allowPatterns),
+        restrict: t.restrictToWorkspace,
+        roots: [deps.workspace, deps.mediaDir],
+      },
+      defaultTimeout: t.exec.timeout,
+      pathAppend: t.exec.pathAppend,
+      allowedEnvKeys: t.exec.allowedEnvKeys,
+      env,
+    }),
+    webFetchTool({ guard }),
+    webSearchTool({ braveApiKey: t.web.search.apiKey || env.BRAVE_API_KEY || "", maxResults: t.web.search.maxResults }),
+    messageTool({ store: deps.store, bus: deps.bus, sandbox, channels: deps.channels, now: deps.now }),
+  ];
+}

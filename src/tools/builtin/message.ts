@@ -1,0 +1,53 @@
+import { stat } from "node:fs/promises";
+import { z } from "zod";
+import type { Bus } from "../../bus/index.js";
+import { outboxPutOp, wasDelivered, type OutboxRecord } from "../../store/outbox.js";
+import type { Store } from "../../store/store.js";
+import { defineTool, ToolError } from "../contract.js";
+import { resolveToolPath, type Sandbox } from "../sandbox.js";
+
+export interface MessageToolOptions {
+  store: Store;
+  bus?: Bus;
+  sandbox: Sandbox;
+  /** Channels that can deliver (cli, api, telegram when enabled). */
+  channels: () => string[];
+  now?: () => number;
+}
+
+export function messageTool(opts: MessageToolOptions) {
+  const now = opts.now ?? Date.now;
+  return defineTool({
+    name: "message",
+    description:
+      "Send a message to the user now, on the current chat or another channel/chat, optionally with files (media paths). " +
+      "Use it for updates during long work or to reach another chat; your final reply is sent anyway.",
+    parameters: z.object({
+      content: z.string().min(1),
+      channel: z.string().optional().describe("Target channel (default: the current one)"),
+      chat_id: z.string().optional().describe("Target chat (default: the current one)"),
+      media: z.array(z.string()).optional().describe("Paths of files to attach"),
+    }),
+    // Keyed by the call's idempotency key: a repeat after a crash is the same delivery, never a second one.
+    idempotent: true,
+    async execute({ content, channel, chat_id, media = [] }, ctx) {
+      const target = { channel: channel ?? ctx.channel, chatId: chat_id ?? (channel && channel !== ctx.channel ? undefined : ctx.chatId) };
+      if (!target.channel || !target.chatId) throw new ToolError("no target chat: give channel and chat_id");
+      const known = opts.channels();
+      if (!known.includes(target.channel)) throw new ToolError(`unknown channel "${target.channel}"; available: ${known.join(", ")}`);
+      const files: string[] = [];
+      for (const path of media) {
+        const full = resolveToolPath(opts.sandbox, path, "read");
+        if (!(await stat(full).catch(() => undefined))?.isFile()) throw new ToolError(`media file not found: ${path}`);
+        files.push(full);
+      }
+      const deliveryId = ctx.idempotencyKey;
+      const where = `${target.channel}:${target.chatId}`;
+      if (await wasDelivered(opts.store, deliveryId)) return `Message already delivered to ${where}.`;
+      const record: OutboxRecord = { deliveryId, channel: target.channel, chatId: target.chatId, content, media: files, createdAt: now() };
+      await opts.store.batch([outboxPutOp(record)], { sync: true });
+      opts.bus?.publish({ type: "outbound", channel: record.channel, chatId: record.chatId, content, media: files, deliveryId, at: record.createdAt });
+      return `Message queued for delivery to ${where}${files.length ? ` with ${files.length} file(s)` : ""}.`;
+    },
+  });
+}

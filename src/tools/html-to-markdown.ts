@@ -1,0 +1,32 @@
+import { Readability } from "@mozilla/readability";
+import { parseHTML } from "linkedom";
+import TurndownService from "turndown";
+
+const turndown = new TurndownService({ headingStyle: "atx", codeBlockStyle: "fenced", bulletListMarker: "-" });
+turndown.remove(["script", "style", "noscript", "iframe", "svg", "form"]);
+
+export interface ReadablePage {
+  title: string;
+  markdown: string;
+  /** "readability" when the article was found, "full" when the whole body was converted. */
+  extractor: "readability" | "full";
+}
+
+/** The readable part of an HTML page as markdown; falls back to the whole body when no article is found. */
+export function htmlToMarkdown(html: string): ReadablePage {
+  const { document } = parseHTML(html);
+  const title = document.title?.trim() ?? "";
+  let article: { title?: string | null; content?: string | null } | null = null;
+  try {
+    // Readability mutates the document it reads, so it gets its own copy.
+    const copy = parseHTML(html).document;
+    article = new Readability(copy as unknown as ConstructorParameters<typeof Readability>[0], { charThreshold: 200 }).parse();
+  } catch {
+    article = null;
+  }
+  if (article?.content) {
+    return { title: article.title?.trim() || title, markdown: turndown.turndown(article.content).trim(), extractor: "readability" };
+  }
+  const body = document.body?.innerHTML ?? html;
+  return { title, markdown: turndown.turndown(body).trim(), extractor: "full" };
+}

@@ -1,0 +1,55 @@
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { runCli } from "../helpers/cli.js";
+import { useTempDirs } from "../helpers/tmp.js";
+import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
+
+describe("troupe agent with the built-in tools (real process, fake model)", () => {
+  const tempDir = useTempDirs();
+  let fake: FakeOpenAi | undefined;
+  afterEach(async () => fake?.close());
+
+  it("writes, runs, reads and messages inside the workspace; escapes and secrets stay out", async () => {
+    fake = await startFakeOpenAi([
+      {
+        toolCalls: [
+          { name: "write_file", arguments: { path: "notes/plan.md", content: "step one\nstep two\n" } },
+          { name: "exec", arguments: { command: "wc -l < notes/plan.md; env" } },
+          { name: "message", arguments: { content: "Working on it…" } },
+        ],
+      },
+      {
+        toolCalls: [
+          { name: "read_file", arguments: { path: "notes/plan.md" } },
+          { name: "read_file", arguments: { path: "../config.json" } },
+          { name: "exec", arguments: { command: "cat /etc/passwd" } },
+        ],
+      },
+      { content: "The plan has two steps." },
+    ]);
+    const dir = await tempDir();
+    await writeFile(join(dir, "config.json"), JSON.stringify({ agents: { defaults: { provider: "custom", model: "fake-model" } }, providers: { custom: { apiBase: fake.url } } }));
+    const r = await runCli(["agent", "-m", "make a plan"], { TROUPE_HOME: dir, TROUPE_PROVIDERS__CUSTOM__API_KEY: "sk-e2e-secret-key" });
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe("Working on it…\nThe plan has two steps.\n");
+    expect(await readFile(join(dir, "workspace/notes/plan.md"), "utf8")).toBe("step one\nstep two\n");
+
+    const tools = fake.requests[0]?.body.tools?.map((t) => t.function.name);
+    expect(tools).toEqual(["edit_file", "exec", "glob", "grep", "list_dir", "message", "read_file", "web_fetch", "web_search", "write_file"]);
+
+    const results = (i: number) => (fake?.requests[i]?.body.messages ?? []).filter((m) => m.role === "tool").map((m) => String(m.content));
+    const first = results(1);
+    expect(first[0]).toBe("Wrote 18 bytes to notes/plan.md");
+    expect(first[1]).toMatch(/^2\n/);
+    expect(first[1]).toMatch(/Exit code: 0$/);
+    expect(first[1]).not.toContain("sk-e2e-secret-key");
+    expect(first[1]).not.toContain("TROUPE_");
+    expect(first[2]).toBe("Message queued for delivery to cli:direct.");
+    const second = results(2).slice(3);
+    expect(second[0]).toBe("1| step one\n2| step two");
+    expect(second[1]).toMatch(/^Error: access denied: \.\.\/config\.json is outside the workspace/);
+    expect(second[2]).toMatch(/^Error: command refused: \/etc\/passwd is outside the workspace/);
+  });
+});

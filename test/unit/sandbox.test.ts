@@ -1,0 +1,63 @@
+import { mkdir, symlink, writeFile } from "node:fs/promises";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ToolError } from "../../src/tools/contract.js";
+import { resolveToolPath } from "../../src/tools/sandbox.js";
+import { sandboxOf } from "../helpers/tools.js";
+import { useTempDirs } from "../helpers/tmp.js";
+
+describe("sandbox", () => {
+  const tmp = useTempDirs();
+
+  async function layout() {
+    const root = await tmp();
+    const ws = join(root, "ws");
+    const outside = join(root, "outside");
+    await mkdir(join(ws, "sub"), { recursive: true });
+    await mkdir(outside);
+    await writeFile(join(outside, "secret.txt"), "s3cret");
+    return { root, ws, outside };
+  }
+
+  it("resolves relative paths against the workspace", async () => {
+    const { ws } = await layout();
+    expect(resolveToolPath(sandboxOf(ws), "sub/a.txt", "write")).toBe(join(ws, "sub/a.txt"));
+    expect(resolveToolPath(sandboxOf(ws), "sub/../b.txt", "read")).toBe(join(ws, "b.txt"));
+    expect(resolveToolPath(sandboxOf(ws), join(ws, "new/dir/file.txt"), "write")).toBe(join(ws, "new/dir/file.txt"));
+  });
+
+  it("refuses `..` traversal, absolute paths and `~` outside the workspace", async () => {
+    const { ws, outside } = await layout();
+    const sb = sandboxOf(ws);
+    expect(() => resolveToolPath(sb, "../outside/secret.txt", "read")).toThrow(/outside the workspace.*restrictToWorkspace is on/);
+    expect(() => resolveToolPath(sb, join(outside, "secret.txt"), "read")).toThrow(ToolError);
+    expect(() => resolveToolPath(sb, "~/.bashrc", "read")).toThrow(/~\/\.bashrc is outside the workspace/);
+    expect(() => resolveToolPath(sb, "/etc/passwd", "read")).toThrow(/outside the workspace/);
+  });
+
+  it("follows symlinks before deciding: a link out of the workspace is an escape", async () => {
+    const { ws, outside } = await layout();
+    await symlink(outside, join(ws, "escape"));
+    await symlink(join(outside, "secret.txt"), join(ws, "secret-link"));
+    const sb = sandboxOf(ws);
+    expect(() => resolveToolPath(sb, "escape/secret.txt", "read")).toThrow(/resolves to .*outside\/secret\.txt/);
+    expect(() => resolveToolPath(sb, "secret-link", "read")).toThrow(/outside the workspace/);
+    // A file that does not exist yet under an escaping link is refused too.
+    expect(() => resolveToolPath(sb, "escape/new.txt", "write")).toThrow(/outside the workspace/);
+  });
+
+  it("lets readable roots be read but never written", async () => {
+    const { ws, outside } = await layout();
+    const sb = sandboxOf(ws, [outside]);
+    expect(resolveToolPath(sb, join(outside, "secret.txt"), "read")).toBe(join(outside, "secret.txt"));
+    expect(() => resolveToolPath(sb, join(outside, "secret.txt"), "write")).toThrow(/outside the workspace/);
+  });
+
+  it("reaches anywhere when restrictToWorkspace is off, still expanding ~", async () => {
+    const { ws } = await layout();
+    const sb = { ...sandboxOf(ws), restrict: false };
+    expect(resolveToolPath(sb, "~/notes.txt", "write")).toBe(join(homedir(), "notes.txt"));
+    expect(resolveToolPath(sb, "/etc/hostname", "read")).toBe("/etc/hostname");
+  });
+});
