@@ -10,7 +10,8 @@ import {
   newSessionMeta,
   sessionMessages,
 } from "../src/store/sessions.js";
-import { startTurn, type TurnDeps, type TurnFinalState, type TurnHandle } from "./turn.js";
+import type { StoreOp } from "../src/store/store.js";
+import { startTurn, type TurnDeps, type TurnFinalState, type TurnHandle, type TurnResult } from "./turn.js";
 
 export interface IncomingMessage {
   sessionKey: string;
@@ -73,7 +74,7 @@ export function createConversation(deps: ConversationDeps) {
     return undefined;
   }
 
-  async function begin(msg: IncomingMessage): Promise<TurnHandle> {
+  async function begin(msg: IncomingMessage, extraFinalOps: (result: TurnResult) => StoreOp[] = () => []): Promise<TurnHandle> {
     const d = deps.config.agents.defaults;
     const meta = (await getSessionMeta(deps.store, msg.sessionKey)) ?? newSessionMeta(msg.sessionKey, now());
     const history = historyWindow((await sessionMessages(deps.store, meta)).map((m) => m.message), historyBudget(deps.config));
@@ -101,12 +102,16 @@ export function createConversation(deps: ConversationDeps) {
       },
       async (result) => {
         const current = (await getSessionMeta(deps.store, msg.sessionKey)) ?? meta;
-        return appendMessagesOps(current, result.output.newMessages, turnId, now(), result.output.usage, true).ops;
+        return [...appendMessagesOps(current, result.output.newMessages, turnId, now(), result.output.usage, true).ops, ...extraFinalOps(result)];
       },
     );
   }
 
   return {
+    /** A slash command's answer (/help, /new, /status), or undefined for a message that needs a turn. */
+    command,
+    /** Starts a turn for the message; `extraFinalOps` join the turn's final atomic batch (the reply's outbox entry). */
+    begin,
     /** Handles one message; `onTurn` gets the running turn's handle (to cancel or inject). */
     async handle(msg: IncomingMessage, onTurn?: (turn: TurnHandle) => void): Promise<Reply> {
       const answered = await command(msg);

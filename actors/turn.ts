@@ -35,6 +35,8 @@ export interface TurnHandle {
   done: Promise<TurnResult>;
   cancel(): void;
   inject(content: string): void;
+  /** Stops the turn where it is (shutdown) once its last checkpoint is durable; it resumes from there. */
+  stop(): Promise<void>;
 }
 
 export type TurnStart =
@@ -142,5 +144,10 @@ export function startTurn(
     done,
     cancel: () => actor.send({ type: "cancel" }),
     inject: (content) => actor.send({ type: "inject", content }),
+    async stop() {
+      actor.stop();
+      await chain;
+      barrier.forget(turnId);
+    },
   };
 }

@@ -1,7 +1,11 @@
+import { sessionMachine } from "./session.machine.js";
+import { supervisorMachine } from "./supervisor.machine.js";
 import { turnMachine } from "./turn.machine.js";
 
 /** Every machine troupe runs, for `troupe inspect` and the live inspector. */
 export const machines = {
+  supervisor: supervisorMachine,
+  session: sessionMachine,
   turn: turnMachine,
 } as const;
 

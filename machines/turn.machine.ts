@@ -77,6 +77,8 @@ export interface TurnOutput {
   usage: Usage;
   iteration: number;
   error: string | null;
+  /** How many injected messages the turn took in; the session queues the rest for the next turn. */
+  injectedTaken: number;
 }
 
 /** How many user messages a running turn takes in; the rest wait for the next turn. */
@@ -255,6 +257,7 @@ export const turnMachine = setup({
     usage: context.usage,
     iteration: context.iteration,
     error: context.error,
+    injectedTaken: context.injectedTaken,
   }),
 });
 

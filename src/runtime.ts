@@ -1,10 +1,23 @@
+import { randomUUID } from "node:crypto";
 import { mkdir } from "node:fs/promises";
+import { createActor, type Actor } from "xstate";
+import { createChannelActor } from "../actors/channel.js";
+import { createSessionTurn, replyRecord } from "../actors/session-turn.js";
+import { createSlot } from "../actors/slot.js";
+import type { TurnHandle } from "../actors/turn.js";
+import { sessionMachine, type SessionMessage } from "../machines/session.machine.js";
+import { supervisorMachine, type SupervisionPolicy } from "../machines/supervisor.machine.js";
+import { createApiChannel, type Channel, type ChannelInbound } from "./channels/channel.js";
+import { TroupeError } from "./errors.js";
+import { createLimiter, type Limiter } from "./limiter.js";
+import { createActorTree, type ActorTree } from "./server/actor-tree.js";
+import { queueDelivery } from "./store/outbox.js";
 import { createConversation, type Conversation } from "../actors/conversation.js";
 import { createBus, type Bus } from "./bus/index.js";
 import type { LoadedConfig } from "./config/index.js";
 import { createLogger, type Logger } from "./log/logger.js";
 import { secretsOf } from "./log/redact.js";
-import { createOpenAiProvider } from "./providers/client.js";
+import { createOpenAiProvider, type LlmProvider } from "./providers/client.js";
 import { resolveProvider } from "./providers/registry.js";
 import { openStore, type Store } from "./store/store.js";
 import { createBuiltinTools } from "./tools/builtin/index.js";
@@ -17,10 +30,18 @@ export interface AgentRuntime {
   logger: Logger;
   registry: ToolRegistry;
   conversation: Conversation;
+  provider: LlmProvider;
   close(): Promise<void>;
 }
 
-export async function createAgentRuntime(loaded: LoadedConfig, opts: { consoleLogs?: boolean; stream?: boolean } = {}): Promise<AgentRuntime> {
+export interface RuntimeOptions {
+  consoleLogs?: boolean;
+  stream?: boolean;
+  /** Channels the message tool may address. */
+  channelNames?: string[];
+}
+
+export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions = {}): Promise<AgentRuntime> {
   const { config, paths, workspace } = loaded;
   // Resolve the provider first: a missing key should fail before anything is opened.
   const resolved = resolveProvider(config, paths.configFile);
@@ -37,7 +58,7 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: { consoleLo
     logger,
   });
   const registry = createToolRegistry(
-    createBuiltinTools({ config, workspace, mediaDir: paths.mediaDir, store, bus, channels: () => ["cli"] }),
+    createBuiltinTools({ config, workspace, mediaDir: paths.mediaDir, store, bus, channels: () => opts.channelNames ?? ["cli"] }),
     { maxResultChars: config.tools.maxToolResultChars },
   );
   const conversation = createConversation({ config, store, provider, registry, workspace, bus, logger });
@@ -52,6 +73,106 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: { consoleLo
       bus.close();
       await store.close();
       logger.flush();
+    },
+    provider,
+  };
+}
+
+export interface DaemonOptions extends RuntimeOptions {
+  channels?: Channel[];
+  policy?: Partial<SupervisionPolicy>;
+  /** How long running turns get to finish on shutdown before they are stopped at their last checkpoint. */
+  shutdownGraceMs?: number;
+}
+
+export interface Daemon extends AgentRuntime {
+  loaded: LoadedConfig;
+  supervisor: Actor<typeof supervisorMachine>;
+  tree: ActorTree;
+  limiter: Limiter;
+  /** Takes a message from a channel into the system; resolves with its id once it is routed. */
+  accept(channel: string, message: ChannelInbound): Promise<string>;
+  /** Stops taking work, lets running turns reach a checkpoint, stops every actor, closes the store. */
+  shutdown(): Promise<void>;
+}
+
+/** The actor system of `troupe gateway`: a supervisor over channel and session actors. */
+export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {}): Promise<Daemon> {
+  const channels = new Map<string, Channel>([["api", createApiChannel()], ...(opts.channels ?? []).map((c) => [c.name, c] as const)]);
+  const core = await createAgentRuntime(loaded, { ...opts, channelNames: [...channels.keys()] });
+  const { bus, store, logger, conversation } = core;
+  const d = loaded.config.agents.defaults;
+  const limiter = createLimiter(d.maxConcurrentTurns);
+  const running = new Set<TurnHandle>();
+  const tree = createActorTree(bus);
+  const notice = (message: SessionMessage, text: string) =>
+    queueDelivery(store, bus, replyRecord(message, text, `notice:${message.id}`, [message.id], Date.now())).catch((err: unknown) =>
+      logger.error({ err }, "could not queue a notice"),
+    );
+
+  const session = sessionMachine.provide({
+    actors: { slot: createSlot(limiter), runTurn: createSessionTurn({ conversation, store, bus, logger, running }) },
+    actions: {
+      notify: (_, { message, text }) => void notice(message, text),
+      answerCommand: (_, { sessionKey, message, busy }) =>
+        void conversation
+          .command({ sessionKey, channel: message.channel, chatId: message.chatId, content: message.content })
+          .then((reply) => notice(message, `${reply?.content ?? ""}${busy ? "\nA turn is running; /stop cancels it." : ""}`)),
+    },
+  });
+
+  let accepting = true;
+  const accept = async (channel: string, inbound: ChannelInbound): Promise<string> => {
+    if (!accepting) throw new TroupeError("troupe is shutting down; try again in a moment");
+    const id = inbound.messageId ? `${channel}:${inbound.messageId}` : `${channel}:${randomUUID()}`;
+    const sessionKey = inbound.sessionKey ?? `${channel}:${inbound.chatId}`;
+    const at = Date.now();
+    bus.publish({ type: "inbound", channel, chatId: inbound.chatId, senderId: inbound.senderId, content: inbound.content, messageId: id, media: inbound.media ?? [], sessionKey, at });
+    supervisor.send({ type: "inbound", sessionKey, message: { id, channel, chatId: inbound.chatId, content: inbound.content, at } });
+    return id;
+  };
+
+  const supervisor = createActor(
+    supervisorMachine.provide({
+      actors: {
+        session: session as never,
+        channel: createChannelActor({
+          channels,
+          store,
+          bus,
+          accept: async (name, m) => void (await accept(name, m)),
+          sendProgress: loaded.config.channels.sendProgress,
+          sendToolHints: loaded.config.channels.sendToolHints,
+          logger,
+        }) as never,
+      },
+      actions: {
+        rejectMessage: (_, { message, reason }) => void notice(message, `This session is unavailable: it failed repeatedly (${reason}). Restart troupe to try again.`),
+        childFailed: (_, { id, error }) => logger.error({ actor: id, error }, "actor failed past its restart limit; marked failed"),
+      },
+    }),
+    { input: { policy: opts.policy, sessionIdleMs: d.sessionIdleSeconds * 1000 }, inspect: tree.inspect },
+  );
+  supervisor.subscribe({ error: (err) => logger.fatal({ err }, "supervisor failed") });
+  supervisor.start();
+  for (const name of channels.keys()) supervisor.send({ type: "channel.start", name });
+
+  return {
+    ...core,
+    loaded,
+    supervisor,
+    tree,
+    limiter,
+    accept,
+    async shutdown() {
+      accepting = false;
+      const grace = opts.shutdownGraceMs ?? 3_000;
+      const settled = Promise.allSettled([...running].map((t) => t.done));
+      await Promise.race([settled, new Promise((r) => setTimeout(r, grace).unref())]);
+      // Whatever still runs stops at its last durable checkpoint and resumes from it at the next start.
+      await Promise.all([...running].map((t) => t.stop()));
+      supervisor.stop();
+      await core.close();
     },
   };
 }

@@ -28,6 +28,8 @@ export const outboundEvent = z.object({
   content: z.string(),
   media: z.array(z.string()).default([]),
   replyTo: z.string().optional(),
+  /** Ids of the inbound messages this answers. */
+  answers: z.array(z.string()).default([]),
   /** Stable id so a retried delivery can be recognised. */
   deliveryId: z.string().min(1),
   at,

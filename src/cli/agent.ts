@@ -1,6 +1,7 @@
 import { createInterface } from "node:readline";
 import type { LoadedConfig } from "../config/index.js";
 import { createAgentRuntime, type AgentRuntime } from "../runtime.js";
+import { connectDaemon, type DaemonClient } from "./client.js";
 import { outboxDeliveredOps, pendingOutbox } from "../store/outbox.js";
 import type { TurnHandle } from "../../actors/turn.js";
 
@@ -59,44 +60,90 @@ async function deliverToTerminal(runtime: AgentRuntime): Promise<() => Promise<v
   };
 }
 
-/** `troupe agent`: one message with -m, else an interactive prompt. Runs in-process. */
-export async function runAgent(loaded: LoadedConfig, opts: AgentOptions): Promise<number> {
+/** Where the conversation happens: in this process, or in the running daemon. */
+interface Backend {
+  /** Sends one message and prints what comes back. */
+  ask(content: string): Promise<void>;
+  /** Cancels the running turn (Ctrl-C); false when nothing runs. */
+  cancel(): boolean;
+  close(): Promise<void>;
+}
+
+async function localBackend(loaded: LoadedConfig, opts: AgentOptions): Promise<Backend> {
   const runtime = await createAgentRuntime(loaded);
   const stopDelivery = await deliverToTerminal(runtime);
+  let running: TurnHandle | undefined;
+  return {
+    async ask(content) {
+      await oneTurn(runtime, opts, content, (t) => (running = t));
+      running = undefined;
+    },
+    cancel: () => (running ? (running.cancel(), true) : false),
+    async close() {
+      await stopDelivery();
+      await runtime.close();
+    },
+  };
+}
+
+/** Talks to the daemon over its control API: progress streams on a TTY, message-tool sends print as they come. */
+function remoteBackend(client: DaemonClient, opts: AgentOptions): Backend {
+  let busy = false;
+  return {
+    async ask(content) {
+      busy = true;
+      const tty = Boolean(process.stdout.isTTY);
+      let streamed = false;
+      try {
+        const reply = await client.send(opts.session, content, (event, data) => {
+          if (event === "progress" && tty) {
+            streamed = true;
+            process.stdout.write(String(data.delta));
+          } else if (event === "message") process.stdout.write(`${String(data.content)}\n`);
+        });
+        process.stdout.write(streamed ? "\n" : `${reply}\n`);
+      } finally {
+        busy = false;
+      }
+    },
+    cancel() {
+      if (!busy) return false;
+      void client.send(opts.session, "/stop").catch(() => undefined);
+      return true;
+    },
+    close: async () => {},
+  };
+}
+
+/** `troupe agent`: one message with -m, else an interactive prompt. Uses the running daemon if there is one. */
+export async function runAgent(loaded: LoadedConfig, opts: AgentOptions): Promise<number> {
+  const client = await connectDaemon(loaded.paths);
+  const backend = client ? remoteBackend(client, opts) : await localBackend(loaded, opts);
   try {
-    if (opts.message !== undefined) {
-      await oneTurn(runtime, opts, opts.message);
-      return 0;
-    }
-    await interactive(runtime, opts);
+    if (opts.message !== undefined) await backend.ask(opts.message);
+    else await interactive(backend, opts, client ? `daemon pid ${client.pid}` : "in-process");
     return 0;
   } finally {
-    await stopDelivery();
-    await runtime.close();
+    await backend.close();
   }
 }
 
-async function interactive(runtime: AgentRuntime, opts: AgentOptions): Promise<void> {
+async function interactive(backend: Backend, opts: AgentOptions, where: string): Promise<void> {
   const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: Boolean(process.stdin.isTTY), historySize: 500 });
-  let running: TurnHandle | undefined;
   rl.on("SIGINT", () => {
-    if (running) {
-      running.cancel();
+    if (backend.cancel()) {
       process.stdout.write("\n(cancelling…)\n");
     } else {
       process.stdout.write("\n(Ctrl-D to exit)\n");
       rl.prompt();
     }
   });
-  if (process.stdin.isTTY) console.log(`troupe agent — session ${opts.session}. /help for commands, Ctrl-C cancels a turn, Ctrl-D exits.`);
+  if (process.stdin.isTTY) console.log(`troupe agent — session ${opts.session} (${where}). /help for commands, Ctrl-C cancels a turn, Ctrl-D exits.`);
   rl.setPrompt("you> ");
   rl.prompt();
   for await (const line of rl) {
     const content = line.trim();
-    if (content) {
-      await oneTurn(runtime, opts, content, (t) => (running = t));
-      running = undefined;
-    }
+    if (content) await backend.ask(content);
     rl.prompt();
   }
 }

@@ -2,6 +2,10 @@ import { Command } from "commander";
 import { TroupeError } from "../errors.js";
 import { VERSION } from "../version.js";
 import { runAgent } from "./agent.js";
+import { daemonStatus, startDaemon, stopDaemon } from "./daemon.js";
+import { runGateway } from "./gateway.js";
+import { showLogs } from "./logs.js";
+import { installService, uninstallService } from "./service.js";
 import { loadForCli } from "./load.js";
 import { onboard } from "./onboard.js";
 import { statusLines } from "./status.js";
@@ -37,6 +41,66 @@ program
   .option("-s, --session <key>", "session key (channel:chatId)", "cli:direct")
   .action(async (opts: { message?: string; session: string }) => {
     process.exitCode = await runAgent(await loadForCli(), opts);
+  });
+
+program
+  .command("gateway")
+  .description("run the daemon in the foreground: channels, sessions and the control API (Ctrl-C stops it)")
+  .option("--detached", "log to the log file only (how `troupe daemon start` runs it)")
+  .action(async (opts: { detached?: boolean }) => {
+    process.exitCode = await runGateway(await loadForCli(), { consoleLogs: !opts.detached });
+  });
+
+const daemon = program.command("daemon").description("run troupe in the background and manage it");
+daemon
+  .command("start")
+  .description("start the gateway detached; returns once it answers")
+  .action(async () => {
+    process.exitCode = await startDaemon((await loadForCli()).paths);
+  });
+daemon
+  .command("stop")
+  .description("stop the gateway gracefully (SIGTERM)")
+  .action(async () => {
+    process.exitCode = await stopDaemon((await loadForCli()).paths);
+  });
+daemon
+  .command("restart")
+  .description("stop, then start")
+  .action(async () => {
+    const { paths } = await loadForCli();
+    await stopDaemon(paths);
+    process.exitCode = await startDaemon(paths);
+  });
+daemon
+  .command("status")
+  .description("is it running; the live actor tree with current states (exit 3 when not running)")
+  .action(async () => {
+    process.exitCode = await daemonStatus((await loadForCli()).paths);
+  });
+daemon
+  .command("logs")
+  .description("print the log (pretty)")
+  .option("-f, --follow", "keep printing new lines")
+  .option("-n, --lines <n>", "how many lines to show", "50")
+  .action(async (opts: { follow?: boolean; lines: string }) => {
+    const lines = Number.parseInt(opts.lines, 10);
+    if (!Number.isInteger(lines) || lines < 0) throw new TroupeError(`--lines must be a whole number, not ${opts.lines}`);
+    process.exitCode = await showLogs((await loadForCli()).paths, { follow: Boolean(opts.follow), lines });
+  });
+daemon
+  .command("install-service")
+  .description("install a systemd user unit (Restart=always) and start it")
+  .option("--dry-run", "print the unit instead of installing it")
+  .action(async (opts: { dryRun?: boolean }) => {
+    process.exitCode = await installService((await loadForCli()).paths, { dryRun: Boolean(opts.dryRun) });
+  });
+daemon
+  .command("uninstall-service")
+  .description("stop and remove the systemd user unit")
+  .option("--dry-run", "say what would be done")
+  .action(async (opts: { dryRun?: boolean }) => {
+    process.exitCode = await uninstallService({ dryRun: Boolean(opts.dryRun) });
   });
 
 try {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { Bus } from "../bus/index.js";
 import type { Store, StoreOp } from "./store.js";
 
 /** A message waiting for its channel to deliver it. Deleted only once the platform accepted it. */
@@ -9,6 +10,8 @@ export const outboxRecordSchema = z.object({
   content: z.string(),
   media: z.array(z.string()).default([]),
   replyTo: z.string().optional(),
+  /** Ids of the inbound messages this answers (a turn's reply answers its message and those injected into it). */
+  answers: z.array(z.string()).default([]),
   createdAt: z.number(),
 });
 export type OutboxRecord = z.infer<typeof outboxRecordSchema>;
@@ -34,4 +37,25 @@ export async function wasDelivered(store: Store, deliveryId: string): Promise<bo
 export async function pendingOutbox(store: Store, channel?: string): Promise<OutboxRecord[]> {
   const all = (await store.list("outbox", outboxRecordSchema)).map((r) => r.value);
   return all.filter((r) => !channel || r.channel === channel).sort((a, b) => a.createdAt - b.createdAt);
+}
+
+/** Announces a stored outbox entry on the bus, for its channel actor to deliver. */
+export function announce(bus: Bus | undefined, record: OutboxRecord): void {
+  bus?.publish({
+    type: "outbound",
+    channel: record.channel,
+    chatId: record.chatId,
+    content: record.content,
+    media: record.media,
+    replyTo: record.replyTo,
+    answers: record.answers,
+    deliveryId: record.deliveryId,
+    at: record.createdAt,
+  });
+}
+
+/** Stores a message for delivery (synced) and announces it. */
+export async function queueDelivery(store: Store, bus: Bus | undefined, record: OutboxRecord): Promise<void> {
+  await store.batch([outboxPutOp(record)], { sync: true });
+  announce(bus, record);
 }

@@ -1,7 +1,7 @@
 import { stat } from "node:fs/promises";
 import { z } from "zod";
 import type { Bus } from "../../bus/index.js";
-import { outboxPutOp, wasDelivered, type OutboxRecord } from "../../store/outbox.js";
+import { queueDelivery, wasDelivered, type OutboxRecord } from "../../store/outbox.js";
 import type { Store } from "../../store/store.js";
 import { defineTool, ToolError } from "../contract.js";
 import { resolveToolPath, type Sandbox } from "../sandbox.js";
@@ -44,9 +44,8 @@ export function messageTool(opts: MessageToolOptions) {
       const deliveryId = ctx.idempotencyKey;
       const where = `${target.channel}:${target.chatId}`;
       if (await wasDelivered(opts.store, deliveryId)) return `Message already delivered to ${where}.`;
-      const record: OutboxRecord = { deliveryId, channel: target.channel, chatId: target.chatId, content, media: files, createdAt: now() };
-      await opts.store.batch([outboxPutOp(record)], { sync: true });
-      opts.bus?.publish({ type: "outbound", channel: record.channel, chatId: record.chatId, content, media: files, deliveryId, at: record.createdAt });
+      const record: OutboxRecord = { deliveryId, channel: target.channel, chatId: target.chatId, content, media: files, answers: [], createdAt: now() };
+      await queueDelivery(opts.store, opts.bus, record);
       return `Message queued for delivery to ${where}${files.length ? ` with ${files.length} file(s)` : ""}.`;
     },
   });

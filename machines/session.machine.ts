@@ -1,0 +1,184 @@
+import { assign, enqueueActions, fromCallback, sendTo, setup } from "xstate";
+import { MAX_INJECTED_PER_TURN } from "./turn.machine.js";
+
+/**
+ * One conversation (session key). Turns run one at a time; while one runs, new messages are
+ * injected into it (up to MAX_INJECTED_PER_TURN, taken at its next model-call boundary) and the rest
+ * queue. /stop cancels the running turn; /help and /status answer at once, even while busy. A turn
+ * waits for a slot of the daemon-wide turn limit first. Idle sessions end (passivate): their state
+ * is in LevelDB and the supervisor spawns them again on the next message.
+ */
+
+export interface SessionMessage {
+  id: string;
+  channel: string;
+  chatId: string;
+  content: string;
+  at: number;
+}
+
+export interface SessionInput {
+  sessionKey: string;
+  idleMs: number;
+  /** Messages waiting from before a restart (the inbox). */
+  queue?: SessionMessage[];
+}
+
+export interface SessionContext {
+  sessionKey: string;
+  idleMs: number;
+  queue: SessionMessage[];
+  /** The running turn's messages: the one that started it, then those injected, in order. */
+  current: SessionMessage[];
+}
+
+export interface RunTurnInput {
+  sessionKey: string;
+  message: SessionMessage;
+}
+
+export type RunTurnEvent = { type: "cancel" } | { type: "inject"; message: SessionMessage };
+
+export type SessionEvent =
+  | { type: "message"; message: SessionMessage }
+  | { type: "slot.granted" }
+  /** From the turn runner: how many injected messages the turn took in (the rest are queued again). */
+  | { type: "turn.finished"; taken: number };
+
+export interface NoticeParams {
+  message: SessionMessage;
+  text: string;
+}
+
+const word = (m: SessionMessage) => m.content.trim().split(/\s+/)[0]?.toLowerCase() ?? "";
+/** Commands answered at once, even while a turn runs. */
+export const IMMEDIATE_COMMANDS = ["/help", "/status"];
+const isCommand = (m: SessionMessage) => m.content.trim().startsWith("/");
+
+const stub = (name: string) =>
+  fromCallback(() => {
+    throw new Error(`session machine: actor "${name}" was not provided`);
+  });
+
+export const sessionMachine = setup({
+  types: {
+    context: {} as SessionContext,
+    events: {} as SessionEvent,
+    input: {} as SessionInput,
+  },
+  actors: {
+    /** Holds one slot of agents.defaults.maxConcurrentTurns while invoked; sends slot.granted. */
+    slot: stub("slot") as unknown as ReturnType<typeof fromCallback<SessionEvent, { sessionKey: string }>>,
+    /** Runs one turn (or a queued command) and delivers its reply; sends turn.finished. */
+    runTurn: stub("runTurn") as unknown as ReturnType<typeof fromCallback<RunTurnEvent, RunTurnInput>>,
+  },
+  actions: {
+    /** Answers /help or /status. Supplied by the composition. */
+    answerCommand: (_, _params: { sessionKey: string; message: SessionMessage; busy: boolean }) => {},
+    /** Sends a fixed text to the message's chat. Supplied by the composition. */
+    notify: (_, _params: NoticeParams) => {},
+    enqueue: assign({
+      queue: ({ context, event }) => (event.type === "message" ? [...context.queue, event.message] : context.queue),
+    }),
+  },
+  guards: {
+    isStop: ({ event }) => event.type === "message" && word(event.message) === "/stop",
+    isImmediate: ({ event }) => event.type === "message" && IMMEDIATE_COMMANDS.includes(word(event.message)),
+    canInject: ({ context, event }) =>
+      event.type === "message" &&
+      !isCommand(event.message) &&
+      context.current.length > 0 &&
+      !isCommand(context.current[0]!) &&
+      context.current.length - 1 < MAX_INJECTED_PER_TURN,
+    hasQueue: ({ context }) => context.queue.length > 0,
+  },
+  delays: {
+    idle: ({ context }) => context.idleMs,
+  },
+}).createMachine({
+  id: "session",
+  context: ({ input }) => ({ sessionKey: input.sessionKey, idleMs: input.idleMs, queue: input.queue ?? [], current: [] }),
+  initial: "next",
+  states: {
+    idle: {
+      after: { idle: "passivated" },
+      on: {
+        message: [
+          { guard: "isStop", actions: { type: "notify", params: ({ event }) => ({ message: event.message, text: "Nothing is running." }) } },
+          { guard: "isImmediate", actions: { type: "answerCommand", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, busy: false }) } },
+          { actions: "enqueue", target: "active" },
+        ],
+      },
+    },
+    active: {
+      // The slot is held for the whole of one turn; between turns it is given back, so sessions take turns fairly.
+      invoke: { src: "slot", input: ({ context }) => ({ sessionKey: context.sessionKey }) },
+      initial: "waiting",
+      on: {
+        message: [
+          {
+            guard: "isStop",
+            target: "next",
+            actions: [
+              { type: "notify", params: ({ event }) => ({ message: event.message, text: "Stopped." }) },
+              assign({ queue: [] }),
+            ],
+          },
+          { guard: "isImmediate", actions: { type: "answerCommand", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, busy: true }) } },
+          { actions: "enqueue" },
+        ],
+      },
+      states: {
+        waiting: {
+          on: { "slot.granted": "running" },
+        },
+        running: {
+          entry: assign({ current: ({ context }) => context.queue.slice(0, 1), queue: ({ context }) => context.queue.slice(1) }),
+          invoke: {
+            id: "turn",
+            src: "runTurn",
+            input: ({ context }) => ({ sessionKey: context.sessionKey, message: context.current[0]! }),
+            onError: {
+              target: "#session.next",
+              actions: {
+                type: "notify",
+                params: ({ context, event }) => ({
+                  message: context.current[0]!,
+                  text: `Sorry, something went wrong: ${event.error instanceof Error ? event.error.message : String(event.error)}`,
+                }),
+              },
+            },
+          },
+          on: {
+            message: [
+              { guard: "isStop", actions: sendTo("turn", { type: "cancel" }) },
+              { guard: "isImmediate", actions: { type: "answerCommand", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, busy: true }) } },
+              {
+                guard: "canInject",
+                actions: enqueueActions(({ enqueue, event }) => {
+                  if (event.type !== "message") return;
+                  enqueue.assign({ current: ({ context }) => [...context.current, event.message] });
+                  enqueue.sendTo("turn", { type: "inject", message: event.message });
+                }),
+              },
+              { actions: "enqueue" },
+            ],
+            "turn.finished": {
+              target: "#session.next",
+              // Injected messages the turn never took go back to the head of the queue.
+              actions: assign(({ context, event }) => ({
+                queue: [...context.current.slice(1 + event.taken), ...context.queue],
+                current: [],
+              })),
+            },
+          },
+        },
+      },
+    },
+    next: {
+      entry: assign({ current: [] }),
+      always: [{ guard: "hasQueue", target: "active" }, { target: "idle" }],
+    },
+    passivated: { type: "final" },
+  },
+});

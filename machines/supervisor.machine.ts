@@ -1,0 +1,176 @@
+import { enqueueActions, fromCallback, setup, type AnyActorRef } from "xstate";
+import type { SessionInput, SessionMessage } from "./session.machine.js";
+
+/**
+ * The root of the actor system (DESIGN.md, "Supervision"). It owns the channel actors and the
+ * session actors. A child that fails is restarted after an exponential backoff; past the intensity
+ * limit (maxRestarts failures within windowMs) it is marked failed and left stopped, and the rest
+ * keep running. Sessions are spawned on their first message and removed when they passivate;
+ * messages that arrive while a session waits to restart are kept and handed to the new one.
+ */
+
+export interface SupervisionPolicy {
+  maxRestarts: number;
+  windowMs: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+}
+
+export const DEFAULT_POLICY: SupervisionPolicy = { maxRestarts: 5, windowMs: 60_000, baseDelayMs: 500, maxDelayMs: 30_000 };
+
+export type ChildKind = "session" | "channel";
+
+export interface ChildRecord {
+  id: string;
+  kind: ChildKind;
+  input: unknown;
+  status: "running" | "restarting" | "failed";
+  /** When it failed, within the intensity window. */
+  failures: number[];
+  lastError: string | null;
+  since: number;
+  /** Messages for a session that is waiting to restart. */
+  pending: SessionMessage[];
+}
+
+export interface SupervisorInput {
+  policy?: Partial<SupervisionPolicy>;
+  sessionIdleMs: number;
+}
+
+export interface SupervisorContext {
+  policy: SupervisionPolicy;
+  sessionIdleMs: number;
+  children: Record<string, ChildRecord>;
+}
+
+export type SupervisorEvent =
+  | { type: "channel.start"; name: string; input?: unknown }
+  | { type: "inbound"; sessionKey: string; message: SessionMessage }
+  | { type: "child.restart"; id: string };
+
+export const sessionActorId = (sessionKey: string) => `session:${sessionKey}`;
+export const channelActorId = (name: string) => `channel:${name}`;
+
+/** The wait before restart number `attempt` (1-based): base × 2^(attempt-1), capped. */
+export const restartDelay = (policy: SupervisionPolicy, attempt: number) =>
+  Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, attempt - 1));
+
+const ERROR_PREFIX = "xstate.error.actor.";
+const DONE_PREFIX = "xstate.done.actor.";
+
+const stub = (name: string) =>
+  fromCallback(() => {
+    throw new Error(`supervisor: actor "${name}" was not provided`);
+  });
+
+const isActive = (ref: AnyActorRef | undefined) => ref?.getSnapshot().status === "active";
+
+export const supervisorMachine = setup({
+  types: {
+    context: {} as SupervisorContext,
+    events: {} as SupervisorEvent,
+    input: {} as SupervisorInput,
+  },
+  actors: {
+    session: stub("session") as unknown as ReturnType<typeof fromCallback<{ type: "message"; message: SessionMessage }, SessionInput>>,
+    channel: stub("channel") as unknown as ReturnType<typeof fromCallback<{ type: string }, unknown>>,
+  },
+  actions: {
+    /** A message for a session that has failed for good: tell the sender. Supplied by the composition. */
+    rejectMessage: (_, _params: { message: SessionMessage; reason: string }) => {},
+    /** A child passed the intensity limit. Supplied by the composition (logs it). */
+    childFailed: (_, _params: { id: string; error: string }) => {},
+  },
+}).createMachine({
+  id: "supervisor",
+  context: ({ input }) => ({ policy: { ...DEFAULT_POLICY, ...input.policy }, sessionIdleMs: input.sessionIdleMs, children: {} }),
+  initial: "running",
+  states: {
+    running: {
+      on: {
+        "channel.start": {
+          actions: enqueueActions(({ enqueue, event, context }) => {
+            const id = channelActorId(event.name);
+            if (context.children[id]) return;
+            const input = event.input ?? { name: event.name };
+            enqueue.spawnChild("channel", { id, input });
+            enqueue.assign({
+              children: { ...context.children, [id]: { id, kind: "channel", input, status: "running", failures: [], lastError: null, since: Date.now(), pending: [] } },
+            });
+          }),
+        },
+        inbound: {
+          actions: enqueueActions(({ enqueue, event, context, self }) => {
+            const id = sessionActorId(event.sessionKey);
+            const record = context.children[id];
+            if (record?.status === "failed") {
+              enqueue({ type: "rejectMessage", params: { message: event.message, reason: record.lastError ?? "it failed repeatedly" } });
+              return;
+            }
+            if (record?.status === "restarting") {
+              enqueue.assign({ children: { ...context.children, [id]: { ...record, pending: [...record.pending, event.message] } } });
+              return;
+            }
+            const ref = self.getSnapshot().children[id] as AnyActorRef | undefined;
+            if (!isActive(ref)) {
+              // First message, or the session passivated an instant ago: a fresh actor.
+              if (ref) enqueue.stopChild(id);
+              const input: SessionInput = { sessionKey: event.sessionKey, idleMs: context.sessionIdleMs };
+              enqueue.spawnChild("session", { id, input });
+              enqueue.assign({
+                children: {
+                  ...context.children,
+                  [id]: { id, kind: "session", input, status: "running", failures: record?.failures ?? [], lastError: null, since: Date.now(), pending: [] },
+                },
+              });
+            }
+            enqueue.sendTo(id, { type: "message", message: event.message });
+          }),
+        },
+        "child.restart": {
+          actions: enqueueActions(({ enqueue, event, context }) => {
+            const record = context.children[event.id];
+            if (record?.status !== "restarting") return;
+            const input = record.kind === "session" ? { ...(record.input as SessionInput), queue: record.pending } : record.input;
+            enqueue.spawnChild(record.kind, { id: record.id, input: input as SessionInput });
+            enqueue.assign({ children: { ...context.children, [record.id]: { ...record, status: "running", since: Date.now(), pending: [] } } });
+          }),
+        },
+        "xstate.error.actor.*": {
+          actions: enqueueActions(({ enqueue, event, context }) => {
+            const id = event.type.slice(ERROR_PREFIX.length);
+            const record = context.children[id];
+            if (!record) return;
+            const now = Date.now();
+            const failures = [...record.failures.filter((t: number) => now - t < context.policy.windowMs), now];
+            const error = (event as unknown as { error: unknown }).error;
+            const lastError = error instanceof Error ? error.message : String(error);
+            enqueue.stopChild(id);
+            if (failures.length > context.policy.maxRestarts) {
+              enqueue.assign({ children: { ...context.children, [id]: { ...record, status: "failed", failures, lastError, since: now } } });
+              enqueue({ type: "childFailed", params: { id, error: lastError } });
+              return;
+            }
+            enqueue.assign({ children: { ...context.children, [id]: { ...record, status: "restarting", failures, lastError, since: now } } });
+            enqueue.raise({ type: "child.restart", id } as SupervisorEvent, { delay: restartDelay(context.policy, failures.length) });
+          }),
+        },
+        "xstate.done.actor.*": {
+          // A session passivated: it goes, and comes back on its next message.
+          actions: enqueueActions(({ enqueue, event, context, self }) => {
+            const id = event.type.slice(DONE_PREFIX.length);
+            const record = context.children[id];
+            if (record?.kind !== "session" || record.status !== "running") return;
+            // Already replaced by a fresh actor for a message that came meanwhile.
+            if (isActive(self.getSnapshot().children[id] as AnyActorRef | undefined)) return;
+            enqueue.stopChild(id);
+            const children = { ...context.children };
+            delete children[id];
+            enqueue.assign({ children });
+          }),
+        },
+      },
+    },
+  },
+});

@@ -1,0 +1,41 @@
+import type { EventOf } from "../bus/events.js";
+import type { OutboxRecord } from "../store/outbox.js";
+
+/** A message as a channel receives it from its platform. */
+export interface ChannelInbound {
+  chatId: string;
+  senderId: string;
+  content: string;
+  /** The platform's message id (dedupes redeliveries). */
+  messageId?: string;
+  media?: string[];
+  /** Overrides the default session key `channel:chatId`. */
+  sessionKey?: string;
+}
+
+export type ProgressUpdate = EventOf<"progress"> | EventOf<"tool_hint">;
+
+/**
+ * What a channel (cli, api, telegram) implements. The channel actor starts it, hands it the
+ * outbox entries for its name, and deletes each one only after send() resolved.
+ */
+export interface Channel {
+  readonly name: string;
+  /** Starts receiving. `accept` resolves once the message is safely taken; `fail` reports a fatal error (the supervisor restarts the channel). */
+  start(accept: (message: ChannelInbound) => Promise<void>, fail: (err: Error) => void): Promise<void>;
+  stop(): Promise<void>;
+  /** Delivers one message; resolves once the platform accepted it. */
+  send(message: OutboxRecord): Promise<void>;
+  /** Streamed text and tool hints of its sessions, when channels.sendProgress / sendToolHints allow. */
+  progress?(update: ProgressUpdate): void;
+}
+
+/** The control API's channel: its replies reach clients as server-sent events read from the bus. */
+export function createApiChannel(): Channel {
+  return {
+    name: "api",
+    start: async () => {},
+    stop: async () => {},
+    send: async () => {},
+  };
+}

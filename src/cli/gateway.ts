@@ -1,0 +1,43 @@
+import type { LoadedConfig } from "../config/index.js";
+import { createDaemon } from "../runtime.js";
+import { startControlServer } from "../server/http.js";
+import { ensureToken } from "../server/token.js";
+import { removePidfile, writePidfile } from "./pidfile.js";
+
+/** Past this, a shutdown that hangs is cut short. */
+const SHUTDOWN_LIMIT_MS = 15_000;
+
+/**
+ * `troupe gateway`: the daemon in the foreground. SIGTERM or SIGINT stops taking work, lets running
+ * turns reach a checkpoint, closes the store and exits 0.
+ */
+export async function runGateway(loaded: LoadedConfig, opts: { consoleLogs: boolean }): Promise<number> {
+  const { paths, config } = loaded;
+  const daemon = await createDaemon(loaded, { consoleLogs: opts.consoleLogs });
+  let server;
+  try {
+    const token = await ensureToken(paths.tokenFile);
+    server = await startControlServer(daemon, { host: config.gateway.host, port: config.gateway.port, token });
+  } catch (err) {
+    await daemon.shutdown();
+    throw err;
+  }
+  await writePidfile(paths, { pid: process.pid, url: server.url, startedAt: Date.now() });
+  daemon.logger.info({ url: server.url, pid: process.pid }, "gateway listening");
+  console.log(`troupe gateway on ${server.url} (pid ${process.pid}); data in ${paths.dataDir}. Ctrl-C stops it.`);
+
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+    process.once("SIGINT", () => resolve("SIGINT"));
+  });
+  daemon.logger.info({ signal }, "shutting down");
+  setTimeout(() => {
+    console.error(`troupe gateway: shutdown took over ${SHUTDOWN_LIMIT_MS / 1000}s; exiting anyway`);
+    process.exit(1);
+  }, SHUTDOWN_LIMIT_MS).unref();
+  await server.close();
+  await daemon.shutdown();
+  await removePidfile(paths);
+  console.log("troupe gateway stopped");
+  return 0;
+}

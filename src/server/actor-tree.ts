@@ -1,0 +1,134 @@
+import type { AnyActorRef, InspectionEvent } from "xstate";
+import type { Bus } from "../bus/index.js";
+
+/** One live actor, as GET /api/actors and `troupe daemon status` show it. */
+export interface ActorNode {
+  id: string;
+  kind: string;
+  machine: string | null;
+  state: string;
+  since: number;
+  error?: string;
+  children: ActorNode[];
+}
+
+interface Tracked {
+  ref: AnyActorRef;
+  id: string;
+  parent: string | null;
+  kind: string;
+  machine: string | null;
+  state: string;
+  since: number;
+  children: Set<string>;
+}
+
+/** "active.running" for a nested machine state; the actor status for other logic. */
+export function stateName(snapshot: { value?: unknown; status?: string }): string {
+  const flat = (v: unknown): string =>
+    typeof v === "string" ? v : v && typeof v === "object" ? Object.entries(v).map(([k, sub]) => `${k}.${flat(sub)}`).join(",") : String(v);
+  return snapshot.value !== undefined && snapshot.status === "active" ? flat(snapshot.value) : (snapshot.status ?? "unknown");
+}
+
+const kindOf = (id: string, isRoot: boolean) => (isRoot ? "supervisor" : id.includes(":") ? id.slice(0, id.indexOf(":")) : id);
+
+/**
+ * Follows the actor system through XState's inspection API: spawned actors, state changes and
+ * (by diffing each parent's children) stopped ones. Each change is published on the bus.
+ */
+export function createActorTree(bus: Bus, now: () => number = Date.now) {
+  const actors = new Map<string, Tracked>();
+  let rootSession: string | undefined;
+  /** The live turn state per session key, from turn_state events (turn actors are not XState children). */
+  const turnStates = new Map<string, { turnId: string; state: string; since: number }>();
+  bus.ofType("turn_state").subscribe((e) => turnStates.set(e.sessionKey, { turnId: e.turnId, state: e.state, since: e.at }));
+
+  const publish = (type: "actor_spawned" | "actor_stopped" | "actor_state", t: Tracked) =>
+    bus.publish({ type, actorId: t.id, parentId: t.parent ? (actors.get(t.parent)?.id ?? null) : null, kind: t.kind, machine: t.machine, state: t.state, at: now() });
+
+  const remove = (sessionId: string) => {
+    const t = actors.get(sessionId);
+    if (!t) return;
+    t.children.forEach(remove);
+    actors.delete(sessionId);
+    publish("actor_stopped", t);
+  };
+
+  function inspect(event: InspectionEvent) {
+    const ref = event.actorRef as AnyActorRef;
+    if (event.type === "@xstate.actor") {
+      const parent = (ref as unknown as { _parent?: AnyActorRef })._parent;
+      const isRoot = !parent;
+      if (isRoot) rootSession ??= ref.sessionId;
+      const logic = (ref as unknown as { logic?: { id?: string } }).logic;
+      const src = (ref as unknown as { src?: unknown }).src;
+      const t: Tracked = {
+        ref,
+        id: isRoot ? "supervisor" : ref.id,
+        parent: parent?.sessionId ?? null,
+        kind: kindOf(ref.id, isRoot),
+        machine: logic?.id ?? (typeof src === "string" ? src : null),
+        state: "starting",
+        since: now(),
+        children: new Set(),
+      };
+      actors.set(ref.sessionId, t);
+      if (t.parent) actors.get(t.parent)?.children.add(ref.sessionId);
+      publish("actor_spawned", t);
+      return;
+    }
+    if (event.type !== "@xstate.snapshot") return;
+    const t = actors.get(ref.sessionId);
+    if (!t) return;
+    const snap = event.snapshot as { value?: unknown; status?: string; children?: Record<string, AnyActorRef> };
+    const state = stateName(snap);
+    if (state !== t.state) {
+      t.state = state;
+      t.since = now();
+      publish("actor_state", t);
+    }
+    if (snap.children) {
+      const live = new Set(Object.values(snap.children).map((c) => c.sessionId));
+      for (const child of [...t.children]) {
+        if (!live.has(child)) {
+          t.children.delete(child);
+          remove(child);
+        }
+      }
+    }
+    if (snap.status === "done" || snap.status === "error" || snap.status === "stopped") {
+      if (!t.parent) remove(ref.sessionId);
+    }
+  }
+
+  function toNode(t: Tracked): ActorNode {
+    const children = [...t.children].flatMap((c) => {
+      const child = actors.get(c);
+      return child ? [toNode(child)] : [];
+    });
+    if (t.kind === "session") {
+      const turn = turnStates.get(t.id.slice("session:".length));
+      if (turn && children.some((c) => c.id === "turn")) {
+        const runner = children.find((c) => c.id === "turn")!;
+        runner.kind = "turn";
+        runner.machine = "turn";
+        runner.state = turn.state;
+        runner.since = turn.since;
+      }
+    }
+    return { id: t.id, kind: t.kind, machine: t.machine, state: t.state, since: t.since, children };
+  }
+
+  return {
+    inspect,
+    /** The live tree, rooted at the supervisor; failed children (stopped for good) are listed with their error. */
+    tree(extra: (root: ActorNode) => void = () => {}): ActorNode | undefined {
+      const root = rootSession ? actors.get(rootSession) : undefined;
+      if (!root) return undefined;
+      const node = toNode(root);
+      extra(node);
+      return node;
+    },
+  };
+}
+export type ActorTree = ReturnType<typeof createActorTree>;

@@ -1,0 +1,178 @@
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { filter, merge } from "rxjs";
+import { z } from "zod";
+import { TroupeError } from "../errors.js";
+import type { Daemon } from "../runtime.js";
+import { getSessionMeta, listSessions, sessionMessages } from "../store/sessions.js";
+import { listTurns } from "../store/turns.js";
+import { VERSION } from "../version.js";
+import { openSse } from "./sse.js";
+import { tokenMatches } from "./token.js";
+
+export interface ControlServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const messageBody = z.object({ content: z.string().trim().min(1, "content must not be empty") }).strict();
+const MAX_BODY_BYTES = 1024 * 1024;
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  let size = 0;
+  const chunks: Buffer[] = [];
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) throw new HttpError(413, "body too large (limit 1 MiB)");
+    chunks.push(chunk);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString("utf8") || "null");
+  } catch {
+    throw new HttpError(400, "body is not valid JSON");
+  }
+}
+
+function parseBody<S extends z.ZodType>(schema: S, raw: unknown): z.infer<S> {
+  const result = schema.safeParse(raw);
+  if (result.success) return result.data;
+  throw new HttpError(400, result.error.issues.map((i) => `${i.path.map(String).join(".") || "body"}: ${i.message}`).join("; "));
+}
+
+const json = (res: ServerResponse, status: number, body: unknown) => {
+  res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+};
+
+/**
+ * The loopback control API: health, the live actor tree, sessions and their history, messages in
+ * (answered as server-sent events) and a stream of actor events. Everything but /health needs the
+ * bearer token from <data dir>/gateway.token.
+ */
+export async function startControlServer(daemon: Daemon, opts: { host: string; port: number; token: string }): Promise<ControlServer> {
+  const startedAt = Date.now();
+  const { store, bus } = daemon;
+
+  async function sessionDetail(key: string) {
+    const meta = await getSessionMeta(store, key);
+    if (!meta) throw new HttpError(404, `no session ${key}`);
+    const messages = await sessionMessages(store, meta);
+    const turns = (await listTurns(store))
+      .filter((t) => t.sessionKey === key)
+      .map((t) => ({ turnId: t.turnId, state: t.state, final: t.final, createdAt: t.createdAt, updatedAt: t.updatedAt }));
+    return { ...meta, messages: messages.map((m) => ({ ...m.message, turnId: m.turnId, at: m.at })), turns };
+  }
+
+  function postMessage(req: IncomingMessage, res: ServerResponse, key: string, content: string) {
+    const sse = openSse(res);
+    let id: string | undefined;
+    const sub = merge(
+      bus.ofType("progress", "tool_hint", "turn_state").pipe(filter((e) => e.sessionKey === key)),
+      bus.ofType("outbound").pipe(filter((e) => e.channel === "api")),
+    ).subscribe((e) => {
+      if (e.type !== "outbound") return sse.send(e.type, e);
+      if (id && e.answers.includes(id)) {
+        sse.send("reply", { content: e.content, answers: e.answers, deliveryId: e.deliveryId });
+        sub.unsubscribe();
+        res.end();
+      } else if (e.chatId === key && e.answers.length === 0) sse.send("message", { content: e.content, media: e.media });
+    });
+    req.on("close", () => sub.unsubscribe());
+    const chatId = key.includes(":") ? key.slice(key.indexOf(":") + 1) : key;
+    daemon.accept("api", { chatId, senderId: "api", content, sessionKey: key }).then(
+      (accepted) => {
+        id = accepted;
+        sse.send("accepted", { id, sessionKey: key });
+      },
+      (err: Error) => {
+        sse.send("error", { error: err.message });
+        sub.unsubscribe();
+        res.end();
+      },
+    );
+  }
+
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://localhost");
+    const path = url.pathname;
+    if (req.method === "GET" && path === "/health") {
+      return json(res, 200, { ok: true, version: VERSION, pid: process.pid, uptimeMs: Date.now() - startedAt });
+    }
+    if (!path.startsWith("/api/")) throw new HttpError(404, `no route ${req.method} ${path}`);
+    if (!tokenMatches(req.headers.authorization, opts.token)) {
+      res.setHeader("www-authenticate", "Bearer");
+      throw new HttpError(401, "missing or wrong bearer token (see <data dir>/gateway.token)");
+    }
+    const sessionMatch = /^\/api\/sessions\/([^/]+)(\/messages)?$/.exec(path);
+    if (req.method === "GET" && path === "/api/actors") {
+      return json(res, 200, { root: daemon.tree.tree(), failed: failedChildren(daemon), turns: { running: daemon.limiter.active, waiting: daemon.limiter.waiting, max: daemon.limiter.max } });
+    }
+    if (req.method === "GET" && path === "/api/sessions") {
+      const live = new Set((daemon.tree.tree()?.children ?? []).map((c) => c.id));
+      return json(res, 200, { sessions: (await listSessions(store)).map((m) => ({ ...m, active: live.has(`session:${m.key}`) })) });
+    }
+    if (req.method === "GET" && path === "/api/events") {
+      const sse = openSse(res);
+      sse.send("tree", daemon.tree.tree());
+      const sub = bus.ofType("actor_spawned", "actor_stopped", "actor_state").subscribe((e) => sse.send(e.type, e));
+      const keepAlive = setInterval(() => sse.comment("keep-alive"), 15_000);
+      req.on("close", () => {
+        sub.unsubscribe();
+        clearInterval(keepAlive);
+      });
+      return;
+    }
+    if (sessionMatch) {
+      const key = decodeURIComponent(sessionMatch[1]!);
+      if (req.method === "GET" && !sessionMatch[2]) return json(res, 200, await sessionDetail(key));
+      if (req.method === "POST" && sessionMatch[2]) {
+        const { content } = parseBody(messageBody, await readJson(req));
+        return postMessage(req, res, key, content);
+      }
+    }
+    throw new HttpError(404, `no route ${req.method} ${path}`);
+  }
+
+  const server = createServer((req, res) => {
+    route(req, res).catch((err: unknown) => {
+      const status = err instanceof HttpError ? err.status : 500;
+      if (status === 500) daemon.logger.error({ err }, "control API error");
+      if (!res.headersSent) json(res, status, { error: err instanceof Error ? err.message : String(err) });
+      else res.end();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", (err: NodeJS.ErrnoException) =>
+      reject(
+        err.code === "EADDRINUSE"
+          ? new TroupeError(`port ${opts.port} on ${opts.host} is in use; stop what holds it or set gateway.port in the config`)
+          : err,
+      ),
+    );
+    server.listen(opts.port, opts.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${opts.host.includes(":") ? `[${opts.host}]` : opts.host}:${port}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** Children the supervisor gave up on, with their last error. */
+function failedChildren(daemon: Daemon) {
+  return Object.values(daemon.supervisor.getSnapshot().context.children)
+    .filter((c) => c.status !== "running")
+    .map((c) => ({ id: c.id, kind: c.kind, status: c.status, error: c.lastError, since: c.since }));
+}

@@ -1,0 +1,26 @@
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import { readFile, writeFile } from "node:fs/promises";
+
+/** The control API's bearer token: read from its file, or created there (mode 600) at first start. */
+export async function ensureToken(file: string): Promise<string> {
+  const existing = await readToken(file);
+  if (existing) return existing;
+  const token = randomBytes(32).toString("hex");
+  await writeFile(file, `${token}\n`, { mode: 0o600, flag: "w" });
+  return token;
+}
+
+export async function readToken(file: string): Promise<string | undefined> {
+  try {
+    return (await readFile(file, "utf8")).trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Compares in constant time, so the token cannot be guessed byte by byte. */
+export function tokenMatches(header: string | undefined, token: string): boolean {
+  const given = Buffer.from(header?.startsWith("Bearer ") ? header.slice(7).trim() : "");
+  const want = Buffer.from(token);
+  return given.length === want.length && timingSafeEqual(given, want);
+}

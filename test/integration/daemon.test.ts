@@ -1,0 +1,84 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { Daemon } from "../../src/runtime.js";
+import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
+import { replyTo, startDaemon } from "../helpers/daemon.js";
+import { useTempDirs } from "../helpers/tmp.js";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const send = (d: Daemon, chatId: string, content: string) => d.accept("api", { chatId, senderId: "u", content });
+const sessionIds = (d: Daemon) => (d.tree.tree()?.children ?? []).filter((c) => c.kind === "session").map((c) => c.id);
+
+describe("daemon: supervisor, session actors, turn limit", () => {
+  const tmp = useTempDirs();
+  let fake: FakeOpenAi | undefined;
+  let daemon: Daemon | undefined;
+  afterEach(async () => {
+    await daemon?.shutdown();
+    await fake?.close();
+    daemon = undefined;
+  });
+
+  it("runs a session's turns one at a time and injects a message that arrives mid-turn", async () => {
+    fake = await startFakeOpenAi([
+      { toolCalls: [{ name: "list_dir", arguments: {} }], delayMs: 300 },
+      { content: "Both noted." },
+      { content: "Third answered." },
+    ]);
+    daemon = await startDaemon(await tmp(), fake.url);
+    const first = await send(daemon, "c1", "first");
+    await sleep(100);
+    const second = await send(daemon, "c1", "second");
+    const reply = await replyTo(daemon, first);
+    expect(reply.content).toBe("Both noted.");
+    expect(reply.answers).toEqual([first, second]);
+    // The injected message joined the turn at its model-call boundary.
+    const sent = fake.requests[1]?.body.messages ?? [];
+    expect(sent.slice(-3).map((m) => m.role)).toEqual(["assistant", "tool", "user"]);
+    expect(sent.at(-1)?.content).toBe("second");
+    const third = await send(daemon, "c1", "third");
+    expect((await replyTo(daemon, third)).content).toBe("Third answered.");
+    expect(fake.maxInFlight()).toBe(1);
+  });
+
+  it("/status answers at once while a turn runs, and /stop cancels it", async () => {
+    fake = await startFakeOpenAi([{ content: "too late", delayMs: 5_000 }, { content: "after stop" }]);
+    daemon = await startDaemon(await tmp(), fake.url);
+    const slow = await send(daemon, "c2", "think hard");
+    await sleep(150);
+    const status = await send(daemon, "c2", "/status");
+    const statusReply = await replyTo(daemon, status);
+    expect(statusReply.content).toMatch(/^Session api:c2: .*\nA turn is running; \/stop cancels it\.$/);
+    const started = Date.now();
+    const stop = await send(daemon, "c2", "/stop");
+    expect((await replyTo(daemon, slow)).content).toBe("Stopped.");
+    expect(Date.now() - started).toBeLessThan(2_000);
+    void stop;
+    const next = await send(daemon, "c2", "still there?");
+    expect((await replyTo(daemon, next)).content).toBe("after stop");
+  });
+
+  it("passivates an idle session and brings it back, history intact, on its next message", async () => {
+    fake = await startFakeOpenAi([{ content: "hello A" }, { content: "hello again" }]);
+    daemon = await startDaemon(await tmp(), fake.url, { defaults: { sessionIdleSeconds: 1 } });
+    const a = await send(daemon, "c3", "hi");
+    await replyTo(daemon, a);
+    expect(sessionIds(daemon)).toEqual(["session:api:c3"]);
+    await sleep(1_300);
+    expect(sessionIds(daemon)).toEqual([]);
+    const b = await send(daemon, "c3", "me again");
+    expect((await replyTo(daemon, b)).content).toBe("hello again");
+    expect(fake.requests[1]?.body.messages.filter((m) => m.role !== "system").map((m) => m.role)).toEqual(["user", "assistant", "user"]);
+    expect(sessionIds(daemon)).toEqual(["session:api:c3"]);
+  });
+
+  it("caps concurrent turns across sessions at maxConcurrentTurns, serving waiters in order", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "ok", delayMs: 150 }));
+    daemon = await startDaemon(await tmp(), fake.url, { defaults: { maxConcurrentTurns: 2 } });
+    const ids = await Promise.all(["a", "b", "c", "d", "e"].map((c) => send(daemon!, c, `from ${c}`)));
+    await Promise.all(ids.map((id) => replyTo(daemon!, id)));
+    expect(fake.maxInFlight()).toBe(2);
+    // Waiters are served in arrival order: a and b first, then c and d as they finish, then e.
+    const order = fake.requests.map((r) => String(r.body.messages.at(-1)?.content).split("\n").at(-1));
+    expect([order.slice(0, 2).sort(), order.slice(2, 4).sort(), order[4]]).toEqual([["from a", "from b"], ["from c", "from d"], "from e"]);
+  });
+});

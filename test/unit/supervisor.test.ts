@@ -1,0 +1,97 @@
+import { createActor, fromCallback } from "xstate";
+import { describe, expect, it } from "vitest";
+import type { SessionInput, SessionMessage } from "../../machines/session.machine.js";
+import { restartDelay, supervisorMachine, type SupervisorEvent } from "../../machines/supervisor.machine.js";
+
+const msg = (content: string, id = content): SessionMessage => ({ id, channel: "test", chatId: "1", content, at: 0 });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A stand-in session: records each start and what it receives; "crash" makes it fail. */
+function fakeSessions() {
+  const starts: Array<{ key: string; at: number; queue: string[] }> = [];
+  const received: string[] = [];
+  const logic = fromCallback<{ type: "message"; message: SessionMessage }, SessionInput>(({ input, receive }) => {
+    starts.push({ key: input.sessionKey, at: Date.now(), queue: (input.queue ?? []).map((m) => m.content) });
+    receive((e) => {
+      received.push(`${input.sessionKey}:${e.message.content}`);
+      if (e.message.content === "crash") throw new Error("session blew up");
+    });
+  });
+  return { starts, received, logic };
+}
+
+function start(policy = { maxRestarts: 3, windowMs: 10_000, baseDelayMs: 40, maxDelayMs: 1_000 }) {
+  const sessions = fakeSessions();
+  const rejected: string[] = [];
+  const failed: string[] = [];
+  const actor = createActor(
+    supervisorMachine.provide({
+      actors: { session: sessions.logic },
+      actions: {
+        rejectMessage: (_, p) => rejected.push(`${p.message.content} (${p.reason})`),
+        childFailed: (_, p) => failed.push(`${p.id}: ${p.error}`),
+      },
+    }),
+    { input: { policy, sessionIdleMs: 60_000 } },
+  ).start();
+  const send = (sessionKey: string, content: string) => actor.send({ type: "inbound", sessionKey, message: msg(content) } satisfies SupervisorEvent);
+  return { actor, send, rejected, failed, ...sessions };
+}
+
+describe("supervisor", () => {
+  it("spawns one session actor per key on its first message and routes later messages to it", () => {
+    const s = start();
+    s.send("a", "one");
+    s.send("b", "two");
+    s.send("a", "three");
+    expect(s.starts.map((x) => x.key)).toEqual(["a", "b"]);
+    expect(s.received).toEqual(["a:one", "b:two", "a:three"]);
+    expect(Object.keys(s.actor.getSnapshot().children).sort()).toEqual(["session:a", "session:b"]);
+    s.actor.stop();
+  });
+
+  it("restarts a crashed child with exponential backoff, keeping messages that arrive meanwhile", async () => {
+    const s = start();
+    s.send("a", "crash");
+    expect(s.actor.getSnapshot().context.children["session:a"]?.status).toBe("restarting");
+    s.send("a", "while down");
+    s.send("b", "unaffected");
+    await sleep(60);
+    expect(s.starts.filter((x) => x.key === "a")).toHaveLength(2);
+    expect(s.starts.at(-1)?.queue).toEqual(["while down"]);
+    const [first, second] = s.starts.filter((x) => x.key === "a");
+    s.send("a", "crash");
+    await sleep(120);
+    const third = s.starts.filter((x) => x.key === "a")[2];
+    // 40 ms after the first failure, 80 ms after the second.
+    expect(second!.at - first!.at).toBeGreaterThanOrEqual(35);
+    expect(third).toBeDefined();
+    expect(s.received).toContain("b:unaffected");
+    expect(s.actor.getSnapshot().context.children["session:a"]?.status).toBe("running");
+    s.actor.stop();
+  });
+
+  it("past the intensity limit marks the child failed, rejects its messages and keeps the rest running", async () => {
+    const s = start({ maxRestarts: 2, windowMs: 10_000, baseDelayMs: 5, maxDelayMs: 20 });
+    for (let i = 0; i < 3; i++) {
+      s.send("a", "crash");
+      await sleep(40);
+    }
+    const record = s.actor.getSnapshot().context.children["session:a"];
+    expect(record?.status).toBe("failed");
+    expect(record?.lastError).toBe("session blew up");
+    expect(s.failed).toEqual(["session:a: session blew up"]);
+    expect(s.starts.filter((x) => x.key === "a")).toHaveLength(3);
+    s.send("a", "hello?");
+    expect(s.rejected).toEqual(["hello? (session blew up)"]);
+    s.send("b", "fine");
+    expect(s.received.at(-1)).toBe("b:fine");
+    expect(s.actor.getSnapshot().status).toBe("active");
+    s.actor.stop();
+  });
+
+  it("computes the backoff: doubling from the base, capped", () => {
+    const p = { maxRestarts: 5, windowMs: 60_000, baseDelayMs: 500, maxDelayMs: 3_000 };
+    expect([1, 2, 3, 4, 5].map((n) => restartDelay(p, n))).toEqual([500, 1_000, 2_000, 3_000, 3_000]);
+  });
+});
