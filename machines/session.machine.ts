@@ -1,4 +1,5 @@
-import { assign, enqueueActions, fromCallback, sendTo, setup } from "xstate";
+import { assign, enqueueActions, sendTo, setup, type CallbackActorLogic } from "xstate";
+import { notProvided } from "./not-provided.js";
 import { MAX_INJECTED_PER_TURN } from "./turn.machine.js";
 
 /**
@@ -55,11 +56,6 @@ const word = (m: SessionMessage) => m.content.trim().split(/\s+/)[0]?.toLowerCas
 export const IMMEDIATE_COMMANDS = ["/help", "/status"];
 const isCommand = (m: SessionMessage) => m.content.trim().startsWith("/");
 
-const stub = (name: string) =>
-  fromCallback(() => {
-    throw new Error(`session machine: actor "${name}" was not provided`);
-  });
-
 export const sessionMachine = setup({
   types: {
     context: {} as SessionContext,
@@ -68,9 +64,9 @@ export const sessionMachine = setup({
   },
   actors: {
     /** Holds one slot of agents.defaults.maxConcurrentTurns while invoked; sends slot.granted. */
-    slot: stub("slot") as unknown as ReturnType<typeof fromCallback<SessionEvent, { sessionKey: string }>>,
+    slot: notProvided<CallbackActorLogic<SessionEvent, { sessionKey: string }>>("session", "slot", "callback"),
     /** Runs one turn (or a queued command) and delivers its reply; sends turn.finished. */
-    runTurn: stub("runTurn") as unknown as ReturnType<typeof fromCallback<RunTurnEvent, RunTurnInput>>,
+    runTurn: notProvided<CallbackActorLogic<RunTurnEvent, RunTurnInput>>("session", "runTurn", "callback"),
   },
   actions: {
     /** Answers /help or /status. Supplied by the composition. */

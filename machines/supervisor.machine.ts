@@ -1,4 +1,5 @@
-import { enqueueActions, fromCallback, setup, type AnyActorRef } from "xstate";
+import { enqueueActions, setup, type AnyActorRef, type CallbackActorLogic } from "xstate";
+import { notProvided } from "./not-provided.js";
 import type { SessionInput, SessionMessage } from "./session.machine.js";
 
 /**
@@ -59,11 +60,6 @@ export const restartDelay = (policy: SupervisionPolicy, attempt: number) =>
 const ERROR_PREFIX = "xstate.error.actor.";
 const DONE_PREFIX = "xstate.done.actor.";
 
-const stub = (name: string) =>
-  fromCallback(() => {
-    throw new Error(`supervisor: actor "${name}" was not provided`);
-  });
-
 const isActive = (ref: AnyActorRef | undefined) => ref?.getSnapshot().status === "active";
 
 export const supervisorMachine = setup({
@@ -73,8 +69,8 @@ export const supervisorMachine = setup({
     input: {} as SupervisorInput,
   },
   actors: {
-    session: stub("session") as unknown as ReturnType<typeof fromCallback<{ type: "message"; message: SessionMessage }, SessionInput>>,
-    channel: stub("channel") as unknown as ReturnType<typeof fromCallback<{ type: string }, unknown>>,
+    session: notProvided<CallbackActorLogic<{ type: "message"; message: SessionMessage }, SessionInput>>("supervisor", "session", "callback"),
+    channel: notProvided<CallbackActorLogic<{ type: string }, unknown>>("supervisor", "channel", "callback"),
   },
   actions: {
     /** A message for a session that has failed for good: tell the sender. Supplied by the composition. */

@@ -1,4 +1,5 @@
-import { assign, fromPromise, setup } from "xstate";
+import { assign, setup, type PromiseActorLogic } from "xstate";
+import { notProvided } from "./not-provided.js";
 import {
   addUsage,
   assistantMessage,
@@ -92,11 +93,6 @@ const endWith = (context: TurnContext, reply: string, closing: ChatMessage[] = [
   messages: [...context.messages, ...closing, { role: "assistant" as const, content: reply }],
 });
 
-const notProvided = (name: string) =>
-  fromPromise<never, unknown>(async () => {
-    throw new Error(`turn machine: actor "${name}" was not provided`);
-  });
-
 export const turnMachine = setup({
   types: {
     context: {} as TurnContext,
@@ -105,9 +101,9 @@ export const turnMachine = setup({
     output: {} as TurnOutput,
   },
   actors: {
-    callModel: notProvided("callModel") as unknown as ReturnType<typeof fromPromise<ModelResponse, CallModelInput>>,
-    runTools: notProvided("runTools") as unknown as ReturnType<typeof fromPromise<ToolResultMessage[], RunToolsInput>>,
-    checkpointed: notProvided("checkpointed") as unknown as ReturnType<typeof fromPromise<void, CheckpointedInput>>,
+    callModel: notProvided<PromiseActorLogic<ModelResponse, CallModelInput>>("turn", "callModel"),
+    runTools: notProvided<PromiseActorLogic<ToolResultMessage[], RunToolsInput>>("turn", "runTools"),
+    checkpointed: notProvided<PromiseActorLogic<void, CheckpointedInput>>("turn", "checkpointed"),
   },
   actions: {
     bumpSeq: assign({ seq: ({ context }) => context.seq + 1 }),

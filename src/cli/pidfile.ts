@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { z } from "zod";
 import type { DataPaths } from "../paths.js";
@@ -6,12 +7,18 @@ import type { DataPaths } from "../paths.js";
 export const pidfileSchema = z.object({ pid: z.number().int().positive(), url: z.string(), startedAt: z.number() });
 export type Pidfile = z.infer<typeof pidfileSchema>;
 
+/** Whether a process runs. A zombie (exited, not reaped yet, as under an init that never reaps) counts as gone. */
 export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
+    if ((err as NodeJS.ErrnoException).code !== "EPERM") return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return true; // no /proc: trust kill(0)
   }
 }
 

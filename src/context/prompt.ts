@@ -86,19 +86,26 @@ export interface RuntimeContext {
   chatId: string;
 }
 
+/** Building a DateTimeFormat costs far more than using one: one per timezone. */
+const formats = new Map<string, Intl.DateTimeFormat>();
+
 function formatTime(now: Date, timezone: string): string {
   try {
-    const text = new Intl.DateTimeFormat("en-GB", {
-      timeZone: timezone,
-      weekday: "long",
-      year: "numeric",
-      month: "2-digit",
-      day: "2-digit",
-      hour: "2-digit",
-      minute: "2-digit",
-      hour12: false,
-    }).format(now);
-    return `${text} (${timezone})`;
+    let format = formats.get(timezone);
+    if (!format) {
+      format = new Intl.DateTimeFormat("en-GB", {
+        timeZone: timezone,
+        weekday: "long",
+        year: "numeric",
+        month: "2-digit",
+        day: "2-digit",
+        hour: "2-digit",
+        minute: "2-digit",
+        hour12: false,
+      });
+      formats.set(timezone, format);
+    }
+    return `${format.format(now)} (${timezone})`;
   } catch {
     return `${now.toISOString()} (UTC)`;
   }

@@ -1,19 +1,10 @@
 import { z } from "zod";
+import { outboundEvent } from "../bus/events.js";
 import type { Bus } from "../bus/index.js";
 import type { Store, StoreOp } from "./store.js";
 
-/** A message waiting for its channel to deliver it. Deleted only once the platform accepted it. */
-export const outboxRecordSchema = z.object({
-  deliveryId: z.string().min(1),
-  channel: z.string().min(1),
-  chatId: z.string().min(1),
-  content: z.string(),
-  media: z.array(z.string()).default([]),
-  replyTo: z.string().optional(),
-  /** Ids of the inbound messages this answers (a turn's reply answers its message and those injected into it). */
-  answers: z.array(z.string()).default([]),
-  createdAt: z.number(),
-});
+/** A message waiting for its channel to deliver it (an outbound event, stored). Deleted only once the platform accepted it. */
+export const outboxRecordSchema = outboundEvent.omit({ type: true, at: true }).extend({ createdAt: z.number() });
 export type OutboxRecord = z.infer<typeof outboxRecordSchema>;
 
 const sentMarkerSchema = z.object({ at: z.number() });

@@ -50,9 +50,17 @@ export interface ToolRegistryOptions {
 
 export function createToolRegistry(tools: Tool[] = [], opts: ToolRegistryOptions = {}): ToolRegistry {
   const byName = new Map<string, Tool>();
+  // Converting zod to JSON Schema is costly and the answer never changes: once per tool.
+  const jsonSchemas = new Map<string, Record<string, unknown>>();
+  const schemaOf = (tool: Tool) => {
+    let schema = jsonSchemas.get(tool.name);
+    if (!schema) jsonSchemas.set(tool.name, (schema = jsonSchemaOf(tool)));
+    return schema;
+  };
   const registry: ToolRegistry = {
     register(tool) {
       byName.set(tool.name, tool);
+      jsonSchemas.delete(tool.name);
     },
     get: (name) => byName.get(name),
     names: () => [...byName.keys()].sort(),
@@ -61,13 +69,13 @@ export function createToolRegistry(tools: Tool[] = [], opts: ToolRegistryOptions
       return [...byName.values()]
         .filter(allow)
         .sort((a, b) => rank(a) - rank(b) || a.name.localeCompare(b.name))
-        .map((t) => ({ type: "function", function: { name: t.name, description: t.description, parameters: jsonSchemaOf(t) } }));
+        .map((t) => ({ type: "function", function: { name: t.name, description: t.description, parameters: schemaOf(t) } }));
     },
     async execute(name, args, ctx, argumentsError) {
       const tool = byName.get(name);
       if (!tool) return withHint(`tool "${name}" not found. Available tools: ${registry.names().join(", ")}`);
       if (argumentsError || args === null) return withHint(`could not parse the arguments for ${name}: ${argumentsError ?? "no arguments"}`);
-      const checked = validate(tool, castArguments(args, jsonSchemaOf(tool)));
+      const checked = validate(tool, castArguments(args, schemaOf(tool)));
       if (!checked.ok) return withHint(checked.error);
       try {
         const result = await tool.execute(checked.args, ctx);

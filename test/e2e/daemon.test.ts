@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { isAlive } from "../../src/cli/pidfile.js";
 import { readSse } from "../../src/server/sse.js";
 import { openStore } from "../../src/store/store.js";
 import { listTurns } from "../../src/store/turns.js";
@@ -11,14 +12,6 @@ import { useTempDirs } from "../helpers/tmp.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe("troupe daemon (real processes over loopback)", () => {
   const tmp = useTempDirs();
@@ -82,7 +75,7 @@ describe("troupe daemon (real processes over loopback)", () => {
 
     const stop = await runCli(["daemon", "stop"], { TROUPE_HOME: d.home });
     expect(stop.stdout).toBe(`troupe daemon stopped (pid ${d.pid})\n`);
-    expect(alive(d.pid)).toBe(false);
+    expect(isAlive(d.pid)).toBe(false);
     await expect(stat(join(d.home, "daemon.pid"))).rejects.toThrow();
     expect((await runCli(["daemon", "status"], { TROUPE_HOME: d.home })).code).toBe(3);
     const logs = await runCli(["daemon", "logs", "-n", "200"], { TROUPE_HOME: d.home });

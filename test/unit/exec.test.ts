@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { isAlive } from "../../src/cli/pidfile.js";
 import { planBatches } from "../../actors/run-tools.js";
 import { execTool } from "../../src/tools/builtin/exec.js";
 import { grepTool } from "../../src/tools/builtin/grep.js";
@@ -18,14 +19,6 @@ const policy = (ws: string, over: Partial<ExecPolicy> = {}): ExecPolicy => ({
   ...over,
 });
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe("exec", () => {
   const tmp = useTempDirs();
@@ -102,7 +95,7 @@ describe("exec", () => {
     expect(Date.now() - started).toBeLessThan(5_000);
     const pid = Number((await readFile(join(ws, "grandchild.pid"), "utf8")).trim());
     await new Promise((r) => setTimeout(r, 300));
-    expect(alive(pid)).toBe(false);
+    expect(isAlive(pid)).toBe(false);
   });
 
   it("returns when the shell exits even if a background job holds the pipes", async () => {

@@ -1,0 +1,108 @@
+/**
+ * `npm run bench`: the daemon under load, in process, against a fake model in another process.
+ *
+ * 1. 1,000 sessions send one message each; each turn makes one tool call, so two model calls of
+ *    50 ms; maxConcurrentTurns 100. Total time against the ideal (1,000 / 100 × 2 × 50 ms), peak RSS,
+ *    and RSS once every session has passivated.
+ * 2. The runtime's own cost per turn against a zero-latency model: one session's turns one after
+ *    another (latency), and 1,000 sessions at once (throughput).
+ */
+import { spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { filter, firstValueFrom } from "rxjs";
+import { loadConfig } from "../../src/config/index.js";
+import { createDaemon, type Daemon } from "../../src/runtime.js";
+import { writeHome } from "../helpers/daemon.js";
+
+const MB = 1024 * 1024;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const gc = () => (globalThis as { gc?: () => void }).gc?.();
+
+async function fakeModel(latencyMs: number): Promise<{ url: string; stop: () => void }> {
+  const child = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "fake-model.ts"), String(latencyMs)], { stdio: ["ignore", "pipe", "inherit"] });
+  const url = await new Promise<string>((resolve) => child.stdout.once("data", (d: Buffer) => resolve(d.toString().trim())));
+  return { url, stop: () => child.kill("SIGTERM") };
+}
+
+async function daemonFor(url: string, defaults: Record<string, unknown>): Promise<{ daemon: Daemon; dir: string }> {
+  const dir = await mkdtemp(join(tmpdir(), "troupe-bench-"));
+  await writeHome(dir, url, { defaults });
+  return { daemon: await createDaemon(await loadConfig({ TROUPE_HOME: dir }), { stream: false }), dir };
+}
+
+/** Sends one message per chat and resolves when every reply is out. */
+async function burst(daemon: Daemon, chats: string[]): Promise<number> {
+  const pending = new Set<string>();
+  const allDone = new Promise<void>((resolve) => {
+    daemon.bus.ofType("outbound").subscribe((e) => {
+      for (const id of e.answers) pending.delete(id);
+      if (pending.size === 0) resolve();
+    });
+  });
+  const t0 = performance.now();
+  for (const chat of chats) pending.add(await daemon.accept("api", { chatId: chat, senderId: "bench", content: "list the workspace" }));
+  await allDone;
+  return performance.now() - t0;
+}
+
+const sessionsAlive = (d: Daemon) => (d.tree.tree()?.children ?? []).filter((c) => c.kind === "session").length;
+
+async function loadScenario() {
+  const model = await fakeModel(50);
+  const { daemon, dir } = await daemonFor(model.url, { maxConcurrentTurns: 100, sessionIdleSeconds: 2 });
+  gc();
+  const rssStart = process.memoryUsage().rss;
+  let peak = rssStart;
+  const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
+  const chats = Array.from({ length: 1_000 }, (_, i) => `s${i}`);
+  const total = await burst(daemon, chats);
+  const liveAfter = sessionsAlive(daemon);
+  const t0 = performance.now();
+  while (sessionsAlive(daemon) > 0) await sleep(100);
+  const passivatedIn = performance.now() - t0;
+  gc();
+  await sleep(200);
+  gc();
+  clearInterval(sampler);
+  const rssPassivated = process.memoryUsage().rss;
+  const ideal = (1_000 / 100) * 2 * 50;
+  const stats = daemon.store.commitStats;
+  console.log("## 1,000 sessions, one tool call each, model latency 50 ms, maxConcurrentTurns 100");
+  console.log(`total            ${total.toFixed(0)} ms`);
+  console.log(`ideal            ${ideal} ms (1,000 / 100 × 2 model calls × 50 ms)`);
+  console.log(`total / ideal    ${(total / ideal).toFixed(2)}×`);
+  console.log(`RSS at start     ${(rssStart / MB).toFixed(0)} MB`);
+  console.log(`peak RSS         ${(peak / MB).toFixed(0)} MB (${liveAfter} sessions live when the last reply went out)`);
+  console.log(`RSS passivated   ${(rssPassivated / MB).toFixed(0)} MB (all sessions passivated ${(passivatedIn / 1000).toFixed(1)} s later)`);
+  console.log(`synced batches   ${stats.requests} requests in ${stats.writes} fsync'd writes (largest group ${stats.largestGroup})`);
+  await daemon.shutdown();
+  model.stop();
+  await rm(dir, { recursive: true, force: true });
+}
+
+async function overheadScenario() {
+  const model = await fakeModel(0);
+  const { daemon, dir } = await daemonFor(model.url, { maxConcurrentTurns: 100 });
+  // One session, turns back to back: the latency troupe adds to a turn of 2 model calls and 1 tool.
+  await burst(daemon, ["warm-up"]);
+  const serialTurns = 100;
+  const t0 = performance.now();
+  for (let i = 0; i < serialTurns; i++) {
+    const id = await daemon.accept("api", { chatId: "serial", senderId: "bench", content: `turn ${i}` });
+    await firstValueFrom(daemon.bus.ofType("outbound").pipe(filter((e) => e.answers.includes(id))));
+  }
+  const serial = (performance.now() - t0) / serialTurns;
+  const parallel = await burst(daemon, Array.from({ length: 1_000 }, (_, i) => `p${i}`));
+  console.log("\n## runtime cost per turn, zero-latency model (2 model calls + 1 tool call per turn, 9 checkpoints)");
+  console.log(`one session, serial   ${serial.toFixed(1)} ms per turn (${serialTurns} turns)`);
+  console.log(`1,000 sessions        ${parallel.toFixed(0)} ms total, ${(parallel / 1_000).toFixed(2)} ms per turn, ${(1_000_000 / parallel).toFixed(0)} turns/s`);
+  await daemon.shutdown();
+  model.stop();
+  await rm(dir, { recursive: true, force: true });
+}
+
+if (!(globalThis as { gc?: unknown }).gc) console.log("(run with --expose-gc for settled RSS figures)\n");
+await loadScenario();
+await overheadScenario();
