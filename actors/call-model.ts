@@ -1,5 +1,6 @@
 import { fromPromise } from "xstate";
 import type { Bus } from "../src/bus/index.js";
+import { fault } from "../src/fault.js";
 import type { LlmProvider, ToolSchema } from "../src/providers/client.js";
 import type { ModelResponse } from "../src/providers/messages.js";
 import type { CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
@@ -22,6 +23,7 @@ export function createCallModel(deps: CallModelDeps) {
   const now = deps.now ?? Date.now;
   return fromPromise<ModelResponse, CallModelInput>(async ({ input, signal }) => {
     await deps.barrier.reached(input.turnId, input.seq, signal);
+    fault("awaiting-model");
     return deps.provider.chat({
       messages: deps.compact ? deps.compact(input.messages) : input.messages,
       tools: deps.tools(),

@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import { filter, mergeMap, type Subscription } from "rxjs";
 import type { Bus } from "../src/bus/index.js";
 import type { Channel, ChannelInbound } from "../src/channels/channel.js";
+import { fault } from "../src/fault.js";
 import { outboxDeliveredOps, pendingOutbox, type OutboxRecord } from "../src/store/outbox.js";
 import type { Store } from "../src/store/store.js";
 
@@ -46,7 +47,9 @@ export function createChannelActor(deps: ChannelActorDeps) {
     const deliver = async (record: OutboxRecord) => {
       for (let attempt = 0; ; attempt++) {
         try {
+          fault("during-delivery");
           await channel.send(record);
+          fault("before-outbox-delete");
           await deps.store.batch(outboxDeliveredOps(record.deliveryId, now()), { sync: true });
           return;
         } catch (err) {

@@ -11,6 +11,7 @@ import {
   sessionMessages,
 } from "../src/store/sessions.js";
 import type { StoreOp } from "../src/store/store.js";
+import type { TurnRecord } from "../src/store/turns.js";
 import { startTurn, type TurnDeps, type TurnFinalState, type TurnHandle, type TurnResult } from "./turn.js";
 
 export interface IncomingMessage {
@@ -74,7 +75,15 @@ export function createConversation(deps: ConversationDeps) {
     return undefined;
   }
 
-  async function begin(msg: IncomingMessage, extraFinalOps: (result: TurnResult) => StoreOp[] = () => []): Promise<TurnHandle> {
+  /** A turn's last batch: what it added to the session, with the caller's ops (reply outbox entry, inbox removal). */
+  const finalOps =
+    (sessionKey: string, turnId: string, extraFinalOps: (result: TurnResult) => StoreOp[]) =>
+    async (result: TurnResult): Promise<StoreOp[]> => {
+      const current = (await getSessionMeta(deps.store, sessionKey)) ?? newSessionMeta(sessionKey, now());
+      return [...appendMessagesOps(current, result.output.newMessages, turnId, now(), result.output.usage, true).ops, ...extraFinalOps(result)];
+    };
+
+  async function begin(msg: IncomingMessage & { messageId?: string }, extraFinalOps: (result: TurnResult) => StoreOp[] = () => []): Promise<TurnHandle> {
     const d = deps.config.agents.defaults;
     const meta = (await getSessionMeta(deps.store, msg.sessionKey)) ?? newSessionMeta(msg.sessionKey, now());
     const history = historyWindow((await sessionMessages(deps.store, meta)).map((m) => m.message), historyBudget(deps.config));
@@ -97,14 +106,17 @@ export function createConversation(deps: ConversationDeps) {
           chatId: msg.chatId,
           messages: [{ role: "system", content: system }, ...history, { role: "user", content: userForModel }],
           maxIterations: d.maxToolIterations,
+          ...(msg.messageId ? { messageId: msg.messageId } : {}),
         },
         initialOps: ops,
       },
-      async (result) => {
-        const current = (await getSessionMeta(deps.store, msg.sessionKey)) ?? meta;
-        return [...appendMessagesOps(current, result.output.newMessages, turnId, now(), result.output.usage, true).ops, ...extraFinalOps(result)];
-      },
+      finalOps(msg.sessionKey, turnId, extraFinalOps),
     );
+  }
+
+  /** Continues a turn from its last checkpoint (troupe stopped mid-turn); it ends like any other. */
+  function resume(record: TurnRecord, extraFinalOps: (result: TurnResult) => StoreOp[] = () => []): TurnHandle {
+    return startTurn(deps, { record }, finalOps(record.sessionKey, record.turnId, extraFinalOps));
   }
 
   return {
@@ -112,6 +124,7 @@ export function createConversation(deps: ConversationDeps) {
     command,
     /** Starts a turn for the message; `extraFinalOps` join the turn's final atomic batch (the reply's outbox entry). */
     begin,
+    resume,
     /** Handles one message; `onTurn` gets the running turn's handle (to cancel or inject). */
     async handle(msg: IncomingMessage, onTurn?: (turn: TurnHandle) => void): Promise<Reply> {
       const answered = await command(msg);

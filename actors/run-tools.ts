@@ -1,5 +1,6 @@
 import { fromPromise } from "xstate";
 import type { Bus } from "../src/bus/index.js";
+import { fault } from "../src/fault.js";
 import type { ParsedToolCall } from "../src/providers/messages.js";
 import type { CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
 import type { Store } from "../src/store/store.js";
@@ -70,6 +71,7 @@ export function createRunTools(deps: RunToolsDeps) {
       }
       const started: ToolJournalRecord = { kind: "tool", turnId: input.turnId, callId: call.id, name: call.name, args: call.arguments, status: "started", at: now() };
       await deps.store.batch([toolJournalOp(started)], { sync: true });
+      fault("after-tool-started");
       deps.bus?.publish({ type: "tool_hint", sessionKey: input.sessionKey, turnId: input.turnId, tool: call.name, hint: hintOf(call), at: now() });
       const result = await deps.registry.execute(
         call.name,
@@ -87,6 +89,7 @@ export function createRunTools(deps: RunToolsDeps) {
         call.argumentsError,
       );
       await deps.store.batch([toolJournalOp({ ...started, status: "completed", result, at: now() })], { sync: true });
+      fault("after-tool-completed");
       results.set(call.id, result);
     }
 

@@ -5,7 +5,7 @@ import { microcompact } from "../src/context/microcompact.js";
 import type { LlmProvider } from "../src/providers/client.js";
 import { createCheckpointBarrier, type CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
 import type { Store, StoreOp } from "../src/store/store.js";
-import { checkpointOps, type TurnRecord } from "../src/store/turns.js";
+import { checkpointOps, closeTurnOp, openTurnOp, type TurnRecord } from "../src/store/turns.js";
 import type { ToolRegistry } from "../src/tools/registry.js";
 import { turnMachine, type CheckpointedInput, type TurnInput, type TurnOutput } from "../machines/turn.machine.js";
 import { createCallModel } from "./call-model.js";
@@ -20,6 +20,8 @@ export interface TurnDeps {
   logger?: Logger;
   now?: () => number;
   barrier?: CheckpointBarrier;
+  /** false skips the per-transition checkpoints (only the final batch is written): for measuring their cost, never for use. */
+  durable?: boolean;
 }
 
 export type TurnFinalState = "responded" | "failed" | "cancelled" | "max_iterations";
@@ -34,7 +36,7 @@ export interface TurnHandle {
   turnId: string;
   done: Promise<TurnResult>;
   cancel(): void;
-  inject(content: string): void;
+  inject(content: string, messageId?: string): void;
   /** Stops the turn where it is (shutdown) once its last checkpoint is durable; it resumes from there. */
   stop(): Promise<void>;
 }
@@ -87,7 +89,8 @@ export function startTurn(
   );
 
   let chain: Promise<void> = Promise.resolve();
-  let pendingInitial = resumed ? [] : ((start as { initialOps?: StoreOp[] }).initialOps ?? []);
+  let pendingInitial = resumed ? [] : [...((start as { initialOps?: StoreOp[] }).initialOps ?? []), openTurnOp(turnId, input.sessionKey)];
+  const resumes = (resumed?.resumes ?? 0) + (resumed ? 1 : 0);
   let settle!: { resolve: (r: TurnResult) => void; reject: (e: unknown) => void };
   const done = new Promise<TurnResult>((resolve, reject) => (settle = { resolve, reject }));
 
@@ -110,17 +113,20 @@ export function startTurn(
       input,
       createdAt,
       updatedAt: now(),
+      resumes,
     };
-    const initial = pendingInitial;
-    pendingInitial = [];
+    // Without durability only the final batch is written, and it carries the first one's ops.
+    const write = deps.durable !== false || final;
+    const initial = write ? pendingInitial : [];
+    if (write) pendingInitial = [];
     const result: TurnResult | undefined = final
       ? { turnId, state: record.state as TurnFinalState, output: snap.output as TurnOutput }
       : undefined;
     deps.bus?.publish({ type: "turn_state", sessionKey: input.sessionKey, turnId, state: record.state, iteration: snap.context.iteration, at: record.updatedAt });
     chain = chain
       .then(async () => {
-        const extra = result ? await onFinal(result) : [];
-        await deps.store.batch([...initial, ...checkpointOps(record, snap.context.iteration), ...extra], { sync: true });
+        const extra = result ? [...(await onFinal(result)), closeTurnOp(turnId, input.sessionKey)] : [];
+        if (write) await deps.store.batch([...initial, ...checkpointOps(record, snap.context.iteration), ...extra], { sync: true });
         barrier.mark(turnId, record.seq);
         if (result) {
           barrier.forget(turnId);
@@ -143,7 +149,7 @@ export function startTurn(
     turnId,
     done,
     cancel: () => actor.send({ type: "cancel" }),
-    inject: (content) => actor.send({ type: "inject", content }),
+    inject: (content, messageId) => actor.send({ type: "inject", content, messageId }),
     async stop() {
       actor.stop();
       await chain;

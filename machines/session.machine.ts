@@ -1,4 +1,4 @@
-import { assign, enqueueActions, sendTo, setup, type CallbackActorLogic } from "xstate";
+import { assign, enqueueActions, sendTo, setup, type CallbackActorLogic, type PromiseActorLogic } from "xstate";
 import { notProvided } from "./not-provided.js";
 import { MAX_INJECTED_PER_TURN } from "./turn.machine.js";
 
@@ -29,13 +29,23 @@ export interface SessionContext {
   sessionKey: string;
   idleMs: number;
   queue: SessionMessage[];
+  /** An interrupted turn to finish before anything else (recovery after troupe stopped mid-turn). */
+  resume: string | null;
   /** The running turn's messages: the one that started it, then those injected, in order. */
   current: SessionMessage[];
 }
 
 export interface RunTurnInput {
   sessionKey: string;
-  message: SessionMessage;
+  /** The message to answer; absent when resuming. */
+  message?: SessionMessage;
+  resumeTurnId?: string;
+}
+
+/** What a session finds in LevelDB when it starts: its unanswered messages and an interrupted turn. */
+export interface LoadedSession {
+  queue: SessionMessage[];
+  resumeTurnId: string | null;
 }
 
 export type RunTurnEvent = { type: "cancel" } | { type: "inject"; message: SessionMessage };
@@ -47,6 +57,7 @@ export type SessionEvent =
   | { type: "turn.finished"; taken: number };
 
 export interface NoticeParams {
+  sessionKey: string;
   message: SessionMessage;
   text: string;
 }
@@ -55,6 +66,8 @@ const word = (m: SessionMessage) => m.content.trim().split(/\s+/)[0]?.toLowerCas
 /** Commands answered at once, even while a turn runs. */
 export const IMMEDIATE_COMMANDS = ["/help", "/status"];
 const isCommand = (m: SessionMessage) => m.content.trim().startsWith("/");
+/** A message already queued or in the running turn (the inbox and the live event can both bring it). */
+const known = (context: SessionContext, id: string) => context.queue.some((m) => m.id === id) || context.current.some((m) => m.id === id);
 
 export const sessionMachine = setup({
   types: {
@@ -67,6 +80,8 @@ export const sessionMachine = setup({
     slot: notProvided<CallbackActorLogic<SessionEvent, { sessionKey: string }>>("session", "slot", "callback"),
     /** Runs one turn (or a queued command) and delivers its reply; sends turn.finished. */
     runTurn: notProvided<CallbackActorLogic<RunTurnEvent, RunTurnInput>>("session", "runTurn", "callback"),
+    /** Reads the session's inbox and interrupted turn. */
+    loadSession: notProvided<PromiseActorLogic<LoadedSession, { sessionKey: string }>>("session", "loadSession"),
   },
   actions: {
     /** Answers /help or /status. Supplied by the composition. */
@@ -74,7 +89,8 @@ export const sessionMachine = setup({
     /** Sends a fixed text to the message's chat. Supplied by the composition. */
     notify: (_, _params: NoticeParams) => {},
     enqueue: assign({
-      queue: ({ context, event }) => (event.type === "message" ? [...context.queue, event.message] : context.queue),
+      queue: ({ context, event }) =>
+        event.type === "message" && !known(context, event.message.id) ? [...context.queue, event.message] : context.queue,
     }),
   },
   guards: {
@@ -87,20 +103,37 @@ export const sessionMachine = setup({
       !isCommand(context.current[0]!) &&
       context.current.length - 1 < MAX_INJECTED_PER_TURN,
     hasQueue: ({ context }) => context.queue.length > 0,
+    hasResume: ({ context }) => context.resume !== null,
   },
   delays: {
     idle: ({ context }) => context.idleMs,
   },
 }).createMachine({
   id: "session",
-  context: ({ input }) => ({ sessionKey: input.sessionKey, idleMs: input.idleMs, queue: input.queue ?? [], current: [] }),
-  initial: "next",
+  context: ({ input }) => ({ sessionKey: input.sessionKey, idleMs: input.idleMs, queue: input.queue ?? [], current: [], resume: null }),
+  initial: "loading",
   states: {
+    loading: {
+      // An error here fails the actor: the supervisor restarts it with backoff.
+      invoke: {
+        src: "loadSession",
+        input: ({ context }) => ({ sessionKey: context.sessionKey }),
+        onDone: {
+          target: "next",
+          actions: assign(({ context, event }) => ({
+            resume: event.output.resumeTurnId,
+            // Stored messages first (older), then any that came only as events.
+            queue: [...event.output.queue, ...context.queue.filter((m) => !event.output.queue.some((q) => q.id === m.id))],
+          })),
+        },
+      },
+      on: { message: { actions: "enqueue" } },
+    },
     idle: {
       after: { idle: "passivated" },
       on: {
         message: [
-          { guard: "isStop", actions: { type: "notify", params: ({ event }) => ({ message: event.message, text: "Nothing is running." }) } },
+          { guard: "isStop", actions: { type: "notify", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, text: "Nothing is running." }) } },
           { guard: "isImmediate", actions: { type: "answerCommand", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, busy: false }) } },
           { actions: "enqueue", target: "active" },
         ],
@@ -116,7 +149,7 @@ export const sessionMachine = setup({
             guard: "isStop",
             target: "next",
             actions: [
-              { type: "notify", params: ({ event }) => ({ message: event.message, text: "Stopped." }) },
+              { type: "notify", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, text: "Stopped." }) },
               assign({ queue: [] }),
             ],
           },
@@ -129,25 +162,34 @@ export const sessionMachine = setup({
           on: { "slot.granted": "running" },
         },
         running: {
-          entry: assign({ current: ({ context }) => context.queue.slice(0, 1), queue: ({ context }) => context.queue.slice(1) }),
+          // A resumed turn runs first and takes no queued message.
+          entry: assign(({ context }) =>
+            context.resume ? { current: [] } : { current: context.queue.slice(0, 1), queue: context.queue.slice(1) },
+          ),
           invoke: {
             id: "turn",
             src: "runTurn",
-            input: ({ context }) => ({ sessionKey: context.sessionKey, message: context.current[0]! }),
+            input: ({ context }) =>
+              context.resume ? { sessionKey: context.sessionKey, resumeTurnId: context.resume } : { sessionKey: context.sessionKey, message: context.current[0]! },
             onError: {
               target: "#session.next",
-              actions: {
-                type: "notify",
-                params: ({ context, event }) => ({
-                  message: context.current[0]!,
-                  text: `Sorry, something went wrong: ${event.error instanceof Error ? event.error.message : String(event.error)}`,
-                }),
-              },
+              actions: enqueueActions(({ context, event, enqueue }) => {
+                enqueue.assign({ resume: null });
+                const message = context.current[0];
+                const why = event.error instanceof Error ? event.error.message : String(event.error);
+                if (message) enqueue({ type: "notify", params: { sessionKey: context.sessionKey, message, text: `Sorry, something went wrong: ${why}` } });
+              }),
             },
           },
           on: {
             message: [
-              { guard: "isStop", actions: sendTo("turn", { type: "cancel" }) },
+              {
+                guard: "isStop",
+                actions: [
+                  sendTo("turn", { type: "cancel" }),
+                  { type: "notify", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, text: "Stopping the running turn." }) },
+                ],
+              },
               { guard: "isImmediate", actions: { type: "answerCommand", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, busy: true }) } },
               {
                 guard: "canInject",
@@ -165,6 +207,7 @@ export const sessionMachine = setup({
               actions: assign(({ context, event }) => ({
                 queue: [...context.current.slice(1 + event.taken), ...context.queue],
                 current: [],
+                resume: null,
               })),
             },
           },
@@ -173,7 +216,7 @@ export const sessionMachine = setup({
     },
     next: {
       entry: assign({ current: [] }),
-      always: [{ guard: "hasQueue", target: "active" }, { target: "idle" }],
+      always: [{ guard: "hasResume", target: "active" }, { guard: "hasQueue", target: "active" }, { target: "idle" }],
     },
     passivated: { type: "final" },
   },

@@ -48,6 +48,8 @@ export interface SupervisorContext {
 export type SupervisorEvent =
   | { type: "channel.start"; name: string; input?: unknown }
   | { type: "inbound"; sessionKey: string; message: SessionMessage }
+  /** Start a session that has work waiting in LevelDB (recovery at daemon start). */
+  | { type: "wake"; sessionKey: string }
   | { type: "child.restart"; id: string };
 
 export const sessionActorId = (sessionKey: string) => `session:${sessionKey}`;
@@ -73,8 +75,38 @@ export const supervisorMachine = setup({
     channel: notProvided<CallbackActorLogic<{ type: string }, unknown>>("supervisor", "channel", "callback"),
   },
   actions: {
+    /** Delivers a message to its session actor, spawning it first if it is not running; wake only spawns. */
+    route: enqueueActions(({ enqueue, event, context, self }) => {
+      if (event.type !== "inbound" && event.type !== "wake") return;
+      const message = event.type === "inbound" ? event.message : undefined;
+      const id = sessionActorId(event.sessionKey);
+      const record = context.children[id];
+      if (record?.status === "failed") {
+        // (setup's own actions cannot name their siblings in the types; the call is checked at runtime.)
+        if (message) enqueue({ type: "rejectMessage", params: { sessionKey: event.sessionKey, message, reason: record.lastError ?? "it failed repeatedly" } } as never);
+        return;
+      }
+      if (record?.status === "restarting") {
+        if (message) enqueue.assign({ children: { ...context.children, [id]: { ...record, pending: [...record.pending, message] } } });
+        return;
+      }
+      const ref = self.getSnapshot().children[id] as AnyActorRef | undefined;
+      if (!isActive(ref)) {
+        // First message, or the session passivated an instant ago: a fresh actor.
+        if (ref) enqueue.stopChild(id);
+        const input: SessionInput = { sessionKey: event.sessionKey, idleMs: context.sessionIdleMs };
+        enqueue.spawnChild("session", { id, input });
+        enqueue.assign({
+          children: {
+            ...context.children,
+            [id]: { id, kind: "session", input, status: "running", failures: record?.failures ?? [], lastError: null, since: Date.now(), pending: [] },
+          },
+        });
+      }
+      if (message) enqueue.sendTo(id, { type: "message", message });
+    }),
     /** A message for a session that has failed for good: tell the sender. Supplied by the composition. */
-    rejectMessage: (_, _params: { message: SessionMessage; reason: string }) => {},
+    rejectMessage: (_, _params: { sessionKey: string; message: SessionMessage; reason: string }) => {},
     /** A child passed the intensity limit. Supplied by the composition (logs it). */
     childFailed: (_, _params: { id: string; error: string }) => {},
   },
@@ -96,34 +128,8 @@ export const supervisorMachine = setup({
             });
           }),
         },
-        inbound: {
-          actions: enqueueActions(({ enqueue, event, context, self }) => {
-            const id = sessionActorId(event.sessionKey);
-            const record = context.children[id];
-            if (record?.status === "failed") {
-              enqueue({ type: "rejectMessage", params: { message: event.message, reason: record.lastError ?? "it failed repeatedly" } });
-              return;
-            }
-            if (record?.status === "restarting") {
-              enqueue.assign({ children: { ...context.children, [id]: { ...record, pending: [...record.pending, event.message] } } });
-              return;
-            }
-            const ref = self.getSnapshot().children[id] as AnyActorRef | undefined;
-            if (!isActive(ref)) {
-              // First message, or the session passivated an instant ago: a fresh actor.
-              if (ref) enqueue.stopChild(id);
-              const input: SessionInput = { sessionKey: event.sessionKey, idleMs: context.sessionIdleMs };
-              enqueue.spawnChild("session", { id, input });
-              enqueue.assign({
-                children: {
-                  ...context.children,
-                  [id]: { id, kind: "session", input, status: "running", failures: record?.failures ?? [], lastError: null, since: Date.now(), pending: [] },
-                },
-              });
-            }
-            enqueue.sendTo(id, { type: "message", message: event.message });
-          }),
-        },
+        inbound: { actions: "route" },
+        wake: { actions: "route" },
         "child.restart": {
           actions: enqueueActions(({ enqueue, event, context }) => {
             const record = context.children[event.id];

@@ -25,6 +25,8 @@ export interface TurnInput {
   /** System prompt, history and the new user message (last). */
   messages: ChatMessage[];
   maxIterations: number;
+  /** The inbox message that started the turn (it leaves the inbox with the turn's final checkpoint). */
+  messageId?: string;
 }
 
 export interface CallModelInput {
@@ -61,15 +63,23 @@ export interface TurnContext {
   iteration: number;
   maxIterations: number;
   pendingToolCalls: ParsedToolCall[];
-  injected: string[];
+  /** Messages injected and not yet taken; the turn takes them at its next model-call boundary. */
+  injected: InjectedMessage[];
   injectedTaken: number;
+  /** Inbox ids of the injected messages taken in. */
+  takenIds: string[];
   usage: Usage;
   reply: string | null;
   error: string | null;
   seq: number;
 }
 
-export type TurnEvent = { type: "cancel" } | { type: "inject"; content: string };
+export interface InjectedMessage {
+  content: string;
+  messageId?: string;
+}
+
+export type TurnEvent = { type: "cancel" } | ({ type: "inject" } & InjectedMessage);
 
 export interface TurnOutput {
   reply: string;
@@ -80,6 +90,8 @@ export interface TurnOutput {
   error: string | null;
   /** How many injected messages the turn took in; the session queues the rest for the next turn. */
   injectedTaken: number;
+  /** Inbox ids of the injected messages taken in. */
+  takenIds: string[];
 }
 
 /** How many user messages a running turn takes in; the rest wait for the next turn. */
@@ -127,6 +139,7 @@ export const turnMachine = setup({
     pendingToolCalls: [],
     injected: [],
     injectedTaken: 0,
+    takenIds: [],
     usage: ZERO_USAGE,
     reply: null,
     error: null,
@@ -135,7 +148,7 @@ export const turnMachine = setup({
   on: {
     inject: {
       guard: ({ context }) => context.injectedTaken + context.injected.length < MAX_INJECTED_PER_TURN,
-      actions: assign({ injected: ({ context, event }) => [...context.injected, event.content] }),
+      actions: assign({ injected: ({ context, event }) => [...context.injected, { content: event.content, messageId: event.messageId }] }),
     },
   },
   states: {
@@ -199,8 +212,9 @@ export const turnMachine = setup({
       entry: [
         "bumpSeq",
         assign(({ context }) => ({
-          messages: [...context.messages, ...context.injected.map((content): ChatMessage => ({ role: "user", content }))],
+          messages: [...context.messages, ...context.injected.map(({ content }): ChatMessage => ({ role: "user", content }))],
           injectedTaken: context.injectedTaken + context.injected.length,
+          takenIds: [...context.takenIds, ...context.injected.flatMap((m) => (m.messageId ? [m.messageId] : []))],
           injected: [],
         })),
       ],
@@ -254,6 +268,7 @@ export const turnMachine = setup({
     iteration: context.iteration,
     error: context.error,
     injectedTaken: context.injectedTaken,
+    takenIds: context.takenIds,
   }),
 });
 

@@ -2,12 +2,17 @@ import { randomUUID } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { createActor, type Actor } from "xstate";
 import { createChannelActor } from "../actors/channel.js";
+import { createLoadSession } from "../actors/load-session.js";
 import { createSessionTurn, replyRecord } from "../actors/session-turn.js";
 import { createSlot } from "../actors/slot.js";
 import type { TurnHandle } from "../actors/turn.js";
 import { sessionMachine, type SessionMessage } from "../machines/session.machine.js";
 import { supervisorMachine, type SupervisionPolicy } from "../machines/supervisor.machine.js";
-import { createApiChannel, type Channel, type ChannelInbound } from "./channels/channel.js";
+import { createApiChannel } from "./channels/api.js";
+import type { Channel, ChannelInbound } from "./channels/channel.js";
+import { fault } from "./fault.js";
+import { inboxDeleteOps, inboxPutOps, sessionsWithInbox, wasSeen } from "./store/inbox.js";
+import { listOpenTurns } from "./store/turns.js";
 import { TroupeError } from "./errors.js";
 import { createLimiter, type Limiter } from "./limiter.js";
 import { createActorTree, type ActorTree } from "./server/actor-tree.js";
@@ -39,6 +44,8 @@ export interface RuntimeOptions {
   stream?: boolean;
   /** Channels the message tool may address. */
   channelNames?: string[];
+  /** false turns the per-transition checkpoints off: only for measuring what they cost (npm run bench). */
+  durable?: boolean;
 }
 
 export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions = {}): Promise<AgentRuntime> {
@@ -61,7 +68,7 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
     createBuiltinTools({ config, workspace, mediaDir: paths.mediaDir, store, bus, channels: () => opts.channelNames ?? ["cli"] }),
     { maxResultChars: config.tools.maxToolResultChars },
   );
-  const conversation = createConversation({ config, store, provider, registry, workspace, bus, logger });
+  const conversation = createConversation({ config, store, provider, registry, workspace, bus, logger, durable: opts.durable });
   logger.info({ provider: resolved.spec.name, model: resolved.model, workspace }, "runtime ready");
   return {
     bus,
@@ -98,26 +105,28 @@ export interface Daemon extends AgentRuntime {
 
 /** The actor system of `troupe gateway`: a supervisor over channel and session actors. */
 export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {}): Promise<Daemon> {
-  const channels = new Map<string, Channel>([["api", createApiChannel()], ...(opts.channels ?? []).map((c) => [c.name, c] as const)]);
-  const core = await createAgentRuntime(loaded, { ...opts, channelNames: [...channels.keys()] });
+  const extra = opts.channels ?? [];
+  const core = await createAgentRuntime(loaded, { ...opts, channelNames: ["api", ...extra.map((c) => c.name)] });
   const { bus, store, logger, conversation } = core;
+  const channels = new Map<string, Channel>([["api", createApiChannel(store)], ...extra.map((c) => [c.name, c] as const)]);
   const d = loaded.config.agents.defaults;
   const limiter = createLimiter(d.maxConcurrentTurns);
   const running = new Set<TurnHandle>();
   const tree = createActorTree(bus);
-  const notice = (message: SessionMessage, text: string) =>
-    queueDelivery(store, bus, replyRecord(message, text, `notice:${message.id}`, [message.id], Date.now())).catch((err: unknown) =>
-      logger.error({ err }, "could not queue a notice"),
+  /** An answer that needs no turn; the message it answers leaves the inbox in the same batch. */
+  const notice = (sessionKey: string, message: SessionMessage, text: string) =>
+    queueDelivery(store, bus, replyRecord(message, text, `notice:${message.id}`, [message.id], Date.now()), inboxDeleteOps(sessionKey, [message.id])).catch(
+      (err: unknown) => logger.error({ err }, "could not queue a notice"),
     );
 
   const session = sessionMachine.provide({
-    actors: { slot: createSlot(limiter), runTurn: createSessionTurn({ conversation, store, bus, logger, running }) },
+    actors: { slot: createSlot(limiter), runTurn: createSessionTurn({ conversation, store, bus, logger, running }), loadSession: createLoadSession(store) },
     actions: {
-      notify: (_, { message, text }) => void notice(message, text),
+      notify: (_, { sessionKey, message, text }) => void notice(sessionKey, message, text),
       answerCommand: (_, { sessionKey, message, busy }) =>
         void conversation
           .command({ sessionKey, channel: message.channel, chatId: message.chatId, content: message.content })
-          .then((reply) => notice(message, `${reply?.content ?? ""}${busy ? "\nA turn is running; /stop cancels it." : ""}`)),
+          .then((reply) => notice(sessionKey, message, `${reply?.content ?? ""}${busy ? "\nA turn is running; /stop cancels it." : ""}`)),
     },
   });
 
@@ -127,7 +136,15 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     const id = inbound.messageId ? `${channel}:${inbound.messageId}` : `${channel}:${randomUUID()}`;
     const sessionKey = inbound.sessionKey ?? `${channel}:${inbound.chatId}`;
     const at = Date.now();
-    bus.publish({ type: "inbound", channel, chatId: inbound.chatId, senderId: inbound.senderId, content: inbound.content, messageId: id, media: inbound.media ?? [], sessionKey, at });
+    // A platform redelivering a message we already took (same id) is not answered twice.
+    if (inbound.messageId && (await wasSeen(store, id))) {
+      logger.info({ id }, "duplicate message dropped");
+      return id;
+    }
+    const media = inbound.media ?? [];
+    await store.batch(inboxPutOps({ id, sessionKey, channel, chatId: inbound.chatId, senderId: inbound.senderId, content: inbound.content, media, at }), { sync: true });
+    fault("after-inbox-write");
+    bus.publish({ type: "inbound", channel, chatId: inbound.chatId, senderId: inbound.senderId, content: inbound.content, messageId: id, media, sessionKey, at });
     supervisor.send({ type: "inbound", sessionKey, message: { id, channel, chatId: inbound.chatId, content: inbound.content, at } });
     return id;
   };
@@ -147,7 +164,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
         }) as never,
       },
       actions: {
-        rejectMessage: (_, { message, reason }) => void notice(message, `This session is unavailable: it failed repeatedly (${reason}). Restart troupe to try again.`),
+        rejectMessage: (_, { sessionKey, message, reason }) => void notice(sessionKey, message, `This session is unavailable: it failed repeatedly (${reason}). Restart troupe to try again.`),
         childFailed: (_, { id, error }) => logger.error({ actor: id, error }, "actor failed past its restart limit; marked failed"),
       },
     }),
@@ -156,6 +173,10 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   supervisor.subscribe({ error: (err) => logger.fatal({ err }, "supervisor failed") });
   supervisor.start();
   for (const name of channels.keys()) supervisor.send({ type: "channel.start", name });
+  // Recovery: sessions with an interrupted turn or unanswered messages start now, not at their next message.
+  const waiting = new Set([...(await listOpenTurns(store)).map((t) => t.sessionKey), ...(await sessionsWithInbox(store))]);
+  if (waiting.size) logger.info({ sessions: [...waiting] }, "recovering interrupted work");
+  for (const sessionKey of waiting) supervisor.send({ type: "wake", sessionKey });
 
   return {
     ...core,

@@ -29,13 +29,3 @@ export interface Channel {
   /** Streamed text and tool hints of its sessions, when channels.sendProgress / sendToolHints allow. */
   progress?(update: ProgressUpdate): void;
 }
-
-/** The control API's channel: its replies reach clients as server-sent events read from the bus. */
-export function createApiChannel(): Channel {
-  return {
-    name: "api",
-    start: async () => {},
-    stop: async () => {},
-    send: async () => {},
-  };
-}

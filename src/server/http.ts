@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { filter, merge } from "rxjs";
 import { z } from "zod";
+import { apiReplies } from "../channels/api.js";
 import { TroupeError } from "../errors.js";
 import type { Daemon } from "../runtime.js";
 import { getSessionMeta, listSessions, sessionMessages } from "../store/sessions.js";
@@ -86,8 +87,8 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
       } else if (e.chatId === key && e.answers.length === 0) sse.send("message", { content: e.content, media: e.media });
     });
     req.on("close", () => sub.unsubscribe());
-    const chatId = key.includes(":") ? key.slice(key.indexOf(":") + 1) : key;
-    daemon.accept("api", { chatId, senderId: "api", content, sessionKey: key }).then(
+    // An API chat is its session: replies come back on the chat named by the session key.
+    daemon.accept("api", { chatId: key, senderId: "api", content, sessionKey: key }).then(
       (accepted) => {
         id = accepted;
         sse.send("accepted", { id, sessionKey: key });
@@ -111,7 +112,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
       res.setHeader("www-authenticate", "Bearer");
       throw new HttpError(401, "missing or wrong bearer token (see <data dir>/gateway.token)");
     }
-    const sessionMatch = /^\/api\/sessions\/([^/]+)(\/messages)?$/.exec(path);
+    const sessionMatch = /^\/api\/sessions\/([^/]+)(\/messages|\/replies)?$/.exec(path);
     if (req.method === "GET" && path === "/api/actors") {
       return json(res, 200, { root: daemon.tree.tree(), failed: failedChildren(daemon), turns: { running: daemon.limiter.active, waiting: daemon.limiter.waiting, max: daemon.limiter.max } });
     }
@@ -133,7 +134,8 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     if (sessionMatch) {
       const key = decodeURIComponent(sessionMatch[1]!);
       if (req.method === "GET" && !sessionMatch[2]) return json(res, 200, await sessionDetail(key));
-      if (req.method === "POST" && sessionMatch[2]) {
+      if (req.method === "GET" && sessionMatch[2] === "/replies") return json(res, 200, { replies: await apiReplies(store, key) });
+      if (req.method === "POST" && sessionMatch[2] === "/messages") {
         const { content } = parseBody(messageBody, await readJson(req));
         return postMessage(req, res, key, content);
       }

@@ -45,8 +45,8 @@ export function announce(bus: Bus | undefined, record: OutboxRecord): void {
   });
 }
 
-/** Stores a message for delivery (synced) and announces it. */
-export async function queueDelivery(store: Store, bus: Bus | undefined, record: OutboxRecord): Promise<void> {
-  await store.batch([outboxPutOp(record)], { sync: true });
+/** Stores a message for delivery (synced, atomically with `alsoOps`: the inbox entries it answers) and announces it. */
+export async function queueDelivery(store: Store, bus: Bus | undefined, record: OutboxRecord, alsoOps: StoreOp[] = []): Promise<void> {
+  await store.batch([outboxPutOp(record), ...alsoOps], { sync: true });
   announce(bus, record);
 }

@@ -18,6 +18,8 @@ export const turnRecordSchema = z.object({
   input: z.unknown(),
   createdAt: z.number(),
   updatedAt: z.number(),
+  /** How many times the turn was resumed after troupe stopped mid-turn. */
+  resumes: z.number().int().nonnegative().default(0),
 });
 export type TurnRecord = z.infer<typeof turnRecordSchema>;
 
@@ -67,4 +69,20 @@ export async function toolJournal(store: Store, turnId: string): Promise<Map<str
 export async function stateJournal(store: Store, turnId: string): Promise<Array<Extract<JournalRecord, { kind: "state" }>>> {
   const rows = await store.list("journal", journalRecordSchema, { prefix: `${turnId}:state:` });
   return rows.flatMap((r) => (r.value.kind === "state" ? [r.value] : []));
+}
+
+/**
+ * Turns that have started and not reached a final state, indexed so that recovery at start reads
+ * only these, not every turn ever run. Written with a turn's first checkpoint, removed with its last.
+ */
+const openKey = (sessionKey: string, turnId: string) => `open:${sessionKey}\x00${turnId}`;
+const openTurnSchema = z.object({ turnId: z.string(), sessionKey: z.string() });
+
+export const openTurnOp = (turnId: string, sessionKey: string): StoreOp => ({ type: "put", sublevel: "meta", key: openKey(sessionKey, turnId), value: { turnId, sessionKey } });
+export const closeTurnOp = (turnId: string, sessionKey: string): StoreOp => ({ type: "del", sublevel: "meta", key: openKey(sessionKey, turnId) });
+
+/** Open turns, of one session or of all. */
+export async function listOpenTurns(store: Store, sessionKey?: string): Promise<Array<z.infer<typeof openTurnSchema>>> {
+  const prefix = sessionKey === undefined ? "open:" : `open:${sessionKey}\x00`;
+  return (await store.list("meta", openTurnSchema, { prefix })).map((r) => r.value);
 }

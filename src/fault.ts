@@ -1,0 +1,33 @@
+/**
+ * Fault injection for the durability tests: TROUPE_FAULT=point[:n] makes the process die abruptly
+ * (SIGKILL: no cleanup, no flush) the n-th time (default 1st) it reaches the named point. Unset, it
+ * costs one comparison per point.
+ */
+export const FAULT_POINTS = [
+  "after-inbox-write",
+  "awaiting-model",
+  "after-tool-started",
+  "after-tool-completed",
+  "during-delivery",
+  "before-outbox-delete",
+] as const;
+export type FaultPoint = (typeof FAULT_POINTS)[number];
+
+function parse(spec: string | undefined): { point: string; at: number } | undefined {
+  if (!spec) return undefined;
+  const [point = "", n] = spec.split(":");
+  if (!(FAULT_POINTS as readonly string[]).includes(point)) {
+    throw new Error(`TROUPE_FAULT=${spec}: unknown point ${point}; known: ${FAULT_POINTS.join(", ")}`);
+  }
+  const at = n === undefined ? 1 : Number.parseInt(n, 10);
+  if (!Number.isInteger(at) || at < 1) throw new Error(`TROUPE_FAULT=${spec}: the count after ':' must be a whole number ≥ 1`);
+  return { point, at };
+}
+
+const armed = parse(process.env.TROUPE_FAULT);
+let hits = 0;
+
+export function fault(point: FaultPoint): void {
+  if (armed?.point !== point) return;
+  if (++hits === armed.at) process.kill(process.pid, "SIGKILL");
+}

@@ -1,0 +1,49 @@
+import { z } from "zod";
+import type { Store, StoreOp } from "./store.js";
+
+/**
+ * Messages taken from a channel and not yet answered. A message is written here (synced) before
+ * the channel acknowledges it, and leaves in the same atomic batch that stores its answer, so a
+ * crash in between loses nothing: the session finds it here at its next start.
+ */
+export const inboxRecordSchema = z.object({
+  id: z.string().min(1),
+  sessionKey: z.string().min(1),
+  channel: z.string().min(1),
+  chatId: z.string().min(1),
+  senderId: z.string(),
+  content: z.string(),
+  media: z.array(z.string()).default([]),
+  at: z.number(),
+});
+export type InboxRecord = z.infer<typeof inboxRecordSchema>;
+
+const key = (sessionKey: string, id: string) => `${sessionKey}\x00${id}`;
+const seenKey = (id: string) => `seen:${id}`;
+
+/** The write that takes a message in; `seen` stays behind so a redelivered message is recognised. */
+export function inboxPutOps(record: InboxRecord): StoreOp[] {
+  return [
+    { type: "put", sublevel: "inbox", key: key(record.sessionKey, record.id), value: record },
+    { type: "put", sublevel: "meta", key: seenKey(record.id), value: { at: record.at } },
+  ];
+}
+
+export const inboxDeleteOps = (sessionKey: string, ids: string[]): StoreOp[] =>
+  ids.map((id) => ({ type: "del", sublevel: "inbox", key: key(sessionKey, id) }));
+
+export async function wasSeen(store: Store, id: string): Promise<boolean> {
+  return (await store.get("meta", seenKey(id), z.object({ at: z.number() }))) !== undefined;
+}
+
+/** A session's unanswered messages, oldest first. */
+export async function sessionInbox(store: Store, sessionKey: string): Promise<InboxRecord[]> {
+  const rows = await store.list("inbox", inboxRecordSchema, { prefix: `${sessionKey}\x00` });
+  return rows.map((r) => r.value).sort((a, b) => a.at - b.at || a.id.localeCompare(b.id));
+}
+
+/** Sessions with unanswered messages (to wake at start). */
+export async function sessionsWithInbox(store: Store): Promise<string[]> {
+  const rows = await store.list("inbox", inboxRecordSchema);
+  return [...new Set(rows.map((r) => r.value.sessionKey))];
+}
