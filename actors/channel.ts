@@ -1,10 +1,10 @@
 import { fromPromise } from "xstate";
 import type { Logger } from "pino";
-import { filter, mergeMap, type Subscription } from "rxjs";
+import { concat, concatMap, filter, from, map, merge, Subject, type Subscription } from "rxjs";
 import type { Bus } from "../src/bus/index.js";
-import type { Channel, ChannelInbound } from "../src/channels/channel.js";
+import { DeliveryRejectedError, type Channel, type ChannelInbound } from "../src/channels/channel.js";
 import { fault } from "../src/fault.js";
-import { outboxDeliveredOps, pendingOutbox, type OutboxRecord } from "../src/store/outbox.js";
+import { outboxDeliveredOps, outboxPutOp, outboxRejectedOps, pendingOutbox, type OutboxRecord } from "../src/store/outbox.js";
 import type { Store } from "../src/store/store.js";
 
 export interface ChannelActorDeps {
@@ -17,25 +17,22 @@ export interface ChannelActorDeps {
   sendToolHints: boolean;
   logger?: Logger;
   now?: () => number;
-  /** Delivery retries before an entry is left in the outbox for the next start. */
-  retryDelaysMs?: number[];
+  /** First retry delay (doubling after each failure); tests shorten it. */
+  retryBaseMs?: number;
 }
 
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
-  });
+/** Wait before retry number `attempt` (1-based): doubling from 1 s, at most 5 minutes. */
+export const retryDelay = (attempt: number, baseMs = 1_000) => Math.min(300_000, baseMs * 2 ** Math.max(0, attempt - 1));
 
 /**
- * One channel for its whole life: started, fed its outbox (what is pending from before first, then
- * what is announced), one delivery at a time. An entry is deleted only after the platform accepted
- * it; a failing one is retried with backoff and otherwise left for the next start. A fatal channel
- * error fails the actor, and the supervisor restarts it.
+ * One channel for its whole life: started, then fed its outbox (what was pending at start first,
+ * then what is announced), one delivery at a time. An entry is deleted only after the platform
+ * accepted it. A failed delivery is retried with backoff; its attempt count and next deadline are
+ * stored with it, so the timer survives a restart. A message the platform refuses for good is
+ * dropped and marked failed. A fatal channel error fails the actor; the supervisor restarts it.
  */
 export function createChannelActor(deps: ChannelActorDeps) {
   const now = deps.now ?? Date.now;
-  const delays = deps.retryDelaysMs ?? [1_000, 2_000, 4_000];
   return fromPromise<void, { name: string }>(async ({ input, signal }) => {
     const channel = deps.channels.get(input.name);
     if (!channel) throw new Error(`no channel named ${input.name}`);
@@ -43,45 +40,50 @@ export function createChannelActor(deps: ChannelActorDeps) {
     let fatal: ((err: Error) => void) | undefined;
     const failed = new Promise<never>((_, reject) => (fatal = reject));
     failed.catch(() => undefined);
+    const timers = new Set<NodeJS.Timeout>();
+    const due = new Subject<OutboxRecord>();
+
+    const later = (record: OutboxRecord, ms: number) => {
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        due.next(record);
+      }, ms);
+      timers.add(timer);
+    };
 
     const deliver = async (record: OutboxRecord) => {
-      for (let attempt = 0; ; attempt++) {
-        try {
-          fault("during-delivery");
-          await channel.send(record);
-          fault("before-outbox-delete");
-          await deps.store.batch(outboxDeliveredOps(record.deliveryId, now()), { sync: true });
+      if (signal.aborted) return;
+      if (record.nextAttemptAt !== undefined && record.nextAttemptAt > now()) return later(record, record.nextAttemptAt - now());
+      try {
+        fault("during-delivery");
+        await channel.send(record);
+        fault("before-outbox-delete");
+        await deps.store.batch(outboxDeliveredOps(record.deliveryId, now()), { sync: true });
+      } catch (err) {
+        if (err instanceof DeliveryRejectedError) {
+          log?.error({ err, deliveryId: record.deliveryId }, "the platform refused this message; dropped");
+          await deps.store.batch(outboxRejectedOps(record.deliveryId, now(), err.message), { sync: true });
           return;
-        } catch (err) {
-          const wait = delays[attempt];
-          if (wait === undefined || signal.aborted) {
-            log?.error({ err, deliveryId: record.deliveryId }, "delivery failed; it stays in the outbox for the next start");
-            return;
-          }
-          log?.warn({ err, deliveryId: record.deliveryId, attempt: attempt + 1 }, "delivery failed; retrying");
-          await sleep(wait, signal);
         }
+        const attempts = record.attempts + 1;
+        const wait = retryDelay(attempts, deps.retryBaseMs);
+        const next = { ...record, attempts, nextAttemptAt: now() + wait };
+        log?.warn({ err, deliveryId: record.deliveryId, attempts, retryInMs: wait }, "delivery failed; will retry");
+        await deps.store.batch([outboxPutOp(next)], { sync: true }).catch(() => undefined);
+        later(next, wait);
       }
     };
 
-    const subs: Subscription[] = [];
     await channel.start((m) => deps.accept(input.name, m), (err) => fatal?.(err));
+    const subs: Subscription[] = [];
     try {
-      const seen = new Set<string>();
       const pending = await pendingOutbox(deps.store, input.name);
-      pending.forEach((r) => seen.add(r.deliveryId));
-      subs.push(
-        deps.bus
-          .ofType("outbound")
-          .pipe(
-            filter((e) => e.channel === input.name && !seen.has(e.deliveryId)),
-            mergeMap(
-              (e) => deliver({ deliveryId: e.deliveryId, channel: e.channel, chatId: e.chatId, content: e.content, media: e.media, replyTo: e.replyTo, answers: e.answers, createdAt: e.at }),
-              1,
-            ),
-          )
-          .subscribe(),
+      const seen = new Set(pending.map((r) => r.deliveryId));
+      const announced = deps.bus.ofType("outbound").pipe(
+        filter((e) => e.channel === input.name && !seen.has(e.deliveryId)),
+        map((e): OutboxRecord => ({ deliveryId: e.deliveryId, channel: e.channel, chatId: e.chatId, content: e.content, media: e.media, replyTo: e.replyTo, answers: e.answers, createdAt: e.at, attempts: 0 })),
       );
+      subs.push(concat(from(pending), merge(announced, due)).pipe(concatMap(deliver)).subscribe());
       if (channel.progress && (deps.sendProgress || deps.sendToolHints)) {
         const mine = `${input.name}:`;
         subs.push(
@@ -91,11 +93,11 @@ export function createChannelActor(deps: ChannelActorDeps) {
           }),
         );
       }
-      for (const record of pending) await deliver(record);
-      log?.info({ redelivered: pending.length }, "channel started");
+      log?.info({ pending: pending.length }, "channel started");
       await Promise.race([failed, new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }))]);
     } finally {
       subs.forEach((s) => s.unsubscribe());
+      timers.forEach((t) => clearTimeout(t));
       await channel.stop();
     }
   });

@@ -22,7 +22,7 @@ export interface SessionTurnDeps {
 
 /** A reply on a chat, as an outbox entry. */
 export function replyRecord(to: { channel: string; chatId: string }, content: string, deliveryId: string, answers: string[], now: number): OutboxRecord {
-  return { deliveryId, channel: to.channel, chatId: to.chatId, content, media: [], answers, createdAt: now };
+  return { deliveryId, channel: to.channel, chatId: to.chatId, content, media: [], answers, createdAt: now, attempts: 0 };
 }
 
 /**

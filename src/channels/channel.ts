@@ -29,3 +29,6 @@ export interface Channel {
   /** Streamed text and tool hints of its sessions, when channels.sendProgress / sendToolHints allow. */
   progress?(update: ProgressUpdate): void;
 }
+
+/** Thrown by send() when the platform refused a message for good: retrying would not help. */
+export class DeliveryRejectedError extends Error {}

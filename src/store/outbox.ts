@@ -4,13 +4,26 @@ import type { Bus } from "../bus/index.js";
 import type { Store, StoreOp } from "./store.js";
 
 /** A message waiting for its channel to deliver it (an outbound event, stored). Deleted only once the platform accepted it. */
-export const outboxRecordSchema = outboundEvent.omit({ type: true, at: true }).extend({ createdAt: z.number() });
+export const outboxRecordSchema = outboundEvent.omit({ type: true, at: true }).extend({
+  createdAt: z.number(),
+  /** Failed delivery attempts so far, and when to try again: a durable timer, re-armed at start. */
+  attempts: z.number().int().nonnegative().default(0),
+  nextAttemptAt: z.number().optional(),
+});
 export type OutboxRecord = z.infer<typeof outboxRecordSchema>;
 
 const sentMarkerSchema = z.object({ at: z.number() });
 const sentKey = (deliveryId: string) => `sent:${deliveryId}`;
 
 export const outboxPutOp = (record: OutboxRecord): StoreOp => ({ type: "put", sublevel: "outbox", key: record.deliveryId, value: record });
+
+/** A delivery the platform refused for good (a deleted chat, a blocked bot): it leaves the outbox, marked failed. */
+export function outboxRejectedOps(deliveryId: string, now: number, reason: string): StoreOp[] {
+  return [
+    { type: "del", sublevel: "outbox", key: deliveryId },
+    { type: "put", sublevel: "meta", key: `failed:${deliveryId}`, value: { at: now, reason } },
+  ];
+}
 
 /** The entry leaves the outbox and a marker stays behind, so a repeated put is recognised as already sent. */
 export function outboxDeliveredOps(deliveryId: string, now: number): StoreOp[] {

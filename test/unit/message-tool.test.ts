@@ -25,7 +25,7 @@ describe("message tool", () => {
     const seen = firstValueFrom(bus.ofType("outbound").pipe(take(1), toArray()));
     expect(await run("message", { content: "halfway there" })).toBe("Message queued for delivery to cli:direct.");
     expect(await pendingOutbox(store)).toEqual([
-      { deliveryId: "cli:direct:t1:c1", channel: "cli", chatId: "direct", content: "halfway there", media: [], answers: [], createdAt: 1_000 },
+      { deliveryId: "cli:direct:t1:c1", channel: "cli", chatId: "direct", content: "halfway there", media: [], answers: [], createdAt: 1_000, attempts: 0 },
     ]);
     expect((await seen)[0]).toMatchObject({ type: "outbound", channel: "cli", chatId: "direct", deliveryId: "cli:direct:t1:c1" });
     await store.close();

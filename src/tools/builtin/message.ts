@@ -44,7 +44,7 @@ export function messageTool(opts: MessageToolOptions) {
       const deliveryId = ctx.idempotencyKey;
       const where = `${target.channel}:${target.chatId}`;
       if (await wasDelivered(opts.store, deliveryId)) return `Message already delivered to ${where}.`;
-      const record: OutboxRecord = { deliveryId, channel: target.channel, chatId: target.chatId, content, media: files, answers: [], createdAt: now() };
+      const record: OutboxRecord = { deliveryId, channel: target.channel, chatId: target.chatId, content, media: files, answers: [], createdAt: now(), attempts: 0 };
       await queueDelivery(opts.store, opts.bus, record);
       return `Message queued for delivery to ${where}${files.length ? ` with ${files.length} file(s)` : ""}.`;
     },

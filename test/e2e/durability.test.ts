@@ -1,0 +1,140 @@
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { FAULT_POINTS } from "../../src/fault.js";
+import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
+import { writeHome } from "../helpers/daemon.js";
+import { getJson, postMessage, startGateway, type GatewayProcess } from "../helpers/gateway.js";
+import { useTempDirs } from "../helpers/tmp.js";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Reply {
+  content: string;
+  deliveryId: string;
+}
+interface SessionDetail {
+  messages: Array<{ role: string; content: string | null; name?: string }>;
+  turns: Array<{ state: string; final: boolean }>;
+}
+
+/** The model: a user message gets read_file (read-only) then exec (a side effect); tool results get the answer. */
+function worker(latencyMs = 0) {
+  return startFakeOpenAi([], (req) => {
+    const last = req.body.messages.at(-1);
+    if (last?.role === "tool") return { content: "All done.", delayMs: latencyMs };
+    const who = /work for (\w+)/.exec(String(last?.content))?.[1] ?? "x";
+    return {
+      delayMs: latencyMs,
+      toolCalls: [
+        { name: "read_file", arguments: { path: "notes.txt" } },
+        { name: "exec", arguments: { command: `echo ${who} >> runs.txt` } },
+      ],
+    };
+  });
+}
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+const runsOf = async (home: string) =>
+  (await readFile(join(home, "workspace/runs.txt"), "utf8").catch(() => "")).split("\n").filter(Boolean);
+
+describe("durable execution across kill -9 (real gateway processes, TROUPE_FAULT)", () => {
+  const tmp = useTempDirs();
+  let fake: FakeOpenAi | undefined;
+  let gateway: GatewayProcess | undefined;
+  afterEach(async () => {
+    gateway?.proc.kill("SIGKILL");
+    gateway = undefined;
+    await fake?.close();
+  });
+
+  async function home() {
+    const dir = await tmp();
+    await writeHome(dir, fake!.url, { config: { gateway: { port: 0 } } });
+    await mkdir(join(dir, "workspace"), { recursive: true });
+    await writeFile(join(dir, "workspace/notes.txt"), "remember the milk\n");
+    return dir;
+  }
+
+  /** What each fault point leaves for the restart to do, and how often exec has run in the end. */
+  const cases: Array<{ fault: string; execRuns: number; execResult: RegExp }> = [
+    { fault: "after-inbox-write", execRuns: 1, execResult: /Exit code: 0/ },
+    { fault: "awaiting-model", execRuns: 1, execResult: /Exit code: 0/ },
+    { fault: "after-tool-started:1", execRuns: 1, execResult: /Exit code: 0/ },
+    { fault: "after-tool-started:2", execRuns: 0, execResult: /interrupted before it completed .* effect is unknown/ },
+    { fault: "after-tool-completed:2", execRuns: 1, execResult: /Exit code: 0/ },
+    { fault: "during-delivery", execRuns: 1, execResult: /Exit code: 0/ },
+    { fault: "before-outbox-delete", execRuns: 1, execResult: /Exit code: 0/ },
+  ];
+
+  it("covers every fault point", () => {
+    expect(new Set(cases.map((c) => c.fault.split(":")[0]))).toEqual(new Set(FAULT_POINTS));
+  });
+
+  it.each(cases)("killed at $fault: after restart the reply is delivered once and nothing is done twice", async ({ fault, execRuns, execResult }) => {
+    fake = await worker();
+    const dir = await home();
+    gateway = await startGateway(dir, { TROUPE_FAULT: fault });
+    postMessage(gateway, "api:k", "please work for alice");
+    const died = await gateway.exited;
+    expect(died.signal).toBe("SIGKILL");
+
+    gateway = await startGateway(dir);
+    const g = gateway;
+    const replies = await waitFor("the reply", async () => {
+      const r = await getJson<{ replies: Reply[] }>(g, "/api/sessions/api:k/replies");
+      return r.replies.length ? r.replies : undefined;
+    });
+    await sleep(500);
+    const after = await getJson<{ replies: Reply[] }>(g, "/api/sessions/api:k/replies");
+    expect(after.replies.map((r) => r.content)).toEqual(["All done."]);
+    expect(replies).toHaveLength(1);
+
+    const session = await getJson<SessionDetail>(g, "/api/sessions/api:k");
+    expect(session.messages.filter((m) => m.role === "user").map((m) => m.content)).toEqual(["please work for alice"]);
+    expect(session.messages.filter((m) => m.role === "assistant" && m.content === "All done.")).toHaveLength(1);
+    expect(session.turns.map((t) => [t.state, t.final])).toEqual([["responded", true]]);
+    const readResult = session.messages.find((m) => m.role === "tool" && m.name === "read_file");
+    expect(readResult?.content).toBe("1| remember the milk");
+    expect(session.messages.find((m) => m.role === "tool" && m.name === "exec")?.content).toMatch(execResult);
+    expect(await runsOf(dir)).toHaveLength(execRuns);
+  });
+
+  it("20 sessions killed mid-turn at a random instant all complete after restart, each answered once", async () => {
+    fake = await worker(150);
+    const dir = await home();
+    gateway = await startGateway(dir);
+    const names = Array.from({ length: 20 }, (_, i) => `u${i}`);
+    for (const n of names) postMessage(gateway, `api:${n}`, `please work for ${n}`);
+    await sleep(200 + Math.floor(Math.random() * 700));
+    gateway.proc.kill("SIGKILL");
+    await gateway.exited;
+
+    gateway = await startGateway(dir);
+    const g = gateway;
+    await waitFor("the recovery to start", async () => (g.output().includes("recovering interrupted work") ? true : undefined), 5_000);
+    await waitFor("all 20 replies", async () => {
+      const counts = await Promise.all(names.map(async (n) => (await getJson<{ replies: Reply[] }>(g, `/api/sessions/api:${n}/replies`)).replies.length));
+      return counts.every((c) => c >= 1) ? counts : undefined;
+    }, 30_000);
+    await sleep(500);
+    for (const n of names) {
+      const { replies } = await getJson<{ replies: Reply[] }>(g, `/api/sessions/api:${n}/replies`);
+      expect(replies.map((r) => r.content), n).toEqual(["All done."]);
+      const session = await getJson<SessionDetail>(g, `/api/sessions/api:${n}`);
+      expect(session.messages.filter((m) => m.role === "user"), n).toHaveLength(1);
+    }
+    // exec ran at most once per session: never repeated after the kill.
+    const runs = await runsOf(dir);
+    for (const n of names) expect(runs.filter((r) => r === n).length, n).toBeLessThanOrEqual(1);
+  });
+});

@@ -1,0 +1,84 @@
+import { join } from "node:path";
+import { createActor } from "xstate";
+import { afterEach, describe, expect, it } from "vitest";
+import { createChannelActor } from "../../actors/channel.js";
+import { createBus } from "../../src/bus/index.js";
+import { DeliveryRejectedError, type Channel } from "../../src/channels/channel.js";
+import { pendingOutbox, queueDelivery, wasDelivered, type OutboxRecord } from "../../src/store/outbox.js";
+import { openStore, type Store } from "../../src/store/store.js";
+import { useTempDirs } from "../helpers/tmp.js";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const record = (id: string, content: string): OutboxRecord => ({ deliveryId: id, channel: "fake", chatId: "c", content, media: [], answers: [], createdAt: Date.now(), attempts: 0 });
+
+/** A channel whose platform fails the first `failures` sends of each message, and refuses "bad". */
+function flakyChannel(failures: number) {
+  const sent: string[] = [];
+  const tries = new Map<string, number>();
+  const channel: Channel = {
+    name: "fake",
+    start: async () => {},
+    stop: async () => {},
+    async send(r) {
+      if (r.content === "bad") throw new DeliveryRejectedError("chat not found");
+      const n = (tries.get(r.deliveryId) ?? 0) + 1;
+      tries.set(r.deliveryId, n);
+      if (n <= failures) throw new Error("502 Bad Gateway");
+      sent.push(r.content);
+    },
+  };
+  return { channel, sent, tries };
+}
+
+describe("channel actor: outbox delivery", () => {
+  const tmp = useTempDirs();
+  let store: Store | undefined;
+  afterEach(async () => store?.close());
+
+  function run(channel: Channel, s: Store, bus = createBus(), retryBaseMs = 40) {
+    const logic = createChannelActor({ channels: new Map([["fake", channel]]), store: s, bus, accept: async () => {}, sendProgress: false, sendToolHints: false, retryBaseMs });
+    return { actor: createActor(logic, { input: { name: "fake" } }).start(), bus };
+  }
+
+  it("retries a failed delivery with backoff and deletes the entry only once it is accepted", async () => {
+    store = await openStore(join(await tmp(), "store"));
+    const flaky = flakyChannel(2);
+    const { actor, bus } = run(flaky.channel, store);
+    await sleep(20);
+    await queueDelivery(store, bus, record("d1", "hello"));
+    await sleep(60);
+    const waiting = await pendingOutbox(store, "fake");
+    expect(waiting.map((r) => [r.deliveryId, r.attempts])).toEqual([["d1", 2]]);
+    expect(waiting[0]?.nextAttemptAt).toBeGreaterThan(Date.now());
+    await sleep(250);
+    expect(flaky.sent).toEqual(["hello"]);
+    expect(await pendingOutbox(store, "fake")).toEqual([]);
+    expect(await wasDelivered(store, "d1")).toBe(true);
+    actor.stop();
+  });
+
+  it("keeps the retry deadline across a restart of the channel, and drops what the platform refuses", async () => {
+    store = await openStore(join(await tmp(), "store"));
+    const first = run(flakyChannel(100).channel, store, createBus(), 400);
+    await sleep(20);
+    await queueDelivery(store, first.bus, record("d2", "later"));
+    await queueDelivery(store, first.bus, record("d3", "bad"));
+    await sleep(30);
+    first.actor.stop();
+    const stored = await pendingOutbox(store, "fake");
+    expect(stored.map((r) => r.deliveryId)).toEqual(["d2"]);
+    const deadline = stored[0]!.nextAttemptAt!;
+
+    expect(deadline - Date.now()).toBeGreaterThan(200);
+    const healthy = flakyChannel(0);
+    const second = run(healthy.channel, store);
+    await sleep(100);
+    // Not before its stored deadline...
+    expect(healthy.sent).toEqual([]);
+    await sleep(Math.max(0, deadline - Date.now()) + 100);
+    // ...and then exactly once.
+    expect(healthy.sent).toEqual(["later"]);
+    expect(await pendingOutbox(store, "fake")).toEqual([]);
+    second.actor.stop();
+  });
+});
