@@ -6,6 +6,7 @@ import { daemonStatus, startDaemon, stopDaemon } from "./daemon.js";
 import { runGateway } from "./gateway.js";
 import { showLogs } from "./logs.js";
 import { installService, uninstallService } from "./service.js";
+import { listSessionsCommand, showSessionCommand } from "./sessions.js";
 import { loadForCli } from "./load.js";
 import { onboard } from "./onboard.js";
 import { statusLines } from "./status.js";
@@ -101,6 +102,20 @@ daemon
   .option("--dry-run", "say what would be done")
   .action(async (opts: { dryRun?: boolean }) => {
     process.exitCode = await uninstallService({ dryRun: Boolean(opts.dryRun) });
+  });
+
+const sessions = program.command("sessions").description("conversations, their transcripts and turn history (with or without a running daemon)");
+sessions
+  .command("list")
+  .description("every session: turns, tokens, last activity, interrupted or resumed turns")
+  .action(async () => {
+    process.exitCode = await listSessionsCommand((await loadForCli()).paths);
+  });
+sessions
+  .command("show <key>")
+  .description("a session's transcript and turn history")
+  .action(async (key: string) => {
+    process.exitCode = await showSessionCommand((await loadForCli()).paths, key);
   });
 
 try {

@@ -5,8 +5,7 @@ import { z } from "zod";
 import { apiReplies } from "../channels/api.js";
 import { TroupeError } from "../errors.js";
 import type { Daemon } from "../runtime.js";
-import { getSessionMeta, listSessions, sessionMessages } from "../store/sessions.js";
-import { listTurns } from "../store/turns.js";
+import { sessionDetail, sessionsOverview } from "../store/session-view.js";
 import { VERSION } from "../version.js";
 import { openSse } from "./sse.js";
 import { tokenMatches } from "./token.js";
@@ -62,16 +61,6 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
   const startedAt = Date.now();
   const { store, bus } = daemon;
 
-  async function sessionDetail(key: string) {
-    const meta = await getSessionMeta(store, key);
-    if (!meta) throw new HttpError(404, `no session ${key}`);
-    const messages = await sessionMessages(store, meta);
-    const turns = (await listTurns(store))
-      .filter((t) => t.sessionKey === key)
-      .map((t) => ({ turnId: t.turnId, state: t.state, final: t.final, createdAt: t.createdAt, updatedAt: t.updatedAt }));
-    return { ...meta, messages: messages.map((m) => ({ ...m.message, turnId: m.turnId, at: m.at })), turns };
-  }
-
   function postMessage(req: IncomingMessage, res: ServerResponse, key: string, content: string) {
     const sse = openSse(res);
     let id: string | undefined;
@@ -118,7 +107,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     }
     if (req.method === "GET" && path === "/api/sessions") {
       const live = new Set((daemon.tree.tree()?.children ?? []).map((c) => c.id));
-      return json(res, 200, { sessions: (await listSessions(store)).map((m) => ({ ...m, active: live.has(`session:${m.key}`) })) });
+      return json(res, 200, { sessions: (await sessionsOverview(store)).map((m) => ({ ...m, active: live.has(`session:${m.key}`) })) });
     }
     if (req.method === "GET" && path === "/api/events") {
       const sse = openSse(res);
@@ -133,7 +122,11 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     }
     if (sessionMatch) {
       const key = decodeURIComponent(sessionMatch[1]!);
-      if (req.method === "GET" && !sessionMatch[2]) return json(res, 200, await sessionDetail(key));
+      if (req.method === "GET" && !sessionMatch[2]) {
+        const detail = await sessionDetail(store, key);
+        if (!detail) throw new HttpError(404, `no session ${key}`);
+        return json(res, 200, detail);
+      }
       if (req.method === "GET" && sessionMatch[2] === "/replies") return json(res, 200, { replies: await apiReplies(store, key) });
       if (req.method === "POST" && sessionMatch[2] === "/messages") {
         const { content } = parseBody(messageBody, await readJson(req));

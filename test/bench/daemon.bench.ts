@@ -7,45 +7,14 @@
  * 2. The runtime's own cost per turn against a zero-latency model: one session's turns one after
  *    another (latency), and 1,000 sessions at once (throughput).
  */
-import { spawn } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rm } from "node:fs/promises";
 import { filter, firstValueFrom } from "rxjs";
-import { loadConfig } from "../../src/config/index.js";
-import { createDaemon, type Daemon } from "../../src/runtime.js";
-import { writeHome } from "../helpers/daemon.js";
+import type { Daemon } from "../../src/runtime.js";
+import { burst, daemonFor, fakeModel } from "./harness.js";
 
 const MB = 1024 * 1024;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const gc = () => (globalThis as { gc?: () => void }).gc?.();
-
-async function fakeModel(latencyMs: number): Promise<{ url: string; stop: () => void }> {
-  const child = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "fake-model.ts"), String(latencyMs)], { stdio: ["ignore", "pipe", "inherit"] });
-  const url = await new Promise<string>((resolve) => child.stdout.once("data", (d: Buffer) => resolve(d.toString().trim())));
-  return { url, stop: () => child.kill("SIGTERM") };
-}
-
-async function daemonFor(url: string, defaults: Record<string, unknown>): Promise<{ daemon: Daemon; dir: string }> {
-  const dir = await mkdtemp(join(tmpdir(), "troupe-bench-"));
-  await writeHome(dir, url, { defaults });
-  return { daemon: await createDaemon(await loadConfig({ TROUPE_HOME: dir }), { stream: false }), dir };
-}
-
-/** Sends one message per chat and resolves when every reply is out. */
-async function burst(daemon: Daemon, chats: string[]): Promise<number> {
-  const pending = new Set<string>();
-  const allDone = new Promise<void>((resolve) => {
-    daemon.bus.ofType("outbound").subscribe((e) => {
-      for (const id of e.answers) pending.delete(id);
-      if (pending.size === 0) resolve();
-    });
-  });
-  const t0 = performance.now();
-  for (const chat of chats) pending.add(await daemon.accept("api", { chatId: chat, senderId: "bench", content: "list the workspace" }));
-  await allDone;
-  return performance.now() - t0;
-}
 
 const sessionsAlive = (d: Daemon) => (d.tree.tree()?.children ?? []).filter((c) => c.kind === "session").length;
 

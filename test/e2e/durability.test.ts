@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { FAULT_POINTS } from "../../src/fault.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { writeHome } from "../helpers/daemon.js";
+import { runCli } from "../helpers/cli.js";
 import { getJson, postMessage, startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
@@ -107,6 +108,34 @@ describe("durable execution across kill -9 (real gateway processes, TROUPE_FAULT
     expect(readResult?.content).toBe("1| remember the milk");
     expect(session.messages.find((m) => m.role === "tool" && m.name === "exec")?.content).toMatch(execResult);
     expect(await runsOf(dir)).toHaveLength(execRuns);
+  });
+
+  it("troupe sessions list/show report the interrupted turn without a daemon, and the resumed one through it", async () => {
+    fake = await worker();
+    const dir = await home();
+    gateway = await startGateway(dir, { TROUPE_FAULT: "after-tool-started:2" });
+    postMessage(gateway, "api:k", "please work for bob");
+    await gateway.exited;
+    gateway = undefined;
+
+    const list = await runCli(["sessions", "list"], { TROUPE_HOME: dir });
+    expect(list.stderr).toBe("");
+    expect(list.stdout).toMatch(/^SESSION\s+TURNS\s+TOKENS\s+UPDATED\s+STATUS\napi:k\s+0\s+0\s+\S+ \S+\s+1 interrupted\n$/);
+    const before = await runCli(["sessions", "show", "api:k"], { TROUPE_HOME: dir });
+    expect(before.stdout).toContain("  user: please work for bob");
+    expect(before.stdout).toMatch(/turns:\n {2}\S+ {2}\S+ \S+ {2}awaiting_tools \(interrupted\)\n$/);
+
+    gateway = await startGateway(dir);
+    const g = gateway;
+    await waitFor("the reply", async () => ((await getJson<{ replies: Reply[] }>(g, "/api/sessions/api:k/replies")).replies.length ? true : undefined));
+    const after = await runCli(["sessions", "list"], { TROUPE_HOME: dir });
+    expect(after.stdout).toMatch(/\napi:k\s+1\s+\d+\s+\S+ \S+\s+1 resumed\n$/);
+    const show = await runCli(["sessions", "show", "api:k"], { TROUPE_HOME: dir });
+    expect(show.stdout).toContain("  assistant → read_file({\"path\":\"notes.txt\"}), exec({\"command\":\"echo bob >> runs.txt\"})");
+    expect(show.stdout).toMatch(/ {2}tool exec: Error: this call was interrupted before it completed/);
+    expect(show.stdout).toContain("  assistant: All done.");
+    expect(show.stdout).toMatch(/responded \(resumed 1×\)\n$/);
+    expect((await runCli(["sessions", "show", "api:nope"], { TROUPE_HOME: dir })).stderr).toBe("no session api:nope; troupe sessions list shows them\n");
   });
 
   it("20 sessions killed mid-turn at a random instant all complete after restart, each answered once", async () => {
