@@ -88,6 +88,8 @@ export const sessionMachine = setup({
     answerCommand: (_, _params: { sessionKey: string; message: SessionMessage; busy: boolean }) => {},
     /** Sends a fixed text to the message's chat. Supplied by the composition. */
     notify: (_, _params: NoticeParams) => {},
+    /** Drops messages that will not be answered (/stop cleared them) from the inbox. Supplied by the composition. */
+    discard: (_, _params: { sessionKey: string; ids: string[] }) => {},
     enqueue: assign({
       queue: ({ context, event }) =>
         event.type === "message" && !known(context, event.message.id) ? [...context.queue, event.message] : context.queue,
@@ -150,6 +152,7 @@ export const sessionMachine = setup({
             target: "next",
             actions: [
               { type: "notify", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, text: "Stopped." }) },
+              { type: "discard", params: ({ context }) => ({ sessionKey: context.sessionKey, ids: context.queue.map((m) => m.id) }) },
               assign({ queue: [] }),
             ],
           },

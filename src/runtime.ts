@@ -123,6 +123,8 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     actors: { slot: createSlot(limiter), runTurn: createSessionTurn({ conversation, store, bus, logger, running }), loadSession: createLoadSession(store) },
     actions: {
       notify: (_, { sessionKey, message, text }) => void notice(sessionKey, message, text),
+      discard: (_, { sessionKey, ids }) =>
+        void store.batch(inboxDeleteOps(sessionKey, ids), { sync: true }).catch((err: unknown) => logger.error({ err }, "could not discard messages")),
       answerCommand: (_, { sessionKey, message, busy }) =>
         void conversation
           .command({ sessionKey, channel: message.channel, chatId: message.chatId, content: message.content })

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { Daemon } from "../../src/runtime.js";
+import { sessionInbox } from "../../src/store/inbox.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { replyTo, startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
@@ -55,6 +56,22 @@ describe("daemon: supervisor, session actors, turn limit", () => {
     void stop;
     const next = await send(daemon, "c2", "still there?");
     expect((await replyTo(daemon, next)).content).toBe("after stop");
+  });
+
+  it("/stop while waiting for a turn slot drops the queued messages, from the inbox too", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "slow answer", delayMs: 600 }));
+    daemon = await startDaemon(await tmp(), fake.url, { defaults: { maxConcurrentTurns: 1 } });
+    const busy = await send(daemon, "a", "keep the slot busy");
+    await sleep(100);
+    await send(daemon, "b", "queued one");
+    await send(daemon, "b", "queued two");
+    expect((await sessionInbox(daemon.store, "api:b")).map((m) => m.content)).toEqual(["queued one", "queued two"]);
+    const stop = await send(daemon, "b", "/stop");
+    expect((await replyTo(daemon, stop)).content).toBe("Stopped.");
+    await sleep(50);
+    expect(await sessionInbox(daemon.store, "api:b")).toEqual([]);
+    await replyTo(daemon, busy);
+    expect(fake.requests).toHaveLength(1);
   });
 
   it("passivates an idle session and brings it back, history intact, on its next message", async () => {
