@@ -88,6 +88,8 @@ export const sessionMachine = setup({
     answerCommand: (_, _params: { sessionKey: string; message: SessionMessage; busy: boolean }) => {},
     /** Sends a fixed text to the message's chat. Supplied by the composition. */
     notify: (_, _params: NoticeParams) => {},
+    /** /stop: cancels the session's subagents and answers with `text` (or, when idle, what was cancelled). Supplied by the composition. */
+    stop: (_, _params: NoticeParams & { idle: boolean }) => {},
     /** Drops messages that will not be answered (/stop cleared them) from the inbox. Supplied by the composition. */
     discard: (_, _params: { sessionKey: string; ids: string[] }) => {},
     enqueue: assign({
@@ -135,7 +137,7 @@ export const sessionMachine = setup({
       after: { idle: "passivated" },
       on: {
         message: [
-          { guard: "isStop", actions: { type: "notify", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, text: "Nothing is running." }) } },
+          { guard: "isStop", actions: { type: "stop", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, text: "Nothing is running.", idle: true }) } },
           { guard: "isImmediate", actions: { type: "answerCommand", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, busy: false }) } },
           { actions: "enqueue", target: "active" },
         ],
@@ -151,7 +153,7 @@ export const sessionMachine = setup({
             guard: "isStop",
             target: "next",
             actions: [
-              { type: "notify", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, text: "Stopped." }) },
+              { type: "stop", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, text: "Stopped.", idle: false }) },
               { type: "discard", params: ({ context }) => ({ sessionKey: context.sessionKey, ids: context.queue.map((m) => m.id) }) },
               assign({ queue: [] }),
             ],
@@ -190,7 +192,7 @@ export const sessionMachine = setup({
                 guard: "isStop",
                 actions: [
                   sendTo("turn", { type: "cancel" }),
-                  { type: "notify", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, text: "Stopping the running turn." }) },
+                  { type: "stop", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, text: "Stopping the running turn.", idle: false }) },
                 ],
               },
               { guard: "isImmediate", actions: { type: "answerCommand", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, busy: true }) } },

@@ -5,6 +5,7 @@ import { createChannelActor } from "../actors/channel.js";
 import { createLoadSession } from "../actors/load-session.js";
 import { createSessionTurn, replyRecord } from "../actors/session-turn.js";
 import { createSlot } from "../actors/slot.js";
+import { createSubagentPool, type SubagentPool } from "../actors/subagents.js";
 import type { TurnHandle } from "../actors/turn.js";
 import { sessionMachine, type SessionMessage } from "../machines/session.machine.js";
 import { supervisorMachine, type SupervisionPolicy } from "../machines/supervisor.machine.js";
@@ -12,7 +13,9 @@ import { createApiChannel } from "./channels/api.js";
 import type { Channel, ChannelInbound } from "./channels/channel.js";
 import { fault } from "./fault.js";
 import { inboxDeleteOps, inboxPutOps, sessionsWithInbox, wasSeen } from "./store/inbox.js";
+import { subagentIdOf } from "./store/subagents.js";
 import { listOpenTurns } from "./store/turns.js";
+import { spawnTool, subagentsTool } from "./tools/builtin/spawn.js";
 import { TroupeError } from "./errors.js";
 import { createLimiter, type Limiter } from "./limiter.js";
 import { createActorTree, type ActorTree } from "./server/actor-tree.js";
@@ -95,6 +98,7 @@ export interface DaemonOptions extends RuntimeOptions {
 export interface Daemon extends AgentRuntime {
   loaded: LoadedConfig;
   supervisor: Actor<typeof supervisorMachine>;
+  subagents: SubagentPool;
   tree: ActorTree;
   limiter: Limiter;
   /** Takes a message from a channel into the system; resolves with its id once it is routed. */
@@ -112,6 +116,22 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   const d = loaded.config.agents.defaults;
   const limiter = createLimiter(d.maxConcurrentTurns);
   const running = new Set<TurnHandle>();
+  // Subagents get the built-in tools but message (they do not talk to the user); they cannot spawn (depth 1).
+  const subagentTools = createBuiltinTools({ config: loaded.config, workspace: loaded.workspace, mediaDir: loaded.paths.mediaDir, store, bus, channels: () => [] });
+  const subagents = createSubagentPool({
+    config: loaded.config,
+    store,
+    provider: core.provider,
+    registry: createToolRegistry(subagentTools.filter((t) => t.name !== "message"), { maxResultChars: loaded.config.tools.maxToolResultChars }),
+    workspace: loaded.workspace,
+    limiter: createLimiter(d.maxConcurrentSubagents),
+    bus,
+    logger,
+    // The report is already in the origin session's inbox; this hands it to the session now.
+    deliver: (r) => supervisor.send({ type: "inbound", sessionKey: r.sessionKey, message: { id: r.id, channel: r.channel, chatId: r.chatId, content: r.content, at: r.at } }),
+  });
+  core.registry.register(spawnTool(subagents));
+  core.registry.register(subagentsTool(subagents));
   const tree = createActorTree(bus);
   /** An answer that needs no turn; the message it answers leaves the inbox in the same batch. */
   const notice = (sessionKey: string, message: SessionMessage, text: string) =>
@@ -123,6 +143,11 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     actors: { slot: createSlot(limiter), runTurn: createSessionTurn({ conversation, store, bus, logger, running }), loadSession: createLoadSession(store) },
     actions: {
       notify: (_, { sessionKey, message, text }) => void notice(sessionKey, message, text),
+      stop: (_, { sessionKey, message, text, idle }) =>
+        void subagents.cancelAll(sessionKey).then((n) => {
+          const also = n ? `Cancelled ${n} subagent(s).` : "";
+          return notice(sessionKey, message, idle && n ? also : [text, also].filter(Boolean).join(" "));
+        }),
       discard: (_, { sessionKey, ids }) =>
         void store.batch(inboxDeleteOps(sessionKey, ids), { sync: true }).catch((err: unknown) => logger.error({ err }, "could not discard messages")),
       answerCommand: (_, { sessionKey, message, busy }) =>
@@ -176,14 +201,18 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   supervisor.start();
   for (const name of channels.keys()) supervisor.send({ type: "channel.start", name });
   // Recovery: sessions with an interrupted turn or unanswered messages start now, not at their next message.
-  const waiting = new Set([...(await listOpenTurns(store)).map((t) => t.sessionKey), ...(await sessionsWithInbox(store))]);
+  const open = (await listOpenTurns(store)).filter((t) => subagentIdOf(t.sessionKey) === undefined);
+  const waiting = new Set([...open.map((t) => t.sessionKey), ...(await sessionsWithInbox(store))]);
   if (waiting.size) logger.info({ sessions: [...waiting] }, "recovering interrupted work");
   for (const sessionKey of waiting) supervisor.send({ type: "wake", sessionKey });
+  const resumedSubagents = await subagents.recover();
+  if (resumedSubagents) logger.info({ subagents: resumedSubagents }, "recovering unfinished subagents");
 
   return {
     ...core,
     loaded,
     supervisor,
+    subagents,
     tree,
     limiter,
     accept,
@@ -194,6 +223,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
       await Promise.race([settled, new Promise((r) => setTimeout(r, grace).unref())]);
       // Whatever still runs stops at its last durable checkpoint and resumes from it at the next start.
       await Promise.all([...running].map((t) => t.stop()));
+      await subagents.stop();
       supervisor.stop();
       await core.close();
     },

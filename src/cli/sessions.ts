@@ -49,6 +49,10 @@ export function sessionShowLines(s: SessionDetail): string[] {
     const notes = [t.final ? "" : "interrupted", t.resumes ? `resumed ${t.resumes}×` : ""].filter(Boolean).join(", ");
     lines.push(`  ${t.turnId}  ${when(t.createdAt)}  ${t.state}${notes ? ` (${notes})` : ""}`);
   }
+  if (s.subagents.length) {
+    lines.push("", "subagents (troupe sessions show subagent:<id> for a transcript):");
+    for (const a of s.subagents) lines.push(`  ${a.id}  ${when(a.createdAt)}  ${a.status}  ${a.label}`);
+  }
   return lines;
 }
 

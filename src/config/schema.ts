@@ -37,6 +37,8 @@ const agentDefaultsSchema = z.object({
   temperature: z.number().min(0).max(2).default(0.1),
   maxToolIterations: z.number().int().positive().default(40),
   maxConcurrentSubagents: z.number().int().positive().default(4),
+  /** Tool iterations one subagent may use before it must answer. */
+  maxSubagentIterations: z.number().int().positive().default(15),
   maxConcurrentTurns: z.number().int().positive().default(8),
   reasoningEffort: z.enum(["low", "medium", "high"]).nullable().default(null),
   timezone: z.string().default("UTC"),

@@ -7,6 +7,7 @@ import { TroupeError } from "../errors.js";
 import type { Daemon } from "../runtime.js";
 import { sessionDetail, sessionsOverview } from "../store/session-view.js";
 import { VERSION } from "../version.js";
+import type { ActorNode } from "./actor-tree.js";
 import { openSse } from "./sse.js";
 import { tokenMatches } from "./token.js";
 
@@ -60,6 +61,7 @@ const json = (res: ServerResponse, status: number, body: unknown) => {
 export async function startControlServer(daemon: Daemon, opts: { host: string; port: number; token: string }): Promise<ControlServer> {
   const startedAt = Date.now();
   const { store, bus } = daemon;
+  const withSubagents = subagentsUnder(daemon);
 
   function postMessage(req: IncomingMessage, res: ServerResponse, key: string, content: string) {
     const sse = openSse(res);
@@ -103,7 +105,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     }
     const sessionMatch = /^\/api\/sessions\/([^/]+)(\/messages|\/replies)?$/.exec(path);
     if (req.method === "GET" && path === "/api/actors") {
-      return json(res, 200, { root: daemon.tree.tree(), failed: failedChildren(daemon), turns: { running: daemon.limiter.active, waiting: daemon.limiter.waiting, max: daemon.limiter.max } });
+      return json(res, 200, { root: daemon.tree.tree(withSubagents), failed: failedChildren(daemon), turns: { running: daemon.limiter.active, waiting: daemon.limiter.waiting, max: daemon.limiter.max } });
     }
     if (req.method === "GET" && path === "/api/sessions") {
       const live = new Set((daemon.tree.tree()?.children ?? []).map((c) => c.id));
@@ -162,6 +164,16 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
         server.closeAllConnections();
         server.close(() => resolve());
       }),
+  };
+}
+
+/** Subagents are turn actors of the pool; the tree shows them under the session that spawned them. */
+function subagentsUnder(daemon: Daemon) {
+  return (root: ActorNode) => {
+    for (const { record, phase, since } of daemon.subagents.active()) {
+      const parent = root.children.find((c) => c.id === `session:${record.origin.sessionKey}`) ?? root;
+      parent.children.push({ id: `subagent:${record.id}`, kind: "subagent", machine: "turn", state: phase, since, children: [] });
+    }
   };
 }
 

@@ -1,5 +1,6 @@
 import { getSessionMeta, listSessions, sessionMessages, type SessionMeta } from "./sessions.js";
 import type { Store } from "./store.js";
+import { listSubagents } from "./subagents.js";
 import { listOpenTurns, listTurns } from "./turns.js";
 
 export interface TurnSummary {
@@ -38,6 +39,9 @@ export async function sessionDetail(store: Store, key: string) {
   const turns: TurnSummary[] = (await listTurns(store))
     .filter((t) => t.sessionKey === key)
     .map((t) => ({ turnId: t.turnId, state: t.state, final: t.final, resumes: t.resumes, createdAt: t.createdAt, updatedAt: t.updatedAt }));
-  return { ...meta, messages: messages.map((m) => ({ ...m.message, turnId: m.turnId, at: m.at })), turns };
+  const subagents = (await listSubagents(store))
+    .filter((r) => r.origin.sessionKey === key)
+    .map((r) => ({ id: r.id, label: r.label, status: r.status, createdAt: r.createdAt, finishedAt: r.finishedAt }));
+  return { ...meta, messages: messages.map((m) => ({ ...m.message, turnId: m.turnId, at: m.at })), turns, subagents };
 }
 export type SessionDetail = NonNullable<Awaited<ReturnType<typeof sessionDetail>>>;

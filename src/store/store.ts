@@ -5,7 +5,7 @@ import type { z } from "zod";
 import { CorruptRecordError, StoreLockedError } from "../errors.js";
 import { createGroupCommit, type GroupCommitStats } from "./group-commit.js";
 
-export const SUBLEVELS = ["sessions", "turns", "journal", "inbox", "outbox", "cron", "meta"] as const;
+export const SUBLEVELS = ["sessions", "turns", "journal", "inbox", "outbox", "cron", "meta", "subagents"] as const;
 export type SublevelName = (typeof SUBLEVELS)[number];
 
 export type StoreOp =

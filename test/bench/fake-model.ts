@@ -2,14 +2,15 @@ import { startFakeOpenAi } from "../fixtures/fake-openai.js";
 
 /**
  * The benchmark's model, in its own process so its bookkeeping does not count against troupe's
- * memory: a user message gets one tool call (list_dir), a tool result gets the final answer.
- * Usage: fake-model.ts <latency ms>; prints the base URL on stdout.
+ * memory: each turn makes `calls` model calls, all but the last answered with a tool call (list_dir).
+ * Usage: fake-model.ts <latency ms> [calls, default 2]; prints the base URL on stdout.
  */
 const latency = Number(process.argv[2] ?? "0");
+const calls = Number(process.argv[3] ?? "2");
 const fake = await startFakeOpenAi([], (req) => {
-  const last = req.body.messages.at(-1);
+  const toolResults = req.body.messages.filter((m) => m.role === "tool").length;
   req.body.messages.length = 0; // keep nothing per request
-  return last?.role === "tool" ? { content: "done", delayMs: latency } : { toolCalls: [{ name: "list_dir", arguments: {} }], delayMs: latency };
+  return toolResults >= calls - 1 ? { content: "done", delayMs: latency } : { toolCalls: [{ name: "list_dir", arguments: {} }], delayMs: latency };
 });
 fake.requests.length = 0;
 setInterval(() => (fake.requests.length = 0), 1_000).unref();
