@@ -33,7 +33,21 @@ export const retryDelay = (attempt: number, baseMs = 1_000) => Math.min(300_000,
  */
 export function createChannelActor(deps: ChannelActorDeps) {
   const now = deps.now ?? Date.now;
-  return fromPromise<void, { name: string }>(async ({ input, signal }) => {
+  /** Running channel actors, so that shutdown can wait for their deliveries before the store closes. */
+  const lives = new Set<Promise<void>>();
+  const logic = fromPromise<void, { name: string }>(({ input, signal }) => {
+    const life = runChannel(input, signal);
+    lives.add(life);
+    void life.finally(() => lives.delete(life)).catch(() => undefined);
+    return life;
+  });
+  return {
+    logic,
+    /** Resolves when every stopped channel actor has finished its in-flight delivery and stopped its channel. */
+    drain: async () => void (await Promise.allSettled([...lives])),
+  };
+
+  async function runChannel(input: { name: string }, signal: AbortSignal): Promise<void> {
     const channel = deps.channels.get(input.name);
     if (!channel) throw new Error(`no channel named ${input.name}`);
     const log = deps.logger?.child({ channel: input.name });
@@ -41,6 +55,7 @@ export function createChannelActor(deps: ChannelActorDeps) {
     const failed = new Promise<never>((_, reject) => (fatal = reject));
     failed.catch(() => undefined);
     const timers = new Set<NodeJS.Timeout>();
+    const busy = new Set<Promise<void>>();
     const due = new Subject<OutboxRecord>();
 
     const later = (record: OutboxRecord, ms: number) => {
@@ -83,7 +98,17 @@ export function createChannelActor(deps: ChannelActorDeps) {
         filter((e) => e.channel === input.name && !seen.has(e.deliveryId)),
         map((e): OutboxRecord => ({ deliveryId: e.deliveryId, channel: e.channel, chatId: e.chatId, content: e.content, media: e.media, replyTo: e.replyTo, answers: e.answers, createdAt: e.at, attempts: 0 })),
       );
-      subs.push(concat(from(pending), merge(announced, due)).pipe(concatMap(deliver)).subscribe());
+      subs.push(
+        concat(from(pending), merge(announced, due))
+          .pipe(
+            concatMap((record) => {
+              const delivery = deliver(record);
+              busy.add(delivery);
+              return delivery.finally(() => busy.delete(delivery));
+            }),
+          )
+          .subscribe(),
+      );
       if (channel.progress && (deps.sendProgress || deps.sendToolHints)) {
         const mine = `${input.name}:`;
         subs.push(
@@ -98,7 +123,8 @@ export function createChannelActor(deps: ChannelActorDeps) {
     } finally {
       subs.forEach((s) => s.unsubscribe());
       timers.forEach((t) => clearTimeout(t));
+      await Promise.allSettled([...busy]);
       await channel.stop();
     }
-  });
+  }
 }

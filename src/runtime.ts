@@ -176,19 +176,20 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     return id;
   };
 
+  const channelActor = createChannelActor({
+    channels,
+    store,
+    bus,
+    accept: async (name, m) => void (await accept(name, m)),
+    sendProgress: loaded.config.channels.sendProgress,
+    sendToolHints: loaded.config.channels.sendToolHints,
+    logger,
+  });
   const supervisor = createActor(
     supervisorMachine.provide({
       actors: {
         session: session as never,
-        channel: createChannelActor({
-          channels,
-          store,
-          bus,
-          accept: async (name, m) => void (await accept(name, m)),
-          sendProgress: loaded.config.channels.sendProgress,
-          sendToolHints: loaded.config.channels.sendToolHints,
-          logger,
-        }) as never,
+        channel: channelActor.logic as never,
       },
       actions: {
         rejectMessage: (_, { sessionKey, message, reason }) => void notice(sessionKey, message, `This session is unavailable: it failed repeatedly (${reason}). Restart troupe to try again.`),
@@ -225,6 +226,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
       await Promise.all([...running].map((t) => t.stop()));
       await subagents.stop();
       supervisor.stop();
+      await channelActor.drain();
       await core.close();
     },
   };

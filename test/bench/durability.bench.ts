@@ -53,9 +53,10 @@ async function turns(url: string, sessions: number, total: number, durable: bool
     elapsed += await burst(daemon, Array.from({ length: sessions }, (_, i) => `s${i}`));
   }
   const writes = daemon.store.commitStats.writes - before.writes;
+  const requests = daemon.store.commitStats.requests - before.requests;
   await daemon.shutdown();
   await rm(dir, { recursive: true, force: true });
-  return { perSecond: (total / elapsed) * 1000, msPerTurn: elapsed / total, fsyncsPerTurn: writes / total };
+  return { perSecond: (total / elapsed) * 1000, msPerTurn: elapsed / total, fsyncsPerTurn: writes / total, batchesPerTurn: requests / total };
 }
 
 const writes = 500;
@@ -69,13 +70,13 @@ console.log(
 
 const model = await fakeModel(0);
 console.log("\n## durable turns, zero-latency model (2 model calls, 1 tool call, 9 checkpoints per turn)");
-console.log("sessions  checkpoints  turns/s  ms/turn  fsyncs/turn");
+console.log("sessions  checkpoints  turns/s  ms/turn  synced batches/turn  fsyncs/turn");
 const rows: Array<[number, boolean, Awaited<ReturnType<typeof turns>>]> = [];
 for (const [sessions, total] of [[1, 100], [10, 300], [100, 1_000]] as const) {
   for (const durable of [true, false]) {
     const r = await turns(model.url, sessions, total, durable);
     rows.push([sessions, durable, r]);
-    console.log(`${String(sessions).padEnd(8)}  ${(durable ? "on" : "off").padEnd(11)}  ${r.perSecond.toFixed(0).padStart(7)}  ${r.msPerTurn.toFixed(2).padStart(7)}  ${r.fsyncsPerTurn.toFixed(2).padStart(11)}`);
+    console.log(`${String(sessions).padEnd(8)}  ${(durable ? "on" : "off").padEnd(11)}  ${r.perSecond.toFixed(0).padStart(7)}  ${r.msPerTurn.toFixed(2).padStart(7)}  ${r.batchesPerTurn.toFixed(2).padStart(19)}  ${r.fsyncsPerTurn.toFixed(2).padStart(11)}`);
   }
 }
 const costAt = (n: number) => {

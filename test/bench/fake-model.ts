@@ -8,7 +8,9 @@ import { startFakeOpenAi } from "../fixtures/fake-openai.js";
 const latency = Number(process.argv[2] ?? "0");
 const calls = Number(process.argv[3] ?? "2");
 const fake = await startFakeOpenAi([], (req) => {
-  const toolResults = req.body.messages.filter((m) => m.role === "tool").length;
+  // Tool results of this turn only: those after the last user message.
+  const lastUser = req.body.messages.findLastIndex((m) => m.role === "user");
+  const toolResults = req.body.messages.slice(lastUser + 1).filter((m) => m.role === "tool").length;
   req.body.messages.length = 0; // keep nothing per request
   return toolResults >= calls - 1 ? { content: "done", delayMs: latency } : { toolCalls: [{ name: "list_dir", arguments: {} }], delayMs: latency };
 });

@@ -6,6 +6,8 @@ import { createBus } from "../../src/bus/index.js";
 import { DeliveryRejectedError, type Channel } from "../../src/channels/channel.js";
 import { pendingOutbox, queueDelivery, wasDelivered, type OutboxRecord } from "../../src/store/outbox.js";
 import { openStore, type Store } from "../../src/store/store.js";
+import { startFakeOpenAi } from "../fixtures/fake-openai.js";
+import { replyTo, startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -37,7 +39,7 @@ describe("channel actor: outbox delivery", () => {
 
   function run(channel: Channel, s: Store, bus = createBus(), retryBaseMs = 40) {
     const logic = createChannelActor({ channels: new Map([["fake", channel]]), store: s, bus, accept: async () => {}, sendProgress: false, sendToolHints: false, retryBaseMs });
-    return { actor: createActor(logic, { input: { name: "fake" } }).start(), bus };
+    return { actor: createActor(logic.logic, { input: { name: "fake" } }).start(), bus };
   }
 
   it("retries a failed delivery with backoff and deletes the entry only once it is accepted", async () => {
@@ -80,5 +82,34 @@ describe("channel actor: outbox delivery", () => {
     expect(healthy.sent).toEqual(["later"]);
     expect(await pendingOutbox(store, "fake")).toEqual([]);
     second.actor.stop();
+  });
+});
+
+describe("daemon shutdown with a delivery in flight", () => {
+  const tmp = useTempDirs();
+
+  it("waits for the channel to finish it before the store closes: nothing is re-queued or lost", async () => {
+    const fake = await startFakeOpenAi([{ content: "the answer" }]);
+    const dir = await tmp();
+    const sent: string[] = [];
+    const slow: Channel = {
+      name: "slow",
+      start: async () => {},
+      stop: async () => {},
+      send: async (r) => {
+        await sleep(300);
+        sent.push(r.content);
+      },
+    };
+    const daemon = await startDaemon(dir, fake.url, {}, { channels: [slow] });
+    const id = await daemon.accept("slow", { chatId: "c", senderId: "u", content: "question" });
+    await replyTo(daemon, id);
+    await sleep(50);
+    await daemon.shutdown();
+    await fake.close();
+    expect(sent).toEqual(["the answer"]);
+    const store = await openStore(join(dir, "store"));
+    expect(await pendingOutbox(store)).toEqual([]);
+    await store.close();
   });
 });
