@@ -40,6 +40,9 @@ export const HELP_TEXT = [
   "/help — this list",
 ].join("\n");
 
+/** How long a built system prompt is reused. */
+export const PROMPT_TTL_MS = 2_000;
+
 /** Time-ordered, unique turn ids. */
 export const newTurnId = (now: number) => `${now.toString(36).padStart(9, "0")}-${randomBytes(4).toString("hex")}`;
 
@@ -54,6 +57,22 @@ const historyBudget = (config: Config) =>
  */
 export function createConversation(deps: ConversationDeps) {
   const now = deps.now ?? Date.now;
+
+  // Reading the bootstrap files and parsing every skill costs about a millisecond a turn; under load
+  // that adds up, so the prompt is rebuilt at most every PROMPT_TTL_MS (edits show up within that).
+  let cachedPrompt: { text: Promise<string>; at: number } | undefined;
+  function systemPrompt(): Promise<string> {
+    if (cachedPrompt && now() - cachedPrompt.at < PROMPT_TTL_MS) return cachedPrompt.text;
+    const text = (async () =>
+      buildSystemPrompt({
+        workspace: deps.workspace,
+        skills: await loadSkills(deps.workspace, deps.env),
+        restrictToWorkspace: deps.config.tools.restrictToWorkspace,
+      }))();
+    cachedPrompt = { text, at: now() };
+    text.catch(() => (cachedPrompt = undefined));
+    return text;
+  }
 
   async function command(msg: IncomingMessage): Promise<Reply | undefined> {
     const word = msg.content.trim().split(/\s+/)[0]?.toLowerCase();
@@ -87,11 +106,7 @@ export function createConversation(deps: ConversationDeps) {
     const d = deps.config.agents.defaults;
     const meta = (await getSessionMeta(deps.store, msg.sessionKey)) ?? newSessionMeta(msg.sessionKey, now());
     const history = historyWindow((await sessionMessages(deps.store, meta)).map((m) => m.message), historyBudget(deps.config));
-    const system = await buildSystemPrompt({
-      workspace: deps.workspace,
-      skills: await loadSkills(deps.workspace, deps.env),
-      restrictToWorkspace: deps.config.tools.restrictToWorkspace,
-    });
+    const system = await systemPrompt();
     const turnId = newTurnId(now());
     const stamp = now();
     const userForModel = withRuntimeContext(msg.content, { now: new Date(stamp), timezone: d.timezone, channel: msg.channel, chatId: msg.chatId });
