@@ -1,5 +1,6 @@
 import { sessionMachine } from "./session.machine.js";
 import { supervisorMachine } from "./supervisor.machine.js";
+import { telegramPollerMachine } from "./telegram.machine.js";
 import { turnMachine } from "./turn.machine.js";
 
 /** Every machine troupe runs, for `troupe inspect` and the live inspector. */
@@ -7,6 +8,7 @@ export const machines = {
   supervisor: supervisorMachine,
   session: sessionMachine,
   turn: turnMachine,
+  telegram: telegramPollerMachine,
 } as const;
 
 export type MachineName = keyof typeof machines;

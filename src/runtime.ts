@@ -6,6 +6,7 @@ import { createLoadSession } from "../actors/load-session.js";
 import { createSessionTurn, replyRecord } from "../actors/session-turn.js";
 import { createSlot } from "../actors/slot.js";
 import { createSubagentPool, type SubagentPool } from "../actors/subagents.js";
+import { createTelegramChannel } from "../actors/telegram.js";
 import type { TurnHandle } from "../actors/turn.js";
 import { sessionMachine, type SessionMessage } from "../machines/session.machine.js";
 import { supervisorMachine, type SupervisionPolicy } from "../machines/supervisor.machine.js";
@@ -16,7 +17,7 @@ import { inboxDeleteOps, inboxPutOps, sessionsWithInbox, wasSeen } from "./store
 import { subagentIdOf } from "./store/subagents.js";
 import { listOpenTurns } from "./store/turns.js";
 import { spawnTool, subagentsTool } from "./tools/builtin/spawn.js";
-import { TroupeError } from "./errors.js";
+import { ConfigError, TroupeError } from "./errors.js";
 import { createLimiter, type Limiter } from "./limiter.js";
 import { createActorTree, type ActorTree } from "./server/actor-tree.js";
 import { queueDelivery } from "./store/outbox.js";
@@ -93,6 +94,8 @@ export interface DaemonOptions extends RuntimeOptions {
   policy?: Partial<SupervisionPolicy>;
   /** How long running turns get to finish on shutdown before they are stopped at their last checkpoint. */
   shutdownGraceMs?: number;
+  /** Telegram polling knobs (tests shorten them). */
+  telegram?: { pollTimeoutS?: number; baseBackoffMs?: number };
 }
 
 export interface Daemon extends AgentRuntime {
@@ -109,10 +112,18 @@ export interface Daemon extends AgentRuntime {
 
 /** The actor system of `troupe gateway`: a supervisor over channel and session actors. */
 export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {}): Promise<Daemon> {
+  const telegram = loaded.config.channels.telegram;
+  if (telegram.enabled && !telegram.token) {
+    throw new ConfigError(loaded.paths.configFile, ["channels.telegram.token: empty; set the token @BotFather gave you, or set channels.telegram.enabled to false"]);
+  }
   const extra = opts.channels ?? [];
-  const core = await createAgentRuntime(loaded, { ...opts, channelNames: ["api", ...extra.map((c) => c.name)] });
+  const names = ["api", ...(telegram.enabled ? ["telegram"] : []), ...extra.map((c) => c.name)];
+  const core = await createAgentRuntime(loaded, { ...opts, channelNames: names });
   const { bus, store, logger, conversation } = core;
   const channels = new Map<string, Channel>([["api", createApiChannel(store)], ...extra.map((c) => [c.name, c] as const)]);
+  if (telegram.enabled) {
+    channels.set("telegram", createTelegramChannel({ config: telegram, store, bus, mediaDir: loaded.paths.mediaDir, logger, ...opts.telegram }));
+  }
   const d = loaded.config.agents.defaults;
   const limiter = createLimiter(d.maxConcurrentTurns);
   const running = new Set<TurnHandle>();

@@ -1,0 +1,220 @@
+import { mkdir, writeFile } from "node:fs/promises";
+import { extname, join } from "node:path";
+import { Api, GrammyError, HttpError, InputFile } from "grammy";
+import type { Message, Update } from "grammy/types";
+import type { Logger } from "pino";
+import { createActor, fromPromise } from "xstate";
+import { z } from "zod";
+import type { Bus } from "../src/bus/index.js";
+import type { Channel, ChannelInbound, ProgressUpdate } from "../src/channels/channel.js";
+import { DeliveryRejectedError } from "../src/channels/channel.js";
+import { isAllowed, markdownToTelegramHtml, splitMessage, TELEGRAM_MAX_CHARS } from "../src/channels/telegram-format.js";
+import type { Config } from "../src/config/schema.js";
+import type { OutboxRecord } from "../src/store/outbox.js";
+import type { Store } from "../src/store/store.js";
+import { telegramPollerMachine, type PollError } from "../machines/telegram.machine.js";
+
+export interface TelegramDeps {
+  config: Config["channels"]["telegram"];
+  store: Store;
+  bus: Bus;
+  mediaDir: string;
+  logger?: Logger;
+  /** getUpdates long-poll seconds (tests shorten it). */
+  pollTimeoutS?: number;
+  baseBackoffMs?: number;
+}
+
+export const BOT_COMMANDS = [
+  { command: "new", description: "Start a new conversation" },
+  { command: "stop", description: "Stop the running turn" },
+  { command: "status", description: "Show session status" },
+  { command: "help", description: "Show the commands" },
+];
+
+const OFFSET_KEY = "telegram:offset";
+const offsetSchema = z.object({ offset: z.number().int() });
+const TYPING_EVERY_MS = 4_000;
+/** Room for HTML escaping: markdown is split below Telegram's limit, then converted. */
+const SPLIT_AT = TELEGRAM_MAX_CHARS - 600;
+const IMAGE_EXTS = [".jpg", ".jpeg", ".png", ".gif", ".webp"];
+
+/** grammY's errors as the poller machine reads them: the HTTP status decides (401 stops, the rest back off). */
+function pollError(err: unknown): PollError {
+  if (err instanceof GrammyError) return { status: err.error_code, message: err.description };
+  if (err instanceof HttpError) return { message: `network error: ${String((err.error as Error)?.message ?? err.message)}` };
+  return { message: err instanceof Error ? err.message : String(err) };
+}
+
+/**
+ * The Telegram channel: long polling driven by the poller machine, messages into the inbox before
+ * the offset moves past them, replies rendered as Telegram HTML (plain text if Telegram refuses the
+ * HTML), split at 4,096 characters, a typing indicator while a turn runs.
+ */
+export function createTelegramChannel(deps: TelegramDeps): Channel {
+  const cfg = deps.config;
+  const api = new Api(cfg.token, { apiRoot: cfg.apiRoot });
+  const log = deps.logger?.child({ channel: "telegram" });
+  let me: { id: number; username: string } | undefined;
+  let poller: ReturnType<typeof createActor<typeof telegramPollerMachine>> | undefined;
+  const typing = new Map<string, NodeJS.Timeout>();
+  const subs: Array<{ unsubscribe(): void }> = [];
+
+  async function download(fileId: string, fallbackName: string): Promise<string> {
+    const file = await api.getFile(fileId);
+    if (!file.file_path) throw new Error("Telegram gave no file path");
+    const res = await fetch(`${cfg.apiRoot}/file/bot${cfg.token}/${file.file_path}`);
+    if (!res.ok) throw new Error(`file download answered ${res.status}`);
+    const dir = join(deps.mediaDir, "telegram");
+    await mkdir(dir, { recursive: true });
+    const path = join(dir, `${file.file_unique_id}${extname(file.file_path) || extname(fallbackName)}`);
+    await writeFile(path, Buffer.from(await res.arrayBuffer()));
+    return path;
+  }
+
+  /** The text and files of a message; media are downloaded to <data dir>/media/telegram. */
+  async function contentOf(m: Message): Promise<{ content: string; media: string[] }> {
+    const parts = [m.text ?? m.caption ?? ""];
+    const media: string[] = [];
+    const attach = async (fileId: string, name: string, label: string) => {
+      try {
+        const path = await download(fileId, name);
+        media.push(path);
+        parts.push(`[${label}: ${path}]`);
+      } catch (err) {
+        log?.warn({ err }, "could not download a file");
+        parts.push(`[${label}: could not be downloaded]`);
+      }
+    };
+    if (m.photo?.length) await attach(m.photo.at(-1)!.file_id, "photo.jpg", "image");
+    if (m.document) await attach(m.document.file_id, m.document.file_name ?? "file", `file ${m.document.file_name ?? ""}`.trim());
+    if (m.voice) await attach(m.voice.file_id, "voice.ogg", "voice message");
+    if (m.audio) await attach(m.audio.file_id, m.audio.file_name ?? "audio.mp3", "audio");
+    return { content: parts.filter(Boolean).join("\n"), media };
+  }
+
+  function addressedToUs(m: Message): { ok: boolean; text?: string } {
+    if (m.chat.type === "private" || cfg.groupPolicy === "open") return { ok: true };
+    const mention = me ? new RegExp(`@${me.username}\\b`, "i") : undefined;
+    const text = m.text ?? m.caption ?? "";
+    if (mention?.test(text)) return { ok: true, text: text.replace(mention, "").trim() };
+    return { ok: m.reply_to_message?.from?.id === me?.id };
+  }
+
+  async function handle(update: Update, accept: (m: ChannelInbound) => Promise<void>): Promise<void> {
+    const m = update.message;
+    if (!m?.from) return;
+    if (!isAllowed({ id: m.from.id, username: m.from.username }, cfg.allowFrom)) {
+      log?.info({ from: m.from.id, username: m.from.username }, "message from a sender not in channels.telegram.allowFrom; ignored");
+      return;
+    }
+    const addressed = addressedToUs(m);
+    if (!addressed.ok) return;
+    const { content, media } = await contentOf(addressed.text !== undefined ? { ...m, text: addressed.text } : m);
+    const text = content.replace(/^\/start\b/, "/help").replace(new RegExp(`^(/\\w+)@${me?.username ?? "\\w+"}`), "$1");
+    await accept({
+      chatId: String(m.chat.id),
+      senderId: `${m.from.id}|${m.from.username ?? ""}`,
+      content: text,
+      messageId: `${m.chat.id}:${m.message_id}`,
+      media,
+    });
+  }
+
+  const stopTyping = (chatId: string) => {
+    clearInterval(typing.get(chatId));
+    typing.delete(chatId);
+  };
+
+  async function sendText(chatId: string, markdown: string, replyTo?: number) {
+    for (const [i, part] of splitMessage(markdown, SPLIT_AT).entries()) {
+      const reply = i === 0 && replyTo ? { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } } : {};
+      const html = markdownToTelegramHtml(part);
+      try {
+        if (html.length > TELEGRAM_MAX_CHARS) throw new GrammyError("too long after escaping", { ok: false, error_code: 400, description: "message is too long" }, "sendMessage", {});
+        await api.sendMessage(chatId, html, { parse_mode: "HTML", link_preview_options: { is_disabled: true }, ...reply });
+      } catch (err) {
+        if (!(err instanceof GrammyError) || err.error_code !== 400 || !/parse entities|too long/i.test(err.description)) throw err;
+        // Telegram refused the HTML: the same text, plain.
+        for (const plain of splitMessage(part, TELEGRAM_MAX_CHARS)) await api.sendMessage(chatId, plain, reply);
+      }
+    }
+  }
+
+  return {
+    name: "telegram",
+    async start(accept, fail) {
+      const connect = fromPromise<void, void>(async () => {
+        try {
+          const bot = await api.getMe();
+          me = { id: bot.id, username: bot.username };
+          await api.setMyCommands(BOT_COMMANDS);
+          log?.info({ bot: bot.username }, "telegram connected");
+        } catch (err) {
+          throw pollError(err);
+        }
+      });
+      const poll = fromPromise<number, void>(async ({ signal }) => {
+        const timeout = deps.pollTimeoutS ?? 25;
+        // The watchdog: a poll that outlives its long-poll window by 15 s is given up and retried.
+        const watchdog = AbortSignal.any([signal, AbortSignal.timeout((timeout + 15) * 1000)]);
+        try {
+          const stored = await deps.store.get("meta", OFFSET_KEY, offsetSchema);
+          const updates = await api.getUpdates({ offset: stored?.offset, timeout, allowed_updates: ["message"] }, watchdog as Parameters<Api["getUpdates"]>[1]);
+          for (const update of updates) {
+            await handle(update, accept);
+            // Only now, with the message in the inbox, does the offset move past it.
+            await deps.store.batch([{ type: "put", sublevel: "meta", key: OFFSET_KEY, value: { offset: update.update_id + 1 } }], { sync: true });
+          }
+          return updates.length;
+        } catch (err) {
+          if (signal.aborted) throw err;
+          throw pollError(err);
+        }
+      });
+      poller = createActor(telegramPollerMachine.provide({ actors: { connect, poll } }), { input: { baseBackoffMs: deps.baseBackoffMs } });
+      poller.subscribe((snap) => {
+        if (snap.value === "backing_off") log?.warn({ error: snap.context.lastError, failures: snap.context.failures }, "telegram polling failed; backing off");
+        if (snap.status === "done") fail(new Error(snap.context.fatal ?? "telegram poller stopped"));
+      });
+      poller.start();
+      subs.push(
+        deps.bus.ofType("turn_state").subscribe((e) => {
+          if (!e.sessionKey.startsWith("telegram:")) return;
+          const chatId = e.sessionKey.slice("telegram:".length);
+          if (["responded", "failed", "cancelled", "max_iterations"].includes(e.state)) return stopTyping(chatId);
+          if (typing.has(chatId)) return;
+          const tick = () => void api.sendChatAction(chatId, "typing").catch(() => undefined);
+          tick();
+          typing.set(chatId, setInterval(tick, TYPING_EVERY_MS));
+        }),
+      );
+    },
+    async stop() {
+      poller?.stop();
+      subs.forEach((s) => s.unsubscribe());
+      [...typing.keys()].forEach(stopTyping);
+    },
+    async send(record: OutboxRecord) {
+      const replyTo = cfg.replyToMessage ? Number(/^telegram:-?\d+:(\d+)$/.exec(record.answers[0] ?? "")?.[1]) || undefined : undefined;
+      try {
+        if (record.content.trim()) await sendText(record.chatId, record.content, replyTo);
+        for (const path of record.media) {
+          const file = new InputFile(path);
+          if (IMAGE_EXTS.includes(extname(path).toLowerCase())) await api.sendPhoto(record.chatId, file);
+          else await api.sendDocument(record.chatId, file);
+        }
+      } catch (err) {
+        if (err instanceof GrammyError && (err.error_code === 403 || (err.error_code === 400 && /chat not found|user is deactivated|bot was blocked/i.test(err.description)))) {
+          throw new DeliveryRejectedError(`Telegram refused the message: ${err.description}`);
+        }
+        throw err;
+      }
+    },
+    progress(update: ProgressUpdate) {
+      if (update.type !== "tool_hint" || !update.sessionKey.startsWith("telegram:")) return;
+      const chatId = update.sessionKey.slice("telegram:".length);
+      void api.sendMessage(chatId, `🔧 ${update.tool}: ${update.hint}`).catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,150 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { Daemon } from "../../src/runtime.js";
+import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
+import { startFakeTelegram, type FakeTelegram } from "../fixtures/fake-telegram.js";
+import { startDaemon } from "../helpers/daemon.js";
+import { useTempDirs } from "../helpers/tmp.js";
+
+const TOKEN = "123:TEST";
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+async function until<T>(probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error("timed out");
+    await sleep(30);
+  }
+}
+
+describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () => {
+  const tmp = useTempDirs();
+  let fake: FakeOpenAi | undefined;
+  let tg: FakeTelegram | undefined;
+  let daemon: Daemon | undefined;
+  afterEach(async () => {
+    await daemon?.shutdown();
+    await fake?.close();
+    await tg?.close();
+    daemon = undefined;
+    tg = undefined;
+  });
+
+  async function start(telegram: Record<string, unknown> = {}, dir?: string) {
+    tg ??= await startFakeTelegram(TOKEN);
+    const home = dir ?? (await tmp());
+    daemon = await startDaemon(
+      home,
+      fake!.url,
+      { config: { channels: { telegram: { enabled: true, token: TOKEN, apiRoot: tg.apiRoot, allowFrom: ["alice"], ...telegram } } } },
+      { telegram: { pollTimeoutS: 1, baseBackoffMs: 100 } },
+    );
+    return home;
+  }
+
+  it("answers a message as Telegram HTML, registers the command menu, shows typing", async () => {
+    fake = await startFakeOpenAi([{ content: "**Hello** Alice, `x < y`!", delayMs: 300 }]);
+    await start();
+    tg!.message("hi there");
+    const sent = await until(() => tg!.sent()[0]);
+    expect(sent).toMatchObject({ chat_id: "42", text: "<b>Hello</b> Alice, <code>x &lt; y</code>!", parse_mode: "HTML" });
+    expect(tg!.calls.find((c) => c.method === "setMyCommands")?.body.commands).toEqual([
+      { command: "new", description: "Start a new conversation" },
+      { command: "stop", description: "Stop the running turn" },
+      { command: "status", description: "Show session status" },
+      { command: "help", description: "Show the commands" },
+    ]);
+    expect(tg!.calls.some((c) => c.method === "sendChatAction" && c.body.action === "typing")).toBe(true);
+    const userMessage = fake!.requests[0]?.body.messages.at(-1)?.content;
+    expect(String(userMessage)).toMatch(/Channel: telegram\nChat ID: 42\n\nhi there$/);
+  });
+
+  it("ignores senders outside allowFrom, and in groups answers only when mentioned", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "ok" }));
+    await start();
+    tg!.message("let me in", { id: 7, username: "mallory" });
+    tg!.message("chatter in the group", { id: 42, username: "alice" }, { id: -100, type: "supergroup" });
+    tg!.message("@troupe_bot what time is it?", { id: 42, username: "alice" }, { id: -100, type: "supergroup" });
+    const sent = await until(() => tg!.sent()[0]);
+    await sleep(600);
+    expect(tg!.sent()).toHaveLength(1);
+    expect(sent.chat_id).toBe("-100");
+    expect(fake!.requests).toHaveLength(1);
+    expect(String(fake!.requests[0]?.body.messages.at(-1)?.content)).toMatch(/\n\nwhat time is it\?$/);
+  });
+
+  it("falls back to plain text when Telegram rejects the HTML, and splits long replies", async () => {
+    const long = Array.from({ length: 400 }, (_, i) => `line ${i}: ${"word ".repeat(4).trim()}`).join("\n");
+    fake = await startFakeOpenAi([{ content: "weird *markup* here" }, { content: long }]);
+    await start();
+    tg!.rejectHtmlWhen((t) => t.includes("<i>markup</i>"));
+    tg!.message("first");
+    await until(() => tg!.sent().find((s) => s.parse_mode === undefined));
+    expect(tg!.sent().map((s) => [s.text, s.parse_mode ?? "plain"])).toEqual([
+      ["weird <i>markup</i> here", "HTML"],
+      ["weird *markup* here", "plain"],
+    ]);
+    tg!.message("second");
+    await until(() => (tg!.sent().length >= 4 ? true : undefined));
+    await sleep(300);
+    const parts = tg!.sent().slice(2).map((s) => String(s.text));
+    expect(parts.length).toBeGreaterThanOrEqual(2);
+    expect(parts.every((p) => p.length <= 4096)).toBe(true);
+    expect(parts.join("\n")).toBe(long);
+  });
+
+  it("stores the offset once messages are in the inbox and never answers one twice after a restart", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "answered" }));
+    const home = await start();
+    tg!.message("once");
+    await until(() => tg!.sent()[0]);
+    await daemon!.shutdown();
+    daemon = undefined;
+    const offsets = tg!.calls.filter((c) => c.method === "getUpdates").map((c) => c.body.offset);
+    expect(offsets.at(-1)).toBe(101);
+    await start({}, home);
+    await sleep(800);
+    expect(tg!.calls.filter((c) => c.method === "getUpdates").at(-1)?.body.offset).toBe(101);
+    expect(tg!.sent()).toHaveLength(1);
+  });
+
+  it("backs off on 502 and 409 with growing waits, then recovers", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "back" }));
+    tg = await startFakeTelegram(TOKEN);
+    tg.failPolls(502, 502, 409);
+    await start();
+    tg.message("are you there?");
+    await until(() => tg!.sent()[0], 15_000);
+    const polls = tg.calls.filter((c) => c.method === "getUpdates").map((c) => c.at);
+    const gaps = [polls[1]! - polls[0]!, polls[2]! - polls[1]!, polls[3]! - polls[2]!];
+    expect(gaps[0]).toBeGreaterThanOrEqual(90);
+    expect(gaps[1]).toBeGreaterThanOrEqual(180);
+    expect(gaps[2]).toBeGreaterThanOrEqual(360);
+  });
+
+  it("a rejected token (401) stops the channel with a clear status; the daemon keeps running", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "x" }));
+    tg = await startFakeTelegram("other:token");
+    await start();
+    const failed = await until(() => {
+      const c = daemon!.supervisor.getSnapshot().context.children["channel:telegram"];
+      return c?.lastError ? c : undefined;
+    });
+    expect(failed.lastError).toBe("Telegram rejected the bot token (401): Unauthorized. Check channels.telegram.token.");
+    expect(daemon!.supervisor.getSnapshot().status).toBe("active");
+  });
+
+  it("downloads photos and documents to the media folder and hands the paths to the turn", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "nice picture" }));
+    tg = await startFakeTelegram(TOKEN);
+    tg.addFile("ph1", "photos/file_1.jpg", Buffer.from("JPEGDATA"));
+    const home = await start();
+    tg.message("", undefined, undefined, { caption: "look", photo: [{ file_id: "ph0", file_unique_id: "s", width: 1, height: 1 }, { file_id: "ph1", file_unique_id: "uph1", width: 9, height: 9 }] });
+    await until(() => tg!.sent()[0]);
+    const saved = join(home, "media/telegram/uph1.jpg");
+    expect(await readFile(saved, "utf8")).toBe("JPEGDATA");
+    expect(String(fake.requests[0]?.body.messages.at(-1)?.content)).toMatch(new RegExp(`\\n\\nlook\\n\\[image: ${saved.replace(/[/.]/g, "\\$&")}\\]$`));
+  });
+});
