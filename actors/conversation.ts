@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Config } from "../src/config/schema.js";
 import { buildSystemPrompt, withRuntimeContext } from "../src/context/prompt.js";
+import { userMessageWithMedia } from "../src/context/media.js";
 import { loadSkills } from "../src/context/skills.js";
 import {
   appendMessagesOps,
@@ -19,6 +20,8 @@ export interface IncomingMessage {
   channel: string;
   chatId: string;
   content: string;
+  /** Attached files; images reach the model as image parts. */
+  media?: string[];
 }
 
 export interface Reply {
@@ -119,7 +122,7 @@ export function createConversation(deps: ConversationDeps) {
           sessionKey: msg.sessionKey,
           channel: msg.channel,
           chatId: msg.chatId,
-          messages: [{ role: "system", content: system }, ...history, { role: "user", content: userForModel }],
+          messages: [{ role: "system", content: system }, ...history, await userMessageWithMedia(userForModel, msg.media)],
           maxIterations: d.maxToolIterations,
           ...(msg.messageId ? { messageId: msg.messageId } : {}),
         },

@@ -25,7 +25,7 @@ export function createLoadSession(store: Store) {
     const held = new Set(interrupted ? idsInTurn(interrupted.input as TurnInput, interrupted.snapshot) : []);
     const queue: SessionMessage[] = (await sessionInbox(store, input.sessionKey))
       .filter((m) => !held.has(m.id))
-      .map((m) => ({ id: m.id, channel: m.channel, chatId: m.chatId, content: m.content, at: m.at }));
+      .map((m) => ({ id: m.id, channel: m.channel, chatId: m.chatId, content: m.content, at: m.at, media: m.media }));
     return { queue, resumeTurnId: interrupted?.turnId ?? null };
   });
 }

@@ -81,7 +81,7 @@ export function createSessionTurn(deps: SessionTurnDeps) {
         return run((finalOps) => deps.conversation.resume(record, finalOps), turnInput, turnInput.messageId);
       }
       const first = input.message!;
-      const incoming = { sessionKey: key, channel: first.channel, chatId: first.chatId, content: first.content, messageId: first.id };
+      const incoming = { sessionKey: key, channel: first.channel, chatId: first.chatId, content: first.content, messageId: first.id, media: first.media };
       const answered = await deps.conversation.command(incoming);
       if (answered) {
         await queueDelivery(deps.store, deps.bus, replyRecord(first, answered.content, `reply:${first.id}`, [first.id], now()), inboxDeleteOps(key, [first.id]));

@@ -1,7 +1,13 @@
+import { createReadStream } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
+import { get as httpGetPlain, type Agent } from "node:http";
+import { get as httpsGet } from "node:https";
 import { extname, join } from "node:path";
 import { Api, GrammyError, HttpError, InputFile } from "grammy";
 import type { Message, Update } from "grammy/types";
+import { HttpProxyAgent } from "http-proxy-agent";
+import { HttpsProxyAgent } from "https-proxy-agent";
+import OpenAI from "openai";
 import type { Logger } from "pino";
 import { createActor, fromPromise } from "xstate";
 import { z } from "zod";
@@ -35,9 +41,33 @@ export const BOT_COMMANDS = [
 const OFFSET_KEY = "telegram:offset";
 const offsetSchema = z.object({ offset: z.number().int() });
 const TYPING_EVERY_MS = 4_000;
+const STREAM_EDIT_EVERY_MS = 1_000;
 /** Room for HTML escaping: markdown is split below Telegram's limit, then converted. */
 const SPLIT_AT = TELEGRAM_MAX_CHARS - 600;
 const IMAGE_EXTS = [".jpg", ".jpeg", ".png", ".gif", ".webp"];
+
+/** channels.telegram.proxy ("http://host:port"): every Bot API call and file download goes through it. */
+export function proxyAgent(proxy: string | null, apiRoot: string) {
+  if (!proxy) return undefined;
+  return apiRoot.startsWith("https:") ? new HttpsProxyAgent(proxy) : new HttpProxyAgent(proxy);
+}
+
+/** A file download (through the proxy agent when there is one). */
+function httpGet(url: string, agent?: Agent): Promise<Buffer> {
+  const get = url.startsWith("https:") ? httpsGet : httpGetPlain;
+  return new Promise((resolve, reject) => {
+    get(url, { agent }, (res) => {
+      if (res.statusCode !== 200) {
+        res.resume();
+        return reject(new Error(`file download answered ${res.statusCode}`));
+      }
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => resolve(Buffer.concat(chunks)));
+      res.on("error", reject);
+    }).on("error", reject);
+  });
+}
 
 /** grammY's errors as the poller machine reads them: the HTTP status decides (401 stops, the rest back off). */
 function pollError(err: unknown): PollError {
@@ -53,23 +83,38 @@ function pollError(err: unknown): PollError {
  */
 export function createTelegramChannel(deps: TelegramDeps): Channel {
   const cfg = deps.config;
-  const api = new Api(cfg.token, { apiRoot: cfg.apiRoot });
+  const agent = proxyAgent(cfg.proxy, cfg.apiRoot);
+  const api = new Api(cfg.token, { apiRoot: cfg.apiRoot, ...(agent ? { baseFetchConfig: { agent } as never } : {}) });
+
   const log = deps.logger?.child({ channel: "telegram" });
   let me: { id: number; username: string } | undefined;
   let poller: ReturnType<typeof createActor<typeof telegramPollerMachine>> | undefined;
   const typing = new Map<string, NodeJS.Timeout>();
+  /** Replies being streamed by editing one message (channels.telegram.streaming). */
+  const streams = new Map<string, { messageId?: number; text: string; lastEdit: number; timer?: NodeJS.Timeout; busy: Promise<void> }>();
   const subs: Array<{ unsubscribe(): void }> = [];
 
-  async function download(fileId: string, fallbackName: string): Promise<string> {
+  async function downloadFile(fileId: string, fallbackName: string): Promise<string> {
     const file = await api.getFile(fileId);
     if (!file.file_path) throw new Error("Telegram gave no file path");
-    const res = await fetch(`${cfg.apiRoot}/file/bot${cfg.token}/${file.file_path}`);
-    if (!res.ok) throw new Error(`file download answered ${res.status}`);
+    const body = await httpGet(`${cfg.apiRoot}/file/bot${cfg.token}/${file.file_path}`, agent);
     const dir = join(deps.mediaDir, "telegram");
     await mkdir(dir, { recursive: true });
     const path = join(dir, `${file.file_unique_id}${extname(file.file_path) || extname(fallbackName)}`);
-    await writeFile(path, Buffer.from(await res.arrayBuffer()));
+    await writeFile(path, body);
     return path;
+  }
+
+  /** Speech to text through the configured OpenAI-compatible endpoint; undefined if it fails (the file path stays). */
+  async function transcribe(path: string): Promise<string | undefined> {
+    try {
+      const client = new OpenAI({ baseURL: cfg.transcription.apiBase!, apiKey: cfg.transcription.apiKey || "none", maxRetries: 1 });
+      const result = await client.audio.transcriptions.create({ file: createReadStream(path), model: cfg.transcription.model });
+      return result.text.trim() || undefined;
+    } catch (err) {
+      log?.warn({ err }, "voice transcription failed; passing the file instead");
+      return undefined;
+    }
   }
 
   /** The text and files of a message; media are downloaded to <data dir>/media/telegram. */
@@ -78,7 +123,7 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
     const media: string[] = [];
     const attach = async (fileId: string, name: string, label: string) => {
       try {
-        const path = await download(fileId, name);
+        const path = await downloadFile(fileId, name);
         media.push(path);
         parts.push(`[${label}: ${path}]`);
       } catch (err) {
@@ -88,7 +133,12 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
     };
     if (m.photo?.length) await attach(m.photo.at(-1)!.file_id, "photo.jpg", "image");
     if (m.document) await attach(m.document.file_id, m.document.file_name ?? "file", `file ${m.document.file_name ?? ""}`.trim());
-    if (m.voice) await attach(m.voice.file_id, "voice.ogg", "voice message");
+    if (m.voice) {
+      await attach(m.voice.file_id, "voice.ogg", "voice message");
+      const path = media.at(-1);
+      const text = path && cfg.transcription.apiBase ? await transcribe(path) : undefined;
+      if (text) parts.push(`[transcription: ${text}]`);
+    }
     if (m.audio) await attach(m.audio.file_id, m.audio.file_name ?? "audio.mp3", "audio");
     return { content: parts.filter(Boolean).join("\n"), media };
   }
@@ -139,6 +189,23 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
         for (const plain of splitMessage(part, TELEGRAM_MAX_CHARS)) await api.sendMessage(chatId, plain, reply);
       }
     }
+  }
+
+  /** Puts the final reply into the streamed message; false when it does not fit in one (it is then sent normally). */
+  async function finishStream(chatId: string, messageId: number, markdown: string): Promise<boolean> {
+    const html = markdownToTelegramHtml(markdown);
+    if (html.length > TELEGRAM_MAX_CHARS) {
+      await api.deleteMessage(chatId, messageId).catch(() => undefined);
+      return false;
+    }
+    try {
+      await api.editMessageText(chatId, messageId, html, { parse_mode: "HTML", link_preview_options: { is_disabled: true } });
+    } catch (err) {
+      if (!(err instanceof GrammyError) || err.error_code !== 400) throw err;
+      if (/not modified/i.test(err.description)) return true;
+      await api.editMessageText(chatId, messageId, markdown);
+    }
+    return true;
   }
 
   return {
@@ -196,6 +263,14 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
       [...typing.keys()].forEach(stopTyping);
     },
     async send(record: OutboxRecord) {
+      const stream = record.answers.length ? streams.get(record.chatId) : undefined;
+      if (stream) {
+        // The streamed message becomes the reply: its final text replaces the draft.
+        streams.delete(record.chatId);
+        clearTimeout(stream.timer);
+        await stream.busy;
+        if (stream.messageId !== undefined && (await finishStream(record.chatId, stream.messageId, record.content))) return;
+      }
       const replyTo = cfg.replyToMessage ? Number(/^telegram:-?\d+:(\d+)$/.exec(record.answers[0] ?? "")?.[1]) || undefined : undefined;
       try {
         if (record.content.trim()) await sendText(record.chatId, record.content, replyTo);
@@ -212,9 +287,30 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
       }
     },
     progress(update: ProgressUpdate) {
-      if (update.type !== "tool_hint" || !update.sessionKey.startsWith("telegram:")) return;
+      if (!update.sessionKey.startsWith("telegram:")) return;
       const chatId = update.sessionKey.slice("telegram:".length);
-      void api.sendMessage(chatId, `🔧 ${update.tool}: ${update.hint}`).catch(() => undefined);
+      if (update.type === "tool_hint") {
+        void api.sendMessage(chatId, `🔧 ${update.tool}: ${update.hint}`).catch(() => undefined);
+        return;
+      }
+      if (!cfg.streaming) return;
+      const s = streams.get(chatId) ?? { text: "", lastEdit: 0, busy: Promise.resolve() };
+      streams.set(chatId, s);
+      s.text += update.delta;
+      if (s.timer) return;
+      // At most one edit a second: the first delta opens the message, later ones are gathered.
+      const wait = Math.max(0, s.lastEdit + STREAM_EDIT_EVERY_MS - Date.now());
+      s.timer = setTimeout(() => {
+        s.timer = undefined;
+        s.lastEdit = Date.now();
+        const text = s.text.slice(0, TELEGRAM_MAX_CHARS);
+        s.busy = s.busy
+          .then(async () => {
+            if (s.messageId === undefined) s.messageId = (await api.sendMessage(chatId, text)).message_id;
+            else await api.editMessageText(chatId, s.messageId, text);
+          })
+          .catch((err: unknown) => log?.debug({ err }, "stream edit failed"));
+      }, wait);
     },
   };
 }

@@ -16,6 +16,7 @@ export interface SessionMessage {
   chatId: string;
   content: string;
   at: number;
+  media?: string[];
 }
 
 export interface SessionInput {

@@ -183,7 +183,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     await store.batch(inboxPutOps({ id, sessionKey, channel, chatId: inbound.chatId, senderId: inbound.senderId, content: inbound.content, media, at }), { sync: true });
     fault("after-inbox-write");
     bus.publish({ type: "inbound", channel, chatId: inbound.chatId, senderId: inbound.senderId, content: inbound.content, messageId: id, media, sessionKey, at });
-    supervisor.send({ type: "inbound", sessionKey, message: { id, channel, chatId: inbound.chatId, content: inbound.content, at } });
+    supervisor.send({ type: "inbound", sessionKey, message: { id, channel, chatId: inbound.chatId, content: inbound.content, at, media } });
     return id;
   };
 

@@ -55,6 +55,10 @@ const telegramSchema = z.object({
   groupPolicy: z.enum(["mention", "open"]).default("mention"),
   streaming: z.boolean().default(false),
   apiRoot: z.string().default("https://api.telegram.org"),
+  /** Voice messages are transcribed by this OpenAI-compatible endpoint when apiBase is set; else passed as a file. */
+  transcription: z
+    .object({ apiBase: z.string().nullable().default(null), apiKey: z.string().default(""), model: z.string().default("whisper-1") })
+    .prefault({}),
 });
 
 const channelsSchema = z.object({

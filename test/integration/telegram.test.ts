@@ -1,9 +1,12 @@
 import { readFile } from "node:fs/promises";
+import { createServer, request as httpRequest } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Daemon } from "../../src/runtime.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { startFakeTelegram, type FakeTelegram } from "../fixtures/fake-telegram.js";
+import { startFakeWeb } from "../fixtures/fake-web.js";
 import { startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
@@ -32,14 +35,14 @@ describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () =
     tg = undefined;
   });
 
-  async function start(telegram: Record<string, unknown> = {}, dir?: string) {
+  async function start(telegram: Record<string, unknown> = {}, dir?: string, stream = false) {
     tg ??= await startFakeTelegram(TOKEN);
     const home = dir ?? (await tmp());
     daemon = await startDaemon(
       home,
       fake!.url,
       { config: { channels: { telegram: { enabled: true, token: TOKEN, apiRoot: tg.apiRoot, allowFrom: ["alice"], ...telegram } } } },
-      { telegram: { pollTimeoutS: 1, baseBackoffMs: 100 } },
+      { telegram: { pollTimeoutS: 1, baseBackoffMs: 100 }, stream },
     );
     return home;
   }
@@ -59,6 +62,23 @@ describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () =
     expect(tg!.calls.some((c) => c.method === "sendChatAction" && c.body.action === "typing")).toBe(true);
     const userMessage = fake!.requests[0]?.body.messages.at(-1)?.content;
     expect(String(userMessage)).toMatch(/Channel: telegram\nChat ID: 42\n\nhi there$/);
+  });
+
+  it("streams a reply by editing one message, at most once a second, ending with the final HTML", async () => {
+    const answer = "**Streaming** works: " + "tokens arrive one by one. ".repeat(6);
+    fake = await startFakeOpenAi([{ content: answer, chunkDelayMs: 25 }]);
+    await start({ streaming: true }, undefined, true);
+    tg!.message("stream please");
+    await until(() => tg!.calls.find((c) => c.method === "editMessageText" && c.body.parse_mode === "HTML"), 15_000);
+    const opened = tg!.sent();
+    expect(opened).toHaveLength(1);
+    expect(String(opened[0]?.text).length).toBeLessThan(answer.length);
+    const edits = tg!.calls.filter((c) => c.method === "editMessageText");
+    const final = edits.at(-1)!;
+    expect(final.body).toMatchObject({ parse_mode: "HTML", text: `<b>Streaming</b> works: ${"tokens arrive one by one. ".repeat(6).trimEnd()}` });
+    // The drafts between the first message and the final edit came at most once a second.
+    const drafts = edits.slice(0, -1).map((c) => c.at);
+    for (let i = 1; i < drafts.length; i++) expect(drafts[i]! - drafts[i - 1]!).toBeGreaterThanOrEqual(950);
   });
 
   it("ignores senders outside allowFrom, and in groups answers only when mentioned", async () => {
@@ -136,6 +156,53 @@ describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () =
     expect(daemon!.supervisor.getSnapshot().status).toBe("active");
   });
 
+  it("transcribes a voice message through the configured OpenAI-compatible endpoint", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "noted" }));
+    let upload = "";
+    const speech = await startFakeWeb({
+      "/v1/audio/transcriptions": (req, res) => {
+        req.on("data", (c: Buffer) => (upload += c.toString("latin1")));
+        req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ text: "buy milk tomorrow" })));
+      },
+    });
+    tg = await startFakeTelegram(TOKEN);
+    tg.addFile("v1", "voice/file_9.oga", Buffer.from("OGGVOICE"));
+    const home = await start({ transcription: { apiBase: `${speech.origin}/v1`, apiKey: "k", model: "whisper-1" } });
+    tg.message("", undefined, undefined, { voice: { file_id: "v1", file_unique_id: "uv1", duration: 2 } });
+    await until(() => tg!.sent()[0]);
+    await speech.close();
+    expect(upload).toContain("OGGVOICE");
+    expect(upload).toContain("whisper-1");
+    expect(String(fake.requests[0]?.body.messages.at(-1)?.content)).toMatch(
+      new RegExp(`\\n\\n\\[voice message: ${join(home, "media/telegram/uv1.oga").replace(/[/.]/g, "\\$&")}\\]\\n\\[transcription: buy milk tomorrow\\]$`),
+    );
+  });
+
+  it("honours channels.telegram.proxy for Bot API calls and file downloads", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "via proxy" }));
+    const hits: string[] = [];
+    const proxy = createServer((req, res) => {
+      hits.push(`${req.method} ${req.url}`);
+      const upstream = httpRequest(new URL(req.url!), { method: req.method, headers: req.headers }, (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      });
+      upstream.on("error", () => res.destroy());
+      req.pipe(upstream);
+    });
+    await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
+    tg = await startFakeTelegram(TOKEN);
+    tg.addFile("d9", "documents/x.txt", Buffer.from("hello"));
+    await start({ proxy: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}` });
+    tg.message("", undefined, undefined, { caption: "see", document: { file_id: "d9", file_unique_id: "ud9", file_name: "x.txt" } });
+    await until(() => tg!.sent()[0]);
+    proxy.closeAllConnections();
+    proxy.close();
+    expect(hits.some((h) => h.startsWith(`POST ${tg!.apiRoot}/bot${TOKEN}/getUpdates`))).toBe(true);
+    expect(hits.some((h) => h.startsWith(`POST ${tg!.apiRoot}/bot${TOKEN}/sendMessage`))).toBe(true);
+    expect(hits).toContain(`GET ${tg!.apiRoot}/file/bot${TOKEN}/documents/x.txt`);
+  });
+
   it("downloads photos and documents to the media folder and hands the paths to the turn", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "nice picture" }));
     tg = await startFakeTelegram(TOKEN);
@@ -143,8 +210,15 @@ describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () =
     const home = await start();
     tg.message("", undefined, undefined, { caption: "look", photo: [{ file_id: "ph0", file_unique_id: "s", width: 1, height: 1 }, { file_id: "ph1", file_unique_id: "uph1", width: 9, height: 9 }] });
     await until(() => tg!.sent()[0]);
+    tg.addFile("doc1", "documents/file_2.pdf", Buffer.from("%PDF-1.4"));
+    tg.message("", undefined, undefined, { caption: "and this", document: { file_id: "doc1", file_unique_id: "udoc1", file_name: "report.pdf" } });
+    await until(() => tg!.sent()[1]);
+    expect(String(fake.requests[1]?.body.messages.at(-1)?.content)).toContain(`\n\nand this\n[file report.pdf: ${join(home, "media/telegram/udoc1.pdf")}]`);
     const saved = join(home, "media/telegram/uph1.jpg");
     expect(await readFile(saved, "utf8")).toBe("JPEGDATA");
-    expect(String(fake.requests[0]?.body.messages.at(-1)?.content)).toMatch(new RegExp(`\\n\\nlook\\n\\[image: ${saved.replace(/[/.]/g, "\\$&")}\\]$`));
+    // The image reaches the model as an image part; the text names the saved file.
+    const content = fake.requests[0]?.body.messages.at(-1)?.content as Array<{ type: string; text?: string; image_url?: { url: string } }>;
+    expect(content[0]?.text).toMatch(new RegExp(`\\n\\nlook\\n\\[image: ${saved.replace(/[/.]/g, "\\$&")}\\]$`));
+    expect(content[1]).toEqual({ type: "image_url", image_url: { url: `data:image/jpeg;base64,${Buffer.from("JPEGDATA").toString("base64")}` } });
   });
 });
