@@ -28,6 +28,8 @@ export interface TelegramDeps {
   logger?: Logger;
   /** getUpdates long-poll seconds (tests shorten it). */
   pollTimeoutS?: number;
+  /** How long past its long-poll window a getUpdates may hang before the watchdog gives it up. */
+  watchdogGraceS?: number;
   baseBackoffMs?: number;
 }
 
@@ -223,8 +225,9 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
       });
       const poll = fromPromise<number, void>(async ({ signal }) => {
         const timeout = deps.pollTimeoutS ?? 25;
-        // The watchdog: a poll that outlives its long-poll window by 15 s is given up and retried.
-        const watchdog = AbortSignal.any([signal, AbortSignal.timeout((timeout + 15) * 1000)]);
+        // The watchdog: a poll that outlives its long-poll window by the grace is given up and retried.
+        const stalled = AbortSignal.timeout((timeout + (deps.watchdogGraceS ?? 15)) * 1000);
+        const watchdog = AbortSignal.any([signal, stalled]);
         try {
           const stored = await deps.store.get("meta", OFFSET_KEY, offsetSchema);
           const updates = await api.getUpdates({ offset: stored?.offset, timeout, allowed_updates: ["message"] }, watchdog as Parameters<Api["getUpdates"]>[1]);
@@ -236,6 +239,7 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
           return updates.length;
         } catch (err) {
           if (signal.aborted) throw err;
+          if (stalled.aborted) throw { message: `getUpdates stalled for over ${timeout + (deps.watchdogGraceS ?? 15)} s; restarting the poll` } satisfies PollError;
           throw pollError(err);
         }
       });

@@ -95,7 +95,7 @@ export interface DaemonOptions extends RuntimeOptions {
   /** How long running turns get to finish on shutdown before they are stopped at their last checkpoint. */
   shutdownGraceMs?: number;
   /** Telegram polling knobs (tests shorten them). */
-  telegram?: { pollTimeoutS?: number; baseBackoffMs?: number };
+  telegram?: { pollTimeoutS?: number; baseBackoffMs?: number; watchdogGraceS?: number };
 }
 
 export interface Daemon extends AgentRuntime {

@@ -42,7 +42,7 @@ describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () =
       home,
       fake!.url,
       { config: { channels: { telegram: { enabled: true, token: TOKEN, apiRoot: tg.apiRoot, allowFrom: ["alice"], ...telegram } } } },
-      { telegram: { pollTimeoutS: 1, baseBackoffMs: 100 }, stream },
+      { telegram: { pollTimeoutS: 1, baseBackoffMs: 100, watchdogGraceS: 1 }, stream },
     );
     return home;
   }
@@ -142,6 +142,19 @@ describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () =
     expect(gaps[0]).toBeGreaterThanOrEqual(90);
     expect(gaps[1]).toBeGreaterThanOrEqual(180);
     expect(gaps[2]).toBeGreaterThanOrEqual(360);
+  });
+
+  it("the watchdog gives up a stalled poll and polls again", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "still here" }));
+    tg = await startFakeTelegram(TOKEN);
+    tg.hangPolls(1);
+    await start();
+    tg.message("hello?");
+    const t0 = Date.now();
+    await until(() => tg!.sent()[0], 10_000);
+    // 1 s long poll + 1 s grace, then a back-off and a fresh poll.
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(1_500);
+    expect(tg.calls.filter((c) => c.method === "getUpdates").length).toBeGreaterThanOrEqual(2);
   });
 
   it("a rejected token (401) stops the channel with a clear status; the daemon keeps running", async () => {
