@@ -13,7 +13,7 @@ import { createActor, fromPromise } from "xstate";
 import { z } from "zod";
 import type { Bus } from "../src/bus/index.js";
 import type { Channel, ChannelInbound, ProgressUpdate } from "../src/channels/channel.js";
-import { DeliveryRejectedError } from "../src/channels/channel.js";
+import { DeliveryRejectedError, PermanentChannelError } from "../src/channels/channel.js";
 import { isAllowed, markdownToTelegramHtml, splitMessage, TELEGRAM_MAX_CHARS } from "../src/channels/telegram-format.js";
 import type { Config } from "../src/config/schema.js";
 import type { OutboxRecord } from "../src/store/outbox.js";
@@ -246,7 +246,7 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
       poller = createActor(telegramPollerMachine.provide({ actors: { connect, poll } }), { input: { baseBackoffMs: deps.baseBackoffMs } });
       poller.subscribe((snap) => {
         if (snap.value === "backing_off") log?.warn({ error: snap.context.lastError, failures: snap.context.failures }, "telegram polling failed; backing off");
-        if (snap.status === "done") fail(new Error(snap.context.fatal ?? "telegram poller stopped"));
+        if (snap.status === "done") fail(new PermanentChannelError(snap.context.fatal ?? "telegram poller stopped"));
       });
       poller.start();
       subs.push(

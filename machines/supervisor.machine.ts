@@ -149,7 +149,9 @@ export const supervisorMachine = setup({
             const error = (event as unknown as { error: unknown }).error;
             const lastError = error instanceof Error ? error.message : String(error);
             enqueue.stopChild(id);
-            if (failures.length > context.policy.maxRestarts) {
+            // An error that says restarting cannot help (a rejected token) fails the child at once.
+            const permanent = (error as { permanent?: unknown } | undefined)?.permanent === true;
+            if (permanent || failures.length > context.policy.maxRestarts) {
               enqueue.assign({ children: { ...context.children, [id]: { ...record, status: "failed", failures, lastError, since: now } } });
               enqueue({ type: "childFailed", params: { id, error: lastError } });
               return;

@@ -32,3 +32,8 @@ export interface Channel {
 
 /** Thrown by send() when the platform refused a message for good: retrying would not help. */
 export class DeliveryRejectedError extends Error {}
+
+/** A channel failure that restarting cannot fix (a rejected token): the supervisor marks the channel failed at once. */
+export class PermanentChannelError extends Error {
+  readonly permanent = true;
+}

@@ -166,6 +166,10 @@ describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () =
       return c?.lastError ? c : undefined;
     });
     expect(failed.lastError).toBe("Telegram rejected the bot token (401): Unauthorized. Check channels.telegram.token.");
+    // Restarting cannot fix a rejected token: failed at once, not retried.
+    expect(failed.status).toBe("failed");
+    await sleep(800);
+    expect(tg.calls.filter((c) => c.method === "getMe")).toHaveLength(1);
     expect(daemon!.supervisor.getSnapshot().status).toBe("active");
   });
 
