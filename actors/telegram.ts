@@ -1,12 +1,8 @@
 import { createReadStream } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
-import { get as httpGetPlain, type Agent } from "node:http";
-import { get as httpsGet } from "node:https";
 import { extname, join } from "node:path";
-import { Api, GrammyError, HttpError, InputFile } from "grammy";
+import { Api, GrammyError, InputFile } from "grammy";
 import type { Message, Update } from "grammy/types";
-import { HttpProxyAgent } from "http-proxy-agent";
-import { HttpsProxyAgent } from "https-proxy-agent";
 import OpenAI from "openai";
 import type { Logger } from "pino";
 import { createActor, fromPromise } from "xstate";
@@ -15,6 +11,7 @@ import type { Bus } from "../src/bus/index.js";
 import type { Channel, ChannelInbound, ProgressUpdate } from "../src/channels/channel.js";
 import { DeliveryRejectedError, PermanentChannelError } from "../src/channels/channel.js";
 import { isAllowed, markdownToTelegramHtml, splitMessage, TELEGRAM_MAX_CHARS } from "../src/channels/telegram-format.js";
+import { httpGet, pollError, proxyAgent } from "../src/channels/telegram-net.js";
 import type { Config } from "../src/config/schema.js";
 import type { OutboxRecord } from "../src/store/outbox.js";
 import type { Store } from "../src/store/store.js";
@@ -47,36 +44,6 @@ const STREAM_EDIT_EVERY_MS = 1_000;
 /** Room for HTML escaping: markdown is split below Telegram's limit, then converted. */
 const SPLIT_AT = TELEGRAM_MAX_CHARS - 600;
 const IMAGE_EXTS = [".jpg", ".jpeg", ".png", ".gif", ".webp"];
-
-/** channels.telegram.proxy ("http://host:port"): every Bot API call and file download goes through it. */
-export function proxyAgent(proxy: string | null, apiRoot: string) {
-  if (!proxy) return undefined;
-  return apiRoot.startsWith("https:") ? new HttpsProxyAgent(proxy) : new HttpProxyAgent(proxy);
-}
-
-/** A file download (through the proxy agent when there is one). */
-function httpGet(url: string, agent?: Agent): Promise<Buffer> {
-  const get = url.startsWith("https:") ? httpsGet : httpGetPlain;
-  return new Promise((resolve, reject) => {
-    get(url, { agent }, (res) => {
-      if (res.statusCode !== 200) {
-        res.resume();
-        return reject(new Error(`file download answered ${res.statusCode}`));
-      }
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => resolve(Buffer.concat(chunks)));
-      res.on("error", reject);
-    }).on("error", reject);
-  });
-}
-
-/** grammY's errors as the poller machine reads them: the HTTP status decides (401 stops, the rest back off). */
-function pollError(err: unknown): PollError {
-  if (err instanceof GrammyError) return { status: err.error_code, message: err.description };
-  if (err instanceof HttpError) return { message: `network error: ${String((err.error as Error)?.message ?? err.message)}` };
-  return { message: err instanceof Error ? err.message : String(err) };
-}
 
 /**
  * The Telegram channel: long polling driven by the poller machine, messages into the inbox before
