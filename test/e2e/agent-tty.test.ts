@@ -35,13 +35,18 @@ describe("troupe agent on a terminal", () => {
     try {
       let at = await waitFor("you> ");
       child.stdin.write("be slow\r");
-      while (fake.requests.length < 1) await new Promise((r) => setTimeout(r, 20));
+      const asked = Date.now();
+      while (fake.requests.length < 1) {
+        if (Date.now() - asked > 15_000) throw new Error(`the model was never called; screen: ${JSON.stringify(screen)}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
       child.stdin.write("\x03");
       at = await waitFor("Stopped.", at);
       child.stdin.write("hello\r");
       await waitFor("quick answer", at);
       child.stdin.write("\x04");
-      expect(await exited).toBe(0);
+      const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r("still running"), 10_000))]);
+      expect(code, `screen: ${JSON.stringify(screen)}`).toBe(0);
       expect(screen).not.toContain("too late");
     } finally {
       child.kill("SIGKILL");
