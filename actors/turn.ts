@@ -91,6 +91,7 @@ export function startTurn(
   let chain: Promise<void> = Promise.resolve();
   let pendingInitial = resumed ? [] : [...((start as { initialOps?: StoreOp[] }).initialOps ?? []), openTurnOp(turnId, input.sessionKey)];
   const resumes = (resumed?.resumes ?? 0) + (resumed ? 1 : 0);
+  let inputStored = Boolean(resumed);
   let settle!: { resolve: (r: TurnResult) => void; reject: (e: unknown) => void };
   const done = new Promise<TurnResult>((resolve, reject) => (settle = { resolve, reject }));
 
@@ -126,7 +127,9 @@ export function startTurn(
     chain = chain
       .then(async () => {
         const extra = result ? [...(await onFinal(result)), closeTurnOp(turnId, input.sessionKey)] : [];
-        if (write) await deps.store.batch([...initial, ...checkpointOps(record, snap.context.iteration), ...extra], { sync: true });
+        const withInput = write && !inputStored;
+        if (write) await deps.store.batch([...initial, ...checkpointOps(record, snap.context.iteration, { withInput }), ...extra], { sync: true });
+        if (withInput) inputStored = true;
         barrier.mark(turnId, record.seq);
         if (result) {
           barrier.forget(turnId);

@@ -14,8 +14,8 @@ export const turnRecordSchema = z.object({
   final: z.boolean(),
   seq: z.number().int().nonnegative(),
   snapshot: z.unknown(),
-  /** The input the turn was started with, for re-creating its actor on recovery. */
-  input: z.unknown(),
+  /** The input the turn was started with, for re-creating its actor on recovery (stored once, see checkpointOps). */
+  input: z.unknown().optional(),
   createdAt: z.number(),
   updatedAt: z.number(),
   /** How many times the turn was resumed after troupe stopped mid-turn. */
@@ -41,11 +41,21 @@ export type ToolJournalRecord = Extract<JournalRecord, { kind: "tool" }>;
 
 const pad = (n: number) => String(n).padStart(6, "0");
 
-export function checkpointOps(record: TurnRecord, iteration: number): StoreOp[] {
+const inputKey = (turnId: string) => `${turnId}:input`;
+const storedInputSchema = z.object({ input: z.unknown() });
+
+/**
+ * One checkpoint: the record (snapshot, state) and its journal entry. The turn's input (system
+ * prompt and history) never changes, so it is written once, with the first checkpoint, not with
+ * every one.
+ */
+export function checkpointOps(record: TurnRecord, iteration: number, opts: { withInput?: boolean } = {}): StoreOp[] {
   const entry: JournalRecord = { kind: "state", turnId: record.turnId, seq: record.seq, state: record.state, iteration, at: record.updatedAt };
+  const { input, ...withoutInput } = record;
   return [
-    { type: "put", sublevel: "turns", key: record.turnId, value: record },
+    { type: "put", sublevel: "turns", key: record.turnId, value: withoutInput },
     { type: "put", sublevel: "journal", key: `${record.turnId}:state:${pad(record.seq)}`, value: entry },
+    ...(opts.withInput ? [{ type: "put" as const, sublevel: "journal" as const, key: inputKey(record.turnId), value: { input } }] : []),
   ];
 }
 
@@ -53,10 +63,14 @@ export function toolJournalOp(record: ToolJournalRecord): StoreOp {
   return { type: "put", sublevel: "journal", key: `${record.turnId}:tool:${record.callId}`, value: record };
 }
 
+/** A turn's record with its input, as recovery needs it. */
 export async function getTurn(store: Store, turnId: string): Promise<TurnRecord | undefined> {
-  return store.get("turns", turnId, turnRecordSchema);
+  const record = await store.get("turns", turnId, turnRecordSchema);
+  if (!record || record.input !== undefined) return record;
+  return { ...record, input: (await store.get("journal", inputKey(turnId), storedInputSchema))?.input };
 }
 
+/** Every turn's record, without inputs (for listings). */
 export async function listTurns(store: Store): Promise<TurnRecord[]> {
   return (await store.list("turns", turnRecordSchema)).map((r) => r.value);
 }

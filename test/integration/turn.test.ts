@@ -104,7 +104,11 @@ describe("turn machine", () => {
       for (const op of ops) if (op.type === "put" && op.sublevel === "turns") checkpoints.push(structuredClone(op.value as TurnRecord));
       return batch(ops, opts);
     };
-    const reference = await startTurn(deps, { input: turnInput("ref", "define alpha and beta") }).done;
+    const input = turnInput("ref", "define alpha and beta");
+    const reference = await startTurn(deps, { input }).done;
+    // The input is stored once, beside the first checkpoint; the records carry the rest.
+    expect(checkpoints.every((c) => c.input === undefined)).toBe(true);
+    expect((await getTurn(deps.store, "ref"))?.input).toEqual(input);
     expect(reference.state).toBe("responded");
     const referenceJournal = await toolJournal(deps.store, "ref");
     const resumable = checkpoints.filter((c) => !c.final);
@@ -113,7 +117,7 @@ describe("turn machine", () => {
     for (const record of resumable) {
       // Restoring under the same turn id in a store whose journal says every tool had completed.
       const runsBefore = tools.runs.length;
-      const result = await startTurn(deps, { record }).done;
+      const result = await startTurn(deps, { record: { ...record, input } }).done;
       expect(result.state, `restored from ${record.state}#${record.seq}`).toBe("responded");
       expect(result.output.newMessages).toEqual(reference.output.newMessages);
       expect(tools.runs.length, `tools re-run after restore from ${record.state}#${record.seq}`).toBe(runsBefore);
