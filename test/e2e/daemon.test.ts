@@ -10,8 +10,8 @@ import { runCli, TROUPE_BIN } from "../helpers/cli.js";
 import { writeHome } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
+import { sleep } from "../helpers/wait.js";
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("troupe daemon (real processes over loopback)", () => {
   const tmp = useTempDirs();

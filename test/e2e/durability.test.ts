@@ -7,8 +7,8 @@ import { writeHome } from "../helpers/daemon.js";
 import { runCli } from "../helpers/cli.js";
 import { getJson, postMessage, startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
+import { sleep, until } from "../helpers/wait.js";
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Reply {
   content: string;
@@ -35,15 +35,6 @@ function worker(latencyMs = 0) {
   });
 }
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 const runsOf = async (home: string) =>
   (await readFile(join(home, "workspace/runs.txt"), "utf8").catch(() => "")).split("\n").filter(Boolean);
@@ -91,10 +82,14 @@ describe("durable execution across kill -9 (real gateway processes, TROUPE_FAULT
 
     gateway = await startGateway(dir);
     const g = gateway;
-    const replies = await waitFor("the reply", async () => {
-      const r = await getJson<{ replies: Reply[] }>(g, "/api/sessions/api:k/replies");
-      return r.replies.length ? r.replies : undefined;
-    });
+    const replies = await until(
+      async () => {
+        const r = await getJson<{ replies: Reply[] }>(g, "/api/sessions/api:k/replies");
+        return r.replies.length ? r.replies : undefined;
+      },
+      20_000,
+      "the reply",
+    );
     await sleep(500);
     const after = await getJson<{ replies: Reply[] }>(g, "/api/sessions/api:k/replies");
     expect(after.replies.map((r) => r.content)).toEqual(["All done."]);
@@ -127,7 +122,7 @@ describe("durable execution across kill -9 (real gateway processes, TROUPE_FAULT
 
     gateway = await startGateway(dir);
     const g = gateway;
-    await waitFor("the reply", async () => ((await getJson<{ replies: Reply[] }>(g, "/api/sessions/api:k/replies")).replies.length ? true : undefined));
+    await until(async () => ((await getJson<{ replies: Reply[] }>(g, "/api/sessions/api:k/replies")).replies.length ? true : undefined), 20_000, "the reply");
     const after = await runCli(["sessions", "list"], { TROUPE_HOME: dir });
     expect(after.stdout).toMatch(/\napi:k\s+1\s+\d+\s+\S+ \S+\s+1 resumed\n$/);
     const show = await runCli(["sessions", "show", "api:k"], { TROUPE_HOME: dir });
@@ -150,11 +145,15 @@ describe("durable execution across kill -9 (real gateway processes, TROUPE_FAULT
 
     gateway = await startGateway(dir);
     const g = gateway;
-    await waitFor("the recovery to start", async () => (g.output().includes("recovering interrupted work") ? true : undefined), 5_000);
-    await waitFor("all 20 replies", async () => {
-      const counts = await Promise.all(names.map(async (n) => (await getJson<{ replies: Reply[] }>(g, `/api/sessions/api:${n}/replies`)).replies.length));
-      return counts.every((c) => c >= 1) ? counts : undefined;
-    }, 30_000);
+    await until(async () => (g.output().includes("recovering interrupted work") ? true : undefined), 5_000, "the recovery to start");
+    await until(
+      async () => {
+        const counts = await Promise.all(names.map(async (n) => (await getJson<{ replies: Reply[] }>(g, `/api/sessions/api:${n}/replies`)).replies.length));
+        return counts.every((c) => c >= 1) ? counts : undefined;
+      },
+      30_000,
+      "all 20 replies",
+    );
     await sleep(500);
     for (const n of names) {
       const { replies } = await getJson<{ replies: Reply[] }>(g, `/api/sessions/api:${n}/replies`);

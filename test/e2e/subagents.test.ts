@@ -5,8 +5,8 @@ import { runCli } from "../helpers/cli.js";
 import { writeHome } from "../helpers/daemon.js";
 import { getJson, postMessage, startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
+import { sleep, until } from "../helpers/wait.js";
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Node {
   id: string;
@@ -19,15 +19,6 @@ interface Reply {
   answers: string[];
 }
 
-async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error("timed out");
-    await sleep(100);
-  }
-}
 
 describe("subagents across kill -9 (real gateway processes)", () => {
   const tmp = useTempDirs();

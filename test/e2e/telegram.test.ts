@@ -4,9 +4,9 @@ import { startFakeTelegram, type FakeTelegram } from "../fixtures/fake-telegram.
 import { writeHome } from "../helpers/daemon.js";
 import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
+import { sleep } from "../helpers/wait.js";
 
 const TOKEN = "123:E2E";
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("Telegram across kill -9 (real gateway, fake Bot API)", () => {
   const tmp = useTempDirs();

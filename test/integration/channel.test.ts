@@ -9,8 +9,8 @@ import { openStore, type Store } from "../../src/store/store.js";
 import { startFakeOpenAi } from "../fixtures/fake-openai.js";
 import { replyTo, startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
+import { sleep } from "../helpers/wait.js";
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const record = (id: string, content: string): OutboxRecord => ({ deliveryId: id, channel: "fake", chatId: "c", content, media: [], answers: [], createdAt: Date.now(), attempts: 0 });
 
 /** A channel whose platform fails the first `failures` sends of each message, and refuses "bad". */

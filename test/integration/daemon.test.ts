@@ -4,8 +4,8 @@ import { sessionInbox } from "../../src/store/inbox.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { replyTo, startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
+import { sleep } from "../helpers/wait.js";
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const send = (d: Daemon, chatId: string, content: string) => d.accept("api", { chatId, senderId: "u", content });
 const sessionIds = (d: Daemon) => (d.tree.tree()?.children ?? []).filter((c) => c.kind === "session").map((c) => c.id);
 

@@ -7,9 +7,9 @@ import type { FakeOpenAi } from "../fixtures/fake-openai.js";
 import { replyTo, startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { toolCtx } from "../helpers/tools.js";
+import { sleep } from "../helpers/wait.js";
 
 const send = (d: Daemon, chatId: string, content: string) => d.accept("api", { chatId, senderId: "u", content });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("subagents (in-process daemon, fake model)", () => {
   const tmp = useTempDirs();

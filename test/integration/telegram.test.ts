@@ -9,18 +9,9 @@ import { startFakeTelegram, type FakeTelegram } from "../fixtures/fake-telegram.
 import { startFakeWeb } from "../fixtures/fake-web.js";
 import { startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
+import { sleep, until } from "../helpers/wait.js";
 
 const TOKEN = "123:TEST";
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until<T>(probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error("timed out");
-    await sleep(30);
-  }
-}
 
 describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () => {
   const tmp = useTempDirs();
