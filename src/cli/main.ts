@@ -11,6 +11,12 @@ import { loadForCli } from "./load.js";
 import { onboard } from "./onboard.js";
 import { statusLines } from "./status.js";
 
+// `troupe … | head`: a reader that stops early is not an error.
+process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+  if (err.code === "EPIPE") process.exit(0);
+  throw err;
+});
+
 const program = new Command()
   .name("troupe")
   .description("A personal AI agent runtime, run as a supervised actor system")

@@ -1,7 +1,8 @@
 import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { runCli } from "../helpers/cli.js";
+import { spawn } from "node:child_process";
+import { runCli, TROUPE_BIN } from "../helpers/cli.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
 describe("troupe CLI", () => {
@@ -15,6 +16,17 @@ describe("troupe CLI", () => {
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("onboard");
     expect(help.stdout).toContain("status");
+  });
+
+  it("exits quietly when the reader of its output goes away (troupe … | head)", async () => {
+    const dir = await tempDir();
+    const child = spawn(process.execPath, [TROUPE_BIN, "daemon", "install-service", "--dry-run"], { env: { ...process.env, TROUPE_HOME: dir } });
+    let stderr = "";
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.stdout.once("data", () => child.stdout.destroy());
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    expect(stderr).not.toContain("EPIPE");
+    expect(code).toBe(0);
   });
 
   it("onboard creates config and workspace once; a second run changes nothing", async () => {

@@ -7,7 +7,6 @@ import { getJson, postMessage, startGateway, type GatewayProcess } from "../help
 import { useTempDirs } from "../helpers/tmp.js";
 import { sleep, until } from "../helpers/wait.js";
 
-
 interface Node {
   id: string;
   kind: string;
@@ -18,7 +17,6 @@ interface Reply {
   content: string;
   answers: string[];
 }
-
 
 describe("subagents across kill -9 (real gateway processes)", () => {
   const tmp = useTempDirs();
