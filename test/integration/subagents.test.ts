@@ -27,17 +27,14 @@ describe("subagents (in-process daemon, fake model)", () => {
     daemon = await startDaemon(await tmp(), fake.url);
     const outbound: Array<{ content: string; answers: string[] }> = [];
     daemon.bus.ofType("outbound").pipe(filter((e) => e.chatId === "k")).subscribe((e) => outbound.push(e));
-    const t0 = Date.now();
     const first = await send(daemon, "k", "please spawn 3");
     expect((await replyTo(daemon, first)).content).toBe("Started 3.");
     const resultIds = (await daemon.subagents.list("api:k")).map((r) => `subagent:${r.id}:result`);
     expect(resultIds).toHaveLength(3);
     while (!resultIds.every((id) => outbound.some((e) => e.answers.includes(id)))) await sleep(50);
-    const elapsed = Date.now() - t0;
     await sleep(300);
-    // Three 400 ms subagents overlapped: together they took about as long as one.
+    // The three subagents' model calls were in flight together (timing is for the benchmark).
     expect(model.maxSubagentsInFlight()).toBe(3);
-    expect(elapsed).toBeLessThan(2_500);
     // Each report was answered once, and entered the session's history once.
     for (const id of resultIds) expect(outbound.flatMap((e) => e.answers).filter((a) => a === id)).toHaveLength(1);
     const session = await sessionDetail(daemon.store, "api:k");
