@@ -51,6 +51,15 @@ describe("troupe daemon (real processes over loopback)", () => {
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: string }).error).toMatch(/content: .*expected string|Unrecognized key/);
 
+    // The live actor events, as the inspector reads them.
+    expect((await fetch(`${d.url}/api/events`)).status).toBe(401);
+    const watch = new AbortController();
+    const live = await fetch(`${d.url}/api/events`, { headers: d.auth, signal: watch.signal });
+    const actorEvents: Array<{ event: string; data: { actorId?: string; state?: string } }> = [];
+    const reading = (async () => {
+      for await (const m of readSse(live.body!)) actorEvents.push(m as (typeof actorEvents)[number]);
+    })().catch(() => undefined);
+
     const res = await fetch(`${d.url}/api/sessions/api:x/messages`, { method: "POST", headers: { ...d.auth, "content-type": "application/json" }, body: JSON.stringify({ content: "hi" }) });
     const events: string[] = [];
     let reply: unknown;
@@ -61,6 +70,14 @@ describe("troupe daemon (real processes over loopback)", () => {
     expect(reply).toMatchObject({ content: "Hello from the daemon." });
     expect(events[0]).toBe("accepted");
     expect(events).toContain("turn_state");
+    await sleep(200);
+    watch.abort();
+    await reading;
+    expect(actorEvents[0]?.event).toBe("tree");
+    expect(actorEvents.some((e) => e.event === "actor_spawned" && e.data.actorId === "session:api:x")).toBe(true);
+    const sessionStates = actorEvents.filter((e) => e.event === "actor_state" && e.data.actorId === "session:api:x").map((e) => e.data.state);
+    expect(sessionStates).toContain("active.running");
+    expect(sessionStates.at(-1)).toBe("idle");
 
     const session = (await (await fetch(`${d.url}/api/sessions/api:x`, { headers: d.auth })).json()) as { messages: Array<{ role: string; content: string }>; turns: Array<{ state: string }> };
     expect(session.messages.map((m) => `${m.role}:${m.content}`)).toEqual(["user:hi", "assistant:Hello from the daemon."]);
