@@ -24,3 +24,6 @@ export async function startDaemon(dir: string, url: string, extra: Parameters<ty
 /** The reply that answers a message id. */
 export const replyTo = (daemon: Daemon, messageId: string) =>
   firstValueFrom(daemon.bus.ofType("outbound").pipe(filter((e) => e.answers.includes(messageId))));
+
+/** A message from the API channel, as the control API would take it in; resolves with its id. */
+export const sendApi = (daemon: Daemon, chatId: string, content: string) => daemon.accept("api", { chatId, senderId: "u", content });

@@ -2,11 +2,10 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { Daemon } from "../../src/runtime.js";
 import { sessionInbox } from "../../src/store/inbox.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
-import { replyTo, startDaemon } from "../helpers/daemon.js";
+import { replyTo, sendApi as send, startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { sleep } from "../helpers/wait.js";
 
-const send = (d: Daemon, chatId: string, content: string) => d.accept("api", { chatId, senderId: "u", content });
 const sessionIds = (d: Daemon) => (d.tree.tree()?.children ?? []).filter((c) => c.kind === "session").map((c) => c.id);
 
 describe("daemon: supervisor, session actors, turn limit", () => {

@@ -4,12 +4,11 @@ import type { Daemon } from "../../src/runtime.js";
 import { sessionDetail } from "../../src/store/session-view.js";
 import { isSubagentRequest, startSubagentModel } from "../fixtures/subagent-model.js";
 import type { FakeOpenAi } from "../fixtures/fake-openai.js";
-import { replyTo, startDaemon } from "../helpers/daemon.js";
+import { replyTo, sendApi as send, startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { toolCtx } from "../helpers/tools.js";
 import { sleep } from "../helpers/wait.js";
 
-const send = (d: Daemon, chatId: string, content: string) => d.accept("api", { chatId, senderId: "u", content });
 
 describe("subagents (in-process daemon, fake model)", () => {
   const tmp = useTempDirs();
