@@ -13,7 +13,8 @@ import {
 } from "../src/store/sessions.js";
 import type { StoreOp } from "../src/store/store.js";
 import type { TurnRecord } from "../src/store/turns.js";
-import { startTurn, type TurnDeps, type TurnFinalState, type TurnHandle, type TurnResult } from "./turn.js";
+import type { TurnInput } from "../machines/turn.machine.js";
+import { createTurnRuntime, type TurnDeps, type TurnFinalState, type TurnHandle, type TurnResult } from "./turn.js";
 
 export interface IncomingMessage {
   sessionKey: string;
@@ -97,15 +98,14 @@ export function createConversation(deps: ConversationDeps) {
     return undefined;
   }
 
-  /** A turn's last batch: what it added to the session, with the caller's ops (reply outbox entry, inbox removal). */
-  const finalOps =
-    (sessionKey: string, turnId: string, extraFinalOps: (result: TurnResult) => StoreOp[]) =>
-    async (result: TurnResult): Promise<StoreOp[]> => {
-      const current = (await getSessionMeta(deps.store, sessionKey)) ?? newSessionMeta(sessionKey, now());
-      return [...appendMessagesOps(current, result.output.newMessages, turnId, now(), result.output.usage, true).ops, ...extraFinalOps(result)];
-    };
+  /** What a turn's last batch adds to its session: its messages, usage and turn count. */
+  async function sessionFinalOps(sessionKey: string, result: TurnResult): Promise<StoreOp[]> {
+    const current = (await getSessionMeta(deps.store, sessionKey)) ?? newSessionMeta(sessionKey, now());
+    return appendMessagesOps(current, result.output.newMessages, result.turnId, now(), result.output.usage, true).ops;
+  }
 
-  async function begin(msg: IncomingMessage & { messageId?: string }, extraFinalOps: (result: TurnResult) => StoreOp[] = () => []): Promise<TurnHandle> {
+  /** A new turn for a message: its input (system prompt, history, the message) and the ops that store the user message with its first checkpoint. */
+  async function prepare(msg: IncomingMessage & { messageId?: string }): Promise<{ input: TurnInput; initialOps: StoreOp[] }> {
     const d = deps.config.agents.defaults;
     const meta = (await getSessionMeta(deps.store, msg.sessionKey)) ?? newSessionMeta(msg.sessionKey, now());
     const history = historyWindow((await sessionMessages(deps.store, meta)).map((m) => m.message), historyBudget(deps.config));
@@ -114,27 +114,34 @@ export function createConversation(deps: ConversationDeps) {
     const stamp = now();
     const userForModel = withRuntimeContext(msg.content, { now: new Date(stamp), timezone: d.timezone, channel: msg.channel, chatId: msg.chatId });
     const { ops } = appendMessagesOps(meta, [{ role: "user", content: msg.content }], turnId, stamp);
-    return startTurn(
-      deps,
-      {
-        input: {
-          turnId,
-          sessionKey: msg.sessionKey,
-          channel: msg.channel,
-          chatId: msg.chatId,
-          messages: [{ role: "system", content: system }, ...history, await userMessageWithMedia(userForModel, msg.media)],
-          maxIterations: d.maxToolIterations,
-          ...(msg.messageId ? { messageId: msg.messageId } : {}),
-        },
-        initialOps: ops,
+    return {
+      input: {
+        turnId,
+        sessionKey: msg.sessionKey,
+        channel: msg.channel,
+        chatId: msg.chatId,
+        messages: [{ role: "system", content: system }, ...history, await userMessageWithMedia(userForModel, msg.media)],
+        maxIterations: d.maxToolIterations,
+        ...(msg.messageId ? { messageId: msg.messageId } : {}),
       },
-      finalOps(msg.sessionKey, turnId, extraFinalOps),
-    );
+      initialOps: ops,
+    };
+  }
+
+  /** Turns run in this process (the in-process agent); their final batch appends them to the session. */
+  const turns = createTurnRuntime(deps, (result, input) => sessionFinalOps(input.sessionKey, result));
+  const withExtra = (extra: (result: TurnResult) => StoreOp[]) => async (result: TurnResult, input: TurnInput) => [
+    ...(await sessionFinalOps(input.sessionKey, result)),
+    ...extra(result),
+  ];
+
+  async function begin(msg: IncomingMessage & { messageId?: string }, extraFinalOps: (result: TurnResult) => StoreOp[] = () => []): Promise<TurnHandle> {
+    return turns.start(await prepare(msg), withExtra(extraFinalOps));
   }
 
   /** Continues a turn from its last checkpoint (troupe stopped mid-turn); it ends like any other. */
   function resume(record: TurnRecord, extraFinalOps: (result: TurnResult) => StoreOp[] = () => []): TurnHandle {
-    return startTurn(deps, { record }, finalOps(record.sessionKey, record.turnId, extraFinalOps));
+    return turns.start({ record }, withExtra(extraFinalOps));
   }
 
   return {
@@ -142,6 +149,8 @@ export function createConversation(deps: ConversationDeps) {
     command,
     /** Starts a turn for the message; `extraFinalOps` join the turn's final atomic batch (the reply's outbox entry). */
     begin,
+    prepare,
+    sessionFinalOps,
     resume,
     /** Handles one message; `onTurn` gets the running turn's handle (to cancel or inject). */
     async handle(msg: IncomingMessage, onTurn?: (turn: TurnHandle) => void): Promise<Reply> {

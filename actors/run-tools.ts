@@ -4,7 +4,7 @@ import { fault } from "../src/fault.js";
 import type { ParsedToolCall } from "../src/providers/messages.js";
 import type { CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
 import type { Store } from "../src/store/store.js";
-import { toolJournal, toolJournalOp, type ToolJournalRecord } from "../src/store/turns.js";
+import { toolCallKey, toolJournal, toolJournalOp, type ToolJournalRecord } from "../src/store/turns.js";
 import type { ToolRegistry } from "../src/tools/registry.js";
 import type { RunToolsInput, ToolResultMessage } from "../machines/turn.machine.js";
 
@@ -55,21 +55,36 @@ export function createRunTools(deps: RunToolsDeps) {
   return fromPromise<ToolResultMessage[], RunToolsInput>(async ({ input, signal }) => {
     await deps.barrier.reached(input.turnId, input.seq, signal);
     const journal = await toolJournal(deps.store, input.turnId);
-    const results = new Map<string, string>();
+    // Calls are keyed by their place in the turn: the model's ids may be missing or repeated.
+    const results = new Map<number, string>();
+    const indexOf = new Map(input.calls.map((call, index) => [call, index]));
 
     async function runOne(call: ParsedToolCall): Promise<void> {
-      const previous = journal.get(call.id);
+      const index = indexOf.get(call)!;
+      const key = toolCallKey(input.iteration, index);
+      // A format-1 entry (by call id) only exists for a turn interrupted before the upgrade.
+      const previous = journal.get(key) ?? journal.get(`id:${call.id}`);
       if (previous?.status === "completed" && previous.result !== undefined) {
-        results.set(call.id, previous.result);
+        results.set(index, previous.result);
         return;
       }
       const tool = deps.registry.get(call.name);
       if (previous?.status === "started" && !(tool?.readOnly || tool?.idempotent)) {
-        results.set(call.id, INTERRUPTED_RESULT);
+        results.set(index, INTERRUPTED_RESULT);
         await deps.store.batch([toolJournalOp({ ...previous, status: "completed", result: INTERRUPTED_RESULT, at: now() })], { sync: true });
         return;
       }
-      const started: ToolJournalRecord = { kind: "tool", turnId: input.turnId, callId: call.id, name: call.name, args: call.arguments, status: "started", at: now() };
+      const started: ToolJournalRecord = {
+        kind: "tool",
+        turnId: input.turnId,
+        callId: call.id,
+        iteration: input.iteration,
+        index,
+        name: call.name,
+        args: call.arguments,
+        status: "started",
+        at: now(),
+      };
       await deps.store.batch([toolJournalOp(started)], { sync: true });
       fault("after-tool-started");
       deps.bus?.publish({ type: "tool_hint", sessionKey: input.sessionKey, turnId: input.turnId, tool: call.name, hint: hintOf(call), at: now() });
@@ -81,7 +96,7 @@ export function createRunTools(deps: RunToolsDeps) {
           sessionKey: input.sessionKey,
           turnId: input.turnId,
           callId: call.id,
-          idempotencyKey: `${input.sessionKey}:${input.turnId}:${call.id}`,
+          idempotencyKey: `${input.sessionKey}:${input.turnId}:${key}`,
           signal,
           channel: input.channel,
           chatId: input.chatId,
@@ -90,12 +105,12 @@ export function createRunTools(deps: RunToolsDeps) {
       );
       await deps.store.batch([toolJournalOp({ ...started, status: "completed", result, at: now() })], { sync: true });
       fault("after-tool-completed");
-      results.set(call.id, result);
+      results.set(index, result);
     }
 
     for (const batch of planBatches(input.calls, deps.registry)) {
       await Promise.all(batch.map(runOne));
     }
-    return input.calls.map((call) => ({ role: "tool" as const, tool_call_id: call.id, name: call.name, content: results.get(call.id) ?? "" }));
+    return input.calls.map((call, index) => ({ role: "tool" as const, tool_call_id: call.id, name: call.name, content: results.get(index) ?? "" }));
   });
 }

@@ -1,23 +1,20 @@
-import { fromCallback } from "xstate";
+import { fromPromise } from "xstate";
 import type { Logger } from "pino";
 import type { Bus } from "../src/bus/index.js";
 import { inboxDeleteOps } from "../src/store/inbox.js";
 import { announce, outboxPutOp, queueDelivery, type OutboxRecord } from "../src/store/outbox.js";
-import type { Store, StoreOp } from "../src/store/store.js";
+import type { Store } from "../src/store/store.js";
 import { getTurn } from "../src/store/turns.js";
-import type { RunTurnEvent, RunTurnInput, SessionEvent, SessionMessage } from "../machines/session.machine.js";
-import type { TurnInput } from "../machines/turn.machine.js";
+import type { PreparedTurn, PrepareTurnInput } from "../machines/session.machine.js";
+import type { TurnOutput } from "../machines/turn.machine.js";
 import type { Conversation } from "./conversation.js";
-import type { TurnHandle, TurnResult } from "./turn.js";
+import { createTurnRuntime, type TurnDeps } from "./turn.js";
 
-export interface SessionTurnDeps {
+export interface SessionTurnDeps extends TurnDeps {
   conversation: Conversation;
   store: Store;
   bus?: Bus;
   logger?: Logger;
-  now?: () => number;
-  /** Turns running now, for a graceful shutdown. */
-  running: Set<TurnHandle>;
 }
 
 /** A reply on a chat, as an outbox entry. */
@@ -26,76 +23,48 @@ export function replyRecord(to: { channel: string; chatId: string }, content: st
 }
 
 /**
- * Runs one unit of a session's work: a queued command (/new), a new turn for a message, or an
- * interrupted turn resumed from its checkpoint. Injected messages go into the running turn. The
- * reply enters the outbox, and the messages it answers leave the inbox, in the turn's final atomic
- * batch; the reply is announced once that batch is durable.
+ * What a session needs to run its turns: `prepareTurn` answers a queued command (/new) or builds the
+ * turn for a message (or loads the interrupted one); `turn` is the checkpointed turn machine the
+ * session invokes as its child; `turnSettled` waits for the turn's final batch, which puts the reply
+ * in the outbox and takes the messages it answers out of the inbox atomically, then announces the reply.
  */
-export function createSessionTurn(deps: SessionTurnDeps) {
+export function createSessionTurns(deps: SessionTurnDeps) {
   const now = deps.now ?? Date.now;
-  return fromCallback<RunTurnEvent, RunTurnInput>(({ input, receive, sendBack }) => {
-    const key = input.sessionKey;
-    const injected: SessionMessage[] = [];
-    let handle: TurnHandle | undefined;
-    let cancelled = false;
-    const finish = (taken: number) => sendBack({ type: "turn.finished", taken } satisfies SessionEvent);
-
-    receive((event) => {
-      if (event.type === "cancel") {
-        cancelled = true;
-        handle?.cancel();
-        return;
-      }
-      injected.push(event.message);
-      handle?.inject(event.message.content, event.message.id);
-    });
-
-    /** Runs a started turn to its end; its final batch carries the reply and the inbox removal. */
-    async function run(start: (finalOps: (result: TurnResult) => StoreOp[]) => Promise<TurnHandle> | TurnHandle, to: { channel: string; chatId: string }, firstId?: string) {
-      let reply: OutboxRecord | undefined;
-      const turn = await start((result) => {
-        const answers = [...(firstId ? [firstId] : []), ...result.output.takenIds];
-        reply = replyRecord(to, result.output.reply, `reply:${result.turnId}`, answers, now());
-        return [outboxPutOp(reply), ...inboxDeleteOps(key, answers)];
-      });
-      handle = turn;
-      deps.running.add(turn);
-      // Messages that arrived while the turn was being set up.
-      for (const m of injected) turn.inject(m.content, m.id);
-      if (cancelled) turn.cancel();
-      try {
-        const result = await turn.done;
-        if (reply) announce(deps.bus, reply);
-        finish(result.output.injectedTaken);
-      } finally {
-        deps.running.delete(turn);
-      }
-    }
-
-    void (async () => {
-      if (input.resumeTurnId) {
-        const record = await getTurn(deps.store, input.resumeTurnId);
-        if (!record || record.final) return finish(0);
-        const turnInput = record.input as TurnInput;
-        deps.logger?.info({ sessionKey: key, turnId: record.turnId, state: record.state }, "resuming an interrupted turn");
-        return run((finalOps) => deps.conversation.resume(record, finalOps), turnInput, turnInput.messageId);
-      }
-      const first = input.message!;
-      const incoming = { sessionKey: key, channel: first.channel, chatId: first.chatId, content: first.content, messageId: first.id, media: first.media };
-      const answered = await deps.conversation.command(incoming);
-      if (answered) {
-        await queueDelivery(deps.store, deps.bus, replyRecord(first, answered.content, `reply:${first.id}`, [first.id], now()), inboxDeleteOps(key, [first.id]));
-        return finish(0);
-      }
-      return run((finalOps) => deps.conversation.begin(incoming, finalOps), first, first.id);
-    })().catch(async (err: unknown) => {
-      deps.logger?.error({ err, sessionKey: key }, "turn failed outside the turn machine");
-      const first = input.message;
-      if (first) {
-        const text = `Sorry, something went wrong: ${err instanceof Error ? err.message : String(err)}`;
-        await queueDelivery(deps.store, deps.bus, replyRecord(first, text, `error:${first.id}`, [first.id], now()), inboxDeleteOps(key, [first.id])).catch(() => undefined);
-      }
-      finish(0);
-    });
+  /** Replies written in a final batch, announced once that batch is durable. */
+  const replies = new Map<string, OutboxRecord>();
+  const turns = createTurnRuntime(deps, async (result, input) => {
+    const answers = [...(input.messageId ? [input.messageId] : []), ...result.output.takenIds];
+    const reply = replyRecord(input, result.output.reply, `reply:${result.turnId}`, answers, now());
+    replies.set(result.turnId, reply);
+    return [...(await deps.conversation.sessionFinalOps(input.sessionKey, result)), outboxPutOp(reply), ...inboxDeleteOps(input.sessionKey, answers)];
   });
+
+  const prepareTurn = fromPromise<PreparedTurn, PrepareTurnInput>(async ({ input }) => {
+    const key = input.sessionKey;
+    if (input.resumeTurnId) {
+      const record = await getTurn(deps.store, input.resumeTurnId);
+      if (!record || record.final) return { start: null };
+      deps.logger?.info({ sessionKey: key, turnId: record.turnId, state: record.state }, "resuming an interrupted turn");
+      return { start: { record }, turnId: record.turnId };
+    }
+    const first = input.message!;
+    const incoming = { sessionKey: key, channel: first.channel, chatId: first.chatId, content: first.content, messageId: first.id, media: first.media };
+    const answered = await deps.conversation.command(incoming);
+    if (answered) {
+      await queueDelivery(deps.store, deps.bus, replyRecord(first, answered.content, `reply:${first.id}`, [first.id], now()), inboxDeleteOps(key, [first.id]));
+      return { start: null };
+    }
+    const start = await deps.conversation.prepare(incoming);
+    return { start, turnId: start.input.turnId };
+  });
+
+  const turnSettled = fromPromise<{ output: TurnOutput }, { sessionKey: string; turnId: string }>(async ({ input }) => {
+    const result = await turns.settled(input.turnId);
+    const reply = replies.get(input.turnId);
+    replies.delete(input.turnId);
+    if (reply) announce(deps.bus, reply);
+    return { output: result.output };
+  });
+
+  return { prepareTurn, turn: turns.logic, turnSettled, turns };
 }

@@ -1,15 +1,27 @@
-import { createActor, fromPromise, type SnapshotFrom } from "xstate";
+import { createActor, fromPromise, type AnyActorRef } from "xstate";
 import type { Logger } from "pino";
 import type { Bus } from "../src/bus/index.js";
 import { microcompact } from "../src/context/microcompact.js";
+import { repairHistory } from "../src/providers/history.js";
 import type { LlmProvider } from "../src/providers/client.js";
 import { createCheckpointBarrier, type CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
 import type { Store, StoreOp } from "../src/store/store.js";
-import { checkpointOps, closeTurnOp, openTurnOp, type TurnRecord } from "../src/store/turns.js";
+import { checkpointOps, closeTurnOp, openTurnOp, TURN_FORMAT, type TurnRecord } from "../src/store/turns.js";
 import type { ToolRegistry } from "../src/tools/registry.js";
-import { turnMachine, type CheckpointedInput, type TurnInput, type TurnOutput } from "../machines/turn.machine.js";
+import {
+  turnMachine,
+  type CheckpointedInput,
+  type InjectedMessage,
+  type TurnActorLogic,
+  type TurnInput,
+  type TurnOutput,
+  type TurnSnapshot,
+  type TurnStart,
+} from "../machines/turn.machine.js";
 import { createCallModel } from "./call-model.js";
 import { createRunTools } from "./run-tools.js";
+
+export type { TurnStart } from "../machines/turn.machine.js";
 
 export interface TurnDeps {
   store: Store;
@@ -32,23 +44,39 @@ export interface TurnResult {
   output: TurnOutput;
 }
 
+/** Ops that join a turn's final atomic batch (what it added to the session, its reply, the inbox removal). */
+export type FinalOps = (result: TurnResult, input: TurnInput) => Promise<StoreOp[]>;
+
 export interface TurnHandle {
   turnId: string;
   done: Promise<TurnResult>;
   cancel(): void;
-  inject(content: string, messageId?: string): void;
+  inject(content: InjectedMessage["content"], messageId?: string): void;
   /** Stops the turn where it is (shutdown) once its last checkpoint is durable; it resumes from there. */
   stop(): Promise<void>;
 }
 
-export type TurnStart =
-  | { input: TurnInput; initialOps?: StoreOp[] }
-  | { record: TurnRecord };
-
-type TurnSnapshot = SnapshotFrom<typeof turnMachine>;
+/**
+ * The turn machine with its effects and its checkpointing, as one actor logic: a session invokes
+ * it as a child; startTurn runs it on its own (the in-process agent, subagents, tests).
+ */
+export interface TurnRuntime {
+  logic: TurnActorLogic;
+  /**
+   * Resolves once the turn's final batch is durable. Rejects when one of its checkpoints could not
+   * be written: the turn then stays open at its last durable checkpoint and resumes from there.
+   */
+  settled(turnId: string): Promise<TurnResult>;
+  /** Runs a turn as a top-level actor; `onFinal` replaces the runtime's final ops for it. */
+  start(start: TurnStart, onFinal?: FinalOps): TurnHandle;
+  /** Turns whose actors are running now. */
+  running(): string[];
+  /** Resolves when no checkpoint write is in flight (before the store closes). */
+  drain(): Promise<void>;
+}
 
 /** The turn machine with its effects supplied. */
-export function turnLogic(deps: TurnDeps, barrier: CheckpointBarrier) {
+function effects(deps: TurnDeps, barrier: CheckpointBarrier) {
   return turnMachine.provide({
     actors: {
       callModel: createCallModel({
@@ -57,7 +85,8 @@ export function turnLogic(deps: TurnDeps, barrier: CheckpointBarrier) {
         barrier,
         bus: deps.bus,
         now: deps.now,
-        compact: (messages) => microcompact(messages, (name) => deps.registry.get(name)?.readOnly === true),
+        // Whatever was stored, the model gets a well-formed history; older read-only results are compacted.
+        compact: (messages) => microcompact(repairHistory(messages), (name) => deps.registry.get(name)?.readOnly === true),
       }),
       runTools: createRunTools({ registry: deps.registry, store: deps.store, barrier, workspace: deps.workspace, bus: deps.bus, now: deps.now }),
       checkpointed: fromPromise<void, CheckpointedInput>(({ input, signal }) => barrier.reached(input.turnId, input.seq, signal)),
@@ -65,98 +94,161 @@ export function turnLogic(deps: TurnDeps, barrier: CheckpointBarrier) {
   });
 }
 
+interface Entry {
+  promise: Promise<TurnResult>;
+  resolve(result: TurnResult): void;
+  reject(err: unknown): void;
+  chain: Promise<void>;
+  onFinal?: FinalOps;
+  live: boolean;
+}
+
 /**
- * Runs (or resumes) one turn. Every snapshot is checkpointed in one synced batch (snapshot plus
- * journal record) before the effect that follows it may start. The final checkpoint carries the
- * caller's ops (session append, outbox) in the same atomic batch.
+ * Every snapshot of a turn actor is checkpointed in one synced batch (snapshot plus journal record)
+ * before the effect that follows it may start (the checkpoint barrier). The final checkpoint carries
+ * the final ops in the same atomic batch. A failed write is decided here, once: the turn's later
+ * snapshots are not written, settled() rejects, and the turn stays open at its last durable checkpoint.
  */
-export function startTurn(
-  deps: TurnDeps,
-  start: TurnStart,
-  onFinal: (result: TurnResult) => Promise<StoreOp[]> = async () => [],
-): TurnHandle {
+export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async () => []): TurnRuntime {
   const now = deps.now ?? Date.now;
   const barrier = deps.barrier ?? createCheckpointBarrier();
-  const resumed = "record" in start ? start.record : undefined;
-  const input = resumed ? (resumed.input as TurnInput) : (start as { input: TurnInput }).input;
-  const turnId = input.turnId;
-  const createdAt = resumed?.createdAt ?? now();
-  if (resumed) barrier.mark(turnId, resumed.seq);
+  const base = effects(deps, barrier);
+  const starts = new WeakMap<AnyActorRef, TurnStart>();
+  const entries = new Map<string, Entry>();
 
-  const actor = createActor(
-    turnLogic(deps, barrier),
-    resumed ? { snapshot: resumed.snapshot as never, input } : { input },
-  );
-
-  let chain: Promise<void> = Promise.resolve();
-  let pendingInitial = resumed ? [] : [...((start as { initialOps?: StoreOp[] }).initialOps ?? []), openTurnOp(turnId, input.sessionKey)];
-  const resumes = (resumed?.resumes ?? 0) + (resumed ? 1 : 0);
-  let inputStored = Boolean(resumed);
-  let settle!: { resolve: (r: TurnResult) => void; reject: (e: unknown) => void };
-  const done = new Promise<TurnResult>((resolve, reject) => (settle = { resolve, reject }));
-
-  const fail = (err: unknown) => {
-    deps.logger?.error({ turnId, err }, "turn checkpoint failed; stopping the turn");
-    actor.stop();
-    barrier.forget(turnId);
-    settle.reject(err);
+  const entryOf = (turnId: string): Entry => {
+    let entry = entries.get(turnId);
+    if (!entry) {
+      let resolve!: Entry["resolve"];
+      let reject!: Entry["reject"];
+      const promise = new Promise<TurnResult>((res, rej) => ((resolve = res), (reject = rej)));
+      promise.catch(() => undefined);
+      entry = { promise, resolve, reject, chain: Promise.resolve(), live: false };
+      entries.set(turnId, entry);
+    }
+    return entry;
   };
 
-  const checkpoint = (snap: TurnSnapshot) => {
-    const final = snap.status === "done";
-    const record: TurnRecord = {
-      turnId,
-      sessionKey: input.sessionKey,
-      state: String(snap.value),
-      final,
-      seq: snap.context.seq,
-      snapshot: actor.getPersistedSnapshot(),
-      input,
-      createdAt,
-      updatedAt: now(),
-      resumes,
+  function attach(actor: AnyActorRef, start: TurnStart) {
+    const resumed = "record" in start ? start.record : undefined;
+    const input = resumed ? resumed.input : (start as { input: TurnInput }).input;
+    if (!input) throw new Error(`turn ${resumed?.turnId}: its stored input is missing, so it cannot be resumed`);
+    const turnId = input.turnId;
+    const entry = entryOf(turnId);
+    entry.live = true;
+    const createdAt = resumed?.createdAt ?? now();
+    const resumes = (resumed?.resumes ?? 0) + (resumed ? 1 : 0);
+    let pendingInitial = resumed ? [] : [...((start as { initialOps?: StoreOp[] }).initialOps ?? []), openTurnOp(turnId, input.sessionKey)];
+    let inputStored = Boolean(resumed);
+    let failed = false;
+
+    const fail = (err: unknown) => {
+      if (failed) return;
+      failed = true;
+      deps.logger?.error({ turnId, err }, "turn checkpoint failed; the turn stays at its last durable checkpoint");
+      barrier.forget(turnId);
+      entry.reject(err);
     };
-    // Without durability only the final batch is written, and it carries the first one's ops.
-    const write = deps.durable !== false || final;
-    const initial = write ? pendingInitial : [];
-    if (write) pendingInitial = [];
-    const result: TurnResult | undefined = final
-      ? { turnId, state: record.state as TurnFinalState, output: snap.output as TurnOutput }
-      : undefined;
-    deps.bus?.publish({ type: "turn_state", sessionKey: input.sessionKey, turnId, state: record.state, iteration: snap.context.iteration, at: record.updatedAt });
-    chain = chain
-      .then(async () => {
-        const extra = result ? [...(await onFinal(result)), closeTurnOp(turnId, input.sessionKey)] : [];
-        const withInput = write && !inputStored;
-        if (write) await deps.store.batch([...initial, ...checkpointOps(record, snap.context.iteration, { withInput }), ...extra], { sync: true });
-        if (withInput) inputStored = true;
-        barrier.mark(turnId, record.seq);
-        if (result) {
-          barrier.forget(turnId);
-          settle.resolve(result);
-        }
-      })
-      .catch(fail);
-  };
 
-  actor.subscribe({
-    next: (snap) => {
-      if (snap.status === "error") return;
-      checkpoint(snap);
-    },
-    error: (err) => fail(err),
-  });
-  actor.start();
+    const checkpoint = (snap: TurnSnapshot) => {
+      if (failed) return;
+      const final = snap.status === "done";
+      const record: TurnRecord = {
+        format: TURN_FORMAT,
+        turnId,
+        sessionKey: input.sessionKey,
+        state: String(snap.value),
+        final,
+        seq: snap.context.seq,
+        snapshot: actor.getPersistedSnapshot() as unknown as TurnRecord["snapshot"],
+        input,
+        createdAt,
+        updatedAt: now(),
+        resumes,
+      };
+      // Without durability only the final batch is written, and it carries the first one's ops.
+      const write = deps.durable !== false || final;
+      const initial = write ? pendingInitial : [];
+      if (write) pendingInitial = [];
+      const result: TurnResult | undefined = final ? { turnId, state: record.state as TurnFinalState, output: snap.output as TurnOutput } : undefined;
+      deps.bus?.publish({ type: "turn_state", sessionKey: input.sessionKey, turnId, state: record.state, iteration: snap.context.iteration, at: record.updatedAt });
+      entry.chain = entry.chain
+        .then(async () => {
+          // Nothing queued behind a failed write commits.
+          if (failed) return;
+          const extra = result ? [...(await (entry.onFinal ?? defaultFinal)(result, input)), closeTurnOp(turnId, input.sessionKey)] : [];
+          const withInput = write && !inputStored;
+          if (write) await deps.store.batch([...initial, ...checkpointOps(record, snap.context.iteration, { withInput }), ...extra], { sync: true });
+          if (withInput) inputStored = true;
+          barrier.mark(turnId, record.seq);
+          if (result) {
+            barrier.forget(turnId);
+            entry.resolve(result);
+          }
+        })
+        .catch(fail);
+    };
+
+    actor.subscribe({
+      next: (snap: TurnSnapshot) => {
+        if (snap.status === "active" || snap.status === "done") checkpoint(snap);
+      },
+      error: fail,
+      complete: () => {
+        entry.live = false;
+        void entry.chain.then(() => {
+          if (entries.get(turnId) === entry && !entry.live) entries.delete(turnId);
+        });
+      },
+    });
+  }
+
+  const logic = Object.create(base) as TurnActorLogic;
+  logic.getInitialSnapshot = (scope, start) => {
+    starts.set(scope.self, start);
+    if (!("record" in start)) return base.getInitialSnapshot(scope as never, start.input);
+    const { record } = start;
+    barrier.mark(record.turnId, record.seq);
+    // Messages injected but not yet taken are still in the inbox; the session queues them again.
+    const snapshot = { ...record.snapshot, context: { ...record.snapshot.context, injected: [] } };
+    return base.restoreSnapshot(snapshot as never, scope as never) as TurnSnapshot;
+  };
+  logic.start = (snapshot, scope) => {
+    const start = starts.get(scope.self);
+    if (start) attach(scope.self, start);
+    base.start(snapshot as never);
+  };
 
   return {
-    turnId,
-    done,
-    cancel: () => actor.send({ type: "cancel" }),
-    inject: (content, messageId) => actor.send({ type: "inject", content, messageId }),
-    async stop() {
-      actor.stop();
-      await chain;
-      barrier.forget(turnId);
+    logic,
+    settled: (turnId) => entryOf(turnId).promise,
+    start(start, onFinal) {
+      const turnId = "record" in start ? start.record.turnId : start.input.turnId;
+      if (onFinal) entryOf(turnId).onFinal = onFinal;
+      const done = entryOf(turnId).promise;
+      const actor = createActor(logic, { input: start });
+      actor.start();
+      // A failed checkpoint ends the actor here; it resumes from its last durable checkpoint later.
+      done.catch(() => actor.stop());
+      return {
+        turnId,
+        done,
+        cancel: () => actor.send({ type: "cancel" }),
+        inject: (content, messageId) => actor.send({ type: "inject", content, messageId }),
+        async stop() {
+          const entry = entries.get(turnId);
+          actor.stop();
+          await entry?.chain;
+          barrier.forget(turnId);
+        },
+      };
     },
+    running: () => [...entries].filter(([, e]) => e.live).map(([id]) => id),
+    drain: async () => void (await Promise.allSettled([...entries.values()].map((e) => e.chain))),
   };
+}
+
+/** Runs (or resumes) one turn on its own; its final batch carries `onFinal`'s ops. */
+export function startTurn(deps: TurnDeps, start: TurnStart, onFinal?: FinalOps): TurnHandle {
+  return createTurnRuntime(deps).start(start, onFinal);
 }

@@ -1,6 +1,6 @@
-import { assign, enqueueActions, sendTo, setup, type CallbackActorLogic, type PromiseActorLogic } from "xstate";
+import { assign, enqueueActions, raise, sendTo, setup, type CallbackActorLogic, type PromiseActorLogic } from "xstate";
 import { notProvided } from "./not-provided.js";
-import { MAX_INJECTED_PER_TURN } from "./turn.machine.js";
+import { MAX_INJECTED_PER_TURN, turnMachine, type TurnActorLogic, type TurnOutput, type TurnStart } from "./turn.machine.js";
 
 /**
  * One conversation (session key). Turns run one at a time; while one runs, new messages are
@@ -8,6 +8,11 @@ import { MAX_INJECTED_PER_TURN } from "./turn.machine.js";
  * queue. /stop cancels the running turn; /help and /status answer at once, even while busy. A turn
  * waits for a slot of the daemon-wide turn limit first. Idle sessions end (passivate): their state
  * is in LevelDB and the supervisor spawns them again on the next message.
+ *
+ * The turn is this machine's child (invoked as "turn", stopped with the session). A second child,
+ * "settled", says when the turn's final batch is durable; a turn whose checkpoint could not be
+ * written fails the session, which the supervisor restarts: the turn resumes from its last durable
+ * checkpoint, and its user gets one answer.
  */
 
 export interface SessionMessage {
@@ -34,14 +39,24 @@ export interface SessionContext {
   resume: string | null;
   /** The running turn's messages: the one that started it, then those injected, in order. */
   current: SessionMessage[];
+  /** The prepared turn and its id (set between preparing and running). */
+  turnStart: TurnStart | null;
+  turnId: string | null;
+  /** /stop came before the turn it cancels had started (while loading, waiting or preparing). */
+  stopRequested: boolean;
+  /** A /stop that came while loading, answered once it is known whether a turn was interrupted. */
+  stopMessage: SessionMessage | null;
 }
 
-export interface RunTurnInput {
+export interface PrepareTurnInput {
   sessionKey: string;
   /** The message to answer; absent when resuming. */
   message?: SessionMessage;
   resumeTurnId?: string;
 }
+
+/** A prepared turn, or nothing to run (a command was answered, the interrupted turn had finished). */
+export type PreparedTurn = { start: TurnStart; turnId: string } | { start: null };
 
 /** What a session finds in LevelDB when it starts: its unanswered messages and an interrupted turn. */
 export interface LoadedSession {
@@ -49,13 +64,11 @@ export interface LoadedSession {
   resumeTurnId: string | null;
 }
 
-export type RunTurnEvent = { type: "cancel" } | { type: "inject"; message: SessionMessage };
-
 export type SessionEvent =
   | { type: "message"; message: SessionMessage }
   | { type: "slot.granted" }
-  /** From the turn runner: how many injected messages the turn took in (the rest are queued again). */
-  | { type: "turn.finished"; taken: number };
+  /** Raised when a /stop that came early finds its turn started. */
+  | { type: "turn.cancel" };
 
 export interface NoticeParams {
   sessionKey: string;
@@ -79,8 +92,12 @@ export const sessionMachine = setup({
   actors: {
     /** Holds one slot of agents.defaults.maxConcurrentTurns while invoked; sends slot.granted. */
     slot: notProvided<CallbackActorLogic<SessionEvent, { sessionKey: string }>>("session", "slot", "callback"),
-    /** Runs one turn (or a queued command) and delivers its reply; sends turn.finished. */
-    runTurn: notProvided<CallbackActorLogic<RunTurnEvent, RunTurnInput>>("session", "runTurn", "callback"),
+    /** Answers a queued command (/new), or builds the turn for a message, or loads the interrupted turn. */
+    prepareTurn: notProvided<PromiseActorLogic<PreparedTurn, PrepareTurnInput>>("session", "prepareTurn"),
+    /** The turn machine, checkpointed at every transition (supplied by the composition). */
+    turn: turnMachine as unknown as TurnActorLogic,
+    /** Resolves with the turn's output once its final batch (reply, inbox removal) is durable, then announces the reply. */
+    turnSettled: notProvided<PromiseActorLogic<{ output: TurnOutput }, { sessionKey: string; turnId: string }>>("session", "turnSettled"),
     /** Reads the session's inbox and interrupted turn. */
     loadSession: notProvided<PromiseActorLogic<LoadedSession, { sessionKey: string }>>("session", "loadSession"),
   },
@@ -93,6 +110,8 @@ export const sessionMachine = setup({
     stop: (_, _params: NoticeParams & { idle: boolean }) => {},
     /** Drops messages that will not be answered (/stop cleared them) from the inbox. Supplied by the composition. */
     discard: (_, _params: { sessionKey: string; ids: string[] }) => {},
+    /** Hands a message to the running turn (as the model will see it, images included). Supplied by the composition. */
+    inject: (_, _params: { message: SessionMessage }) => {},
     enqueue: assign({
       queue: ({ context, event }) =>
         event.type === "message" && !known(context, event.message.id) ? [...context.queue, event.message] : context.queue,
@@ -115,7 +134,17 @@ export const sessionMachine = setup({
   },
 }).createMachine({
   id: "session",
-  context: ({ input }) => ({ sessionKey: input.sessionKey, idleMs: input.idleMs, queue: input.queue ?? [], current: [], resume: null }),
+  context: ({ input }) => ({
+    sessionKey: input.sessionKey,
+    idleMs: input.idleMs,
+    queue: input.queue ?? [],
+    current: [],
+    resume: null,
+    turnStart: null,
+    turnId: null,
+    stopRequested: false,
+    stopMessage: null,
+  }),
   initial: "loading",
   states: {
     loading: {
@@ -125,14 +154,24 @@ export const sessionMachine = setup({
         input: ({ context }) => ({ sessionKey: context.sessionKey }),
         onDone: {
           target: "next",
-          actions: assign(({ context, event }) => ({
-            resume: event.output.resumeTurnId,
-            // Stored messages first (older), then any that came only as events.
-            queue: [...event.output.queue, ...context.queue.filter((m) => !event.output.queue.some((q) => q.id === m.id))],
-          })),
+          actions: enqueueActions(({ context, event, enqueue }) => {
+            const resume = event.output.resumeTurnId;
+            // Stored messages first (older), then any that came only as events; a /stop is not a message for the model.
+            const stop = context.stopMessage;
+            const queue = [...event.output.queue, ...context.queue.filter((m) => !event.output.queue.some((q) => q.id === m.id))].filter(
+              (m) => m.id !== stop?.id,
+            );
+            enqueue.assign({ resume, queue, stopRequested: Boolean(stop && resume), stopMessage: null });
+            if (stop) {
+              const text = resume ? "Stopping the interrupted turn." : "Nothing is running.";
+              enqueue({ type: "stop", params: { sessionKey: context.sessionKey, message: stop, text, idle: !resume } });
+            }
+          }),
         },
       },
-      on: { message: { actions: "enqueue" } },
+      on: {
+        message: [{ guard: "isStop", actions: assign({ stopMessage: ({ event }) => event.message }) }, { actions: "enqueue" }],
+      },
     },
     idle: {
       after: { idle: "passivated" },
@@ -156,7 +195,8 @@ export const sessionMachine = setup({
             actions: [
               { type: "stop", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, text: "Stopped.", idle: false }) },
               { type: "discard", params: ({ context }) => ({ sessionKey: context.sessionKey, ids: context.queue.map((m) => m.id) }) },
-              assign({ queue: [] }),
+              // An interrupted turn waiting to resume is cancelled as soon as it is back.
+              assign({ queue: [], stopRequested: ({ context }) => context.resume !== null }),
             ],
           },
           { guard: "isImmediate", actions: { type: "answerCommand", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, busy: true }) } },
@@ -165,22 +205,28 @@ export const sessionMachine = setup({
       },
       states: {
         waiting: {
-          on: { "slot.granted": "running" },
+          on: { "slot.granted": "preparing" },
         },
-        running: {
+        preparing: {
           // A resumed turn runs first and takes no queued message.
           entry: assign(({ context }) =>
             context.resume ? { current: [] } : { current: context.queue.slice(0, 1), queue: context.queue.slice(1) },
           ),
           invoke: {
-            id: "turn",
-            src: "runTurn",
+            src: "prepareTurn",
             input: ({ context }) =>
               context.resume ? { sessionKey: context.sessionKey, resumeTurnId: context.resume } : { sessionKey: context.sessionKey, message: context.current[0]! },
+            onDone: [
+              { guard: ({ event }) => event.output.start === null, target: "#session.next", actions: assign({ resume: null, stopRequested: false }) },
+              {
+                target: "running",
+                actions: assign(({ event }) => (event.output.start ? { turnStart: event.output.start, turnId: event.output.turnId } : {})),
+              },
+            ],
             onError: {
               target: "#session.next",
               actions: enqueueActions(({ context, event, enqueue }) => {
-                enqueue.assign({ resume: null });
+                enqueue.assign({ resume: null, stopRequested: false });
                 const message = context.current[0];
                 const why = event.error instanceof Error ? event.error.message : String(event.error);
                 if (message) enqueue({ type: "notify", params: { sessionKey: context.sessionKey, message, text: `Sorry, something went wrong: ${why}` } });
@@ -188,6 +234,53 @@ export const sessionMachine = setup({
             },
           },
           on: {
+            message: [
+              {
+                guard: "isStop",
+                actions: [
+                  assign({ stopRequested: true }),
+                  { type: "stop", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, text: "Stopping the running turn.", idle: false }) },
+                ],
+              },
+              { guard: "isImmediate", actions: { type: "answerCommand", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, busy: true }) } },
+              { actions: "enqueue" },
+            ],
+          },
+        },
+        running: {
+          entry: enqueueActions(({ context, enqueue }) => {
+            if (!context.stopRequested) return;
+            enqueue.assign({ stopRequested: false });
+            // Raised, so it reaches the turn once the turn exists (entry runs before the invocation).
+            enqueue(raise({ type: "turn.cancel" }));
+          }),
+          exit: assign({ turnStart: null, turnId: null }),
+          invoke: [
+            { id: "turn", src: "turn", input: ({ context }) => context.turnStart! },
+            {
+              id: "settled",
+              src: "turnSettled",
+              input: ({ context }) => ({ sessionKey: context.sessionKey, turnId: context.turnId! }),
+              onDone: {
+                target: "#session.next",
+                // Injected messages the turn never took go back to the head of the queue.
+                actions: assign(({ context, event }) => ({
+                  queue: [...context.current.slice(1).filter((m) => !event.output.output.takenIds.includes(m.id)), ...context.queue],
+                  current: [],
+                  resume: null,
+                })),
+              },
+              // A checkpoint that could not be written fails the session: the supervisor restarts it, and
+              // the turn resumes from its last durable checkpoint.
+              onError: {
+                actions: ({ event }) => {
+                  throw event.error instanceof Error ? event.error : new Error(String(event.error));
+                },
+              },
+            },
+          ],
+          on: {
+            "turn.cancel": { actions: sendTo("turn", { type: "cancel" }) },
             message: [
               {
                 guard: "isStop",
@@ -202,20 +295,11 @@ export const sessionMachine = setup({
                 actions: enqueueActions(({ enqueue, event }) => {
                   if (event.type !== "message") return;
                   enqueue.assign({ current: ({ context }) => [...context.current, event.message] });
-                  enqueue.sendTo("turn", { type: "inject", message: event.message });
+                  enqueue({ type: "inject", params: { message: event.message } });
                 }),
               },
               { actions: "enqueue" },
             ],
-            "turn.finished": {
-              target: "#session.next",
-              // Injected messages the turn never took go back to the head of the queue.
-              actions: assign(({ context, event }) => ({
-                queue: [...context.current.slice(1 + event.taken), ...context.queue],
-                current: [],
-                resume: null,
-              })),
-            },
           },
         },
       },

@@ -1,4 +1,4 @@
-import { assign, setup, type PromiseActorLogic } from "xstate";
+import { assign, setup, type ActorLogic, type PromiseActorLogic, type SnapshotFrom } from "xstate";
 import { notProvided } from "./not-provided.js";
 import {
   addUsage,
@@ -9,6 +9,8 @@ import {
   type ParsedToolCall,
   type Usage,
 } from "../src/providers/messages.js";
+import type { StoreOp } from "../src/store/store.js";
+import type { TurnRecord } from "../src/store/turns.js";
 
 /**
  * One agent turn, from a user message to a reply (DESIGN.md, "The turn machine"). The state
@@ -42,6 +44,8 @@ export interface RunToolsInput {
   channel: string;
   chatId: string;
   seq: number;
+  /** Which model response of the turn asked for these calls: with each call's position, its key in the journal. */
+  iteration: number;
   calls: ParsedToolCall[];
 }
 
@@ -75,11 +79,15 @@ export interface TurnContext {
 }
 
 export interface InjectedMessage {
-  content: string;
+  /** The user message as the model sees it (text, or text and image parts). */
+  content: Extract<ChatMessage, { role: "user" }>["content"];
   messageId?: string;
 }
 
 export type TurnEvent = { type: "cancel" } | ({ type: "inject" } & InjectedMessage);
+
+/** How a turn actor starts: fresh from its input (with ops for its first checkpoint), or restored from its last checkpoint. */
+export type TurnStart = { input: TurnInput; initialOps?: StoreOp[] } | { record: TurnRecord };
 
 export interface TurnOutput {
   reply: string;
@@ -99,10 +107,18 @@ export const MAX_INJECTED_PER_TURN = 3;
 
 const errorText = ({ event }: { event: { error: unknown } }) => (event.error instanceof Error ? event.error.message : String(event.error));
 
-/** A final state's reply, also appended as the assistant's last message (after any closing messages). */
-const endWith = (context: TurnContext, reply: string, closing: ChatMessage[] = []) => ({
+/**
+ * A final state's reply, appended as the assistant's last message. Tool calls still open (the turn
+ * ended while they ran) get a closing result first, so the stored history stays well formed.
+ */
+const endWith = (context: TurnContext, reply: string, openCallResult: string) => ({
   reply,
-  messages: [...context.messages, ...closing, { role: "assistant" as const, content: reply }],
+  pendingToolCalls: [],
+  messages: [
+    ...context.messages,
+    ...context.pendingToolCalls.map((c): ChatMessage => ({ role: "tool", tool_call_id: c.id, name: c.name, content: openCallResult })),
+    { role: "assistant" as const, content: reply },
+  ],
 });
 
 export const turnMachine = setup({
@@ -194,6 +210,7 @@ export const turnMachine = setup({
           channel: context.channel,
           chatId: context.chatId,
           seq: context.seq,
+          iteration: context.iteration,
           calls: context.pendingToolCalls,
         }),
         onDone: {
@@ -231,32 +248,25 @@ export const turnMachine = setup({
       type: "final",
       entry: [
         "bumpSeq",
-        assign(({ context }) => endWith(context, `Sorry, I could not finish this: ${context.error ?? "unknown error"}`)),
+        assign(({ context }) =>
+          endWith(context, `Sorry, I could not finish this: ${context.error ?? "unknown error"}`, "Error: the turn failed before this call finished; its effect is unknown."),
+        ),
       ],
     },
     cancelled: {
       type: "final",
-      // Close every open tool call so the stored history stays well formed.
-      entry: [
-        "bumpSeq",
-        assign(({ context }) => ({
-          ...endWith(
-            context,
-            "Stopped.",
-            context.pendingToolCalls.map(
-              (c): ChatMessage => ({ role: "tool", tool_call_id: c.id, name: c.name, content: "Cancelled by the user; this call may not have run." }),
-            ),
-          ),
-          pendingToolCalls: [],
-        })),
-      ],
+      entry: ["bumpSeq", assign(({ context }) => endWith(context, "Stopped.", "Cancelled by the user; this call may not have run."))],
     },
     max_iterations: {
       type: "final",
       entry: [
         "bumpSeq",
         assign(({ context }) =>
-          endWith(context, `I reached the maximum number of tool iterations (${context.maxIterations}) without finishing. Tell me to continue, or narrow the task.`),
+          endWith(
+            context,
+            `I reached the maximum number of tool iterations (${context.maxIterations}) without finishing. Tell me to continue, or narrow the task.`,
+            "Error: the turn stopped before this call ran.",
+          ),
         ),
       ],
     },
@@ -273,3 +283,7 @@ export const turnMachine = setup({
 });
 
 export const TURN_FINAL_STATES = ["responded", "failed", "cancelled", "max_iterations"] as const;
+
+export type TurnSnapshot = SnapshotFrom<typeof turnMachine>;
+/** The turn machine as the session invokes it: started from a TurnStart, its checkpointing supplied by the composition. */
+export type TurnActorLogic = ActorLogic<TurnSnapshot, TurnEvent, TurnStart>;

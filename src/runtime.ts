@@ -3,11 +3,11 @@ import { mkdir } from "node:fs/promises";
 import { createActor, type Actor } from "xstate";
 import { createChannelActor } from "../actors/channel.js";
 import { createLoadSession } from "../actors/load-session.js";
-import { createSessionTurn, replyRecord } from "../actors/session-turn.js";
+import { createSessionTurns, replyRecord } from "../actors/session-turn.js";
 import { createSlot } from "../actors/slot.js";
 import { createSubagentPool, type SubagentPool } from "../actors/subagents.js";
 import { createTelegramChannel } from "../actors/telegram.js";
-import type { TurnHandle } from "../actors/turn.js";
+import { userMessageWithMedia } from "./context/media.js";
 import { sessionMachine, type SessionMessage } from "../machines/session.machine.js";
 import { supervisorMachine, type SupervisionPolicy } from "../machines/supervisor.machine.js";
 import { createApiChannel } from "./channels/api.js";
@@ -126,7 +126,6 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   }
   const d = loaded.config.agents.defaults;
   const limiter = createLimiter(d.maxConcurrentTurns);
-  const running = new Set<TurnHandle>();
   // Subagents get the built-in tools but message (they do not talk to the user); they cannot spawn (depth 1).
   const subagentTools = createBuiltinTools({ config: loaded.config, workspace: loaded.workspace, mediaDir: loaded.paths.mediaDir, store, bus, channels: () => [] });
   const subagents = createSubagentPool({
@@ -150,8 +149,15 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
       (err: unknown) => logger.error({ err }, "could not queue a notice"),
     );
 
+  const sessionTurns = createSessionTurns({ conversation, store, bus, logger, provider: core.provider, registry: core.registry, workspace: loaded.workspace, durable: opts.durable });
   const session = sessionMachine.provide({
-    actors: { slot: createSlot(limiter), runTurn: createSessionTurn({ conversation, store, bus, logger, running }), loadSession: createLoadSession(store) },
+    actors: {
+      slot: createSlot(limiter),
+      prepareTurn: sessionTurns.prepareTurn,
+      turn: sessionTurns.turn,
+      turnSettled: sessionTurns.turnSettled,
+      loadSession: createLoadSession(store),
+    },
     actions: {
       notify: (_, { sessionKey, message, text }) => void notice(sessionKey, message, text),
       stop: (_, { sessionKey, message, text, idle }) =>
@@ -159,6 +165,16 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
           const also = n ? `Cancelled ${n} subagent(s).` : "";
           return notice(sessionKey, message, idle && n ? also : [text, also].filter(Boolean).join(" "));
         }),
+      inject: ({ self }, { message }) => {
+        const send = (content: string | Awaited<ReturnType<typeof userMessageWithMedia>>["content"]) =>
+          self.getSnapshot().children.turn?.send({ type: "inject", content, messageId: message.id });
+        if (!message.media?.length) return void send(message.content);
+        // Images reach the model as image parts, as in a turn's first message.
+        void userMessageWithMedia(message.content, message.media).then(
+          (m) => send(m.content),
+          (err: unknown) => logger.error({ err }, "could not read an injected message's media"),
+        );
+      },
       discard: (_, { sessionKey, ids }) =>
         void store.batch(inboxDeleteOps(sessionKey, ids), { sync: true }).catch((err: unknown) => logger.error({ err }, "could not discard messages")),
       answerCommand: (_, { sessionKey, message, busy }) =>
@@ -231,12 +247,12 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     async shutdown() {
       accepting = false;
       const grace = opts.shutdownGraceMs ?? 3_000;
-      const settled = Promise.allSettled([...running].map((t) => t.done));
+      const settled = Promise.allSettled(sessionTurns.turns.running().map((id) => sessionTurns.turns.settled(id)));
       await Promise.race([settled, new Promise((r) => setTimeout(r, grace).unref())]);
-      // Whatever still runs stops at its last durable checkpoint and resumes from it at the next start.
-      await Promise.all([...running].map((t) => t.stop()));
+      // Whatever still runs stops at its last durable checkpoint (the sessions stop their turns) and resumes from it at the next start.
       await subagents.stop();
       supervisor.stop();
+      await sessionTurns.turns.drain();
       await channelActor.drain();
       await core.close();
     },

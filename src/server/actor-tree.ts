@@ -39,9 +39,6 @@ const kindOf = (id: string, isRoot: boolean) => (isRoot ? "supervisor" : id.incl
 export function createActorTree(bus: Bus, now: () => number = Date.now) {
   const actors = new Map<string, Tracked>();
   let rootSession: string | undefined;
-  /** The live turn state per session key, from turn_state events (turn actors are not XState children). */
-  const turnStates = new Map<string, { turnId: string; state: string; since: number }>();
-  bus.ofType("turn_state").subscribe((e) => turnStates.set(e.sessionKey, { turnId: e.turnId, state: e.state, since: e.at }));
 
   const publish = (type: "actor_spawned" | "actor_stopped" | "actor_state", t: Tracked) =>
     bus.publish({ type, actorId: t.id, parentId: t.parent ? (actors.get(t.parent)?.id ?? null) : null, kind: t.kind, machine: t.machine, state: t.state, at: now() });
@@ -106,16 +103,6 @@ export function createActorTree(bus: Bus, now: () => number = Date.now) {
       const child = actors.get(c);
       return child ? [toNode(child)] : [];
     });
-    if (t.kind === "session") {
-      const turn = turnStates.get(t.id.slice("session:".length));
-      if (turn && children.some((c) => c.id === "turn")) {
-        const runner = children.find((c) => c.id === "turn")!;
-        runner.kind = "turn";
-        runner.machine = "turn";
-        runner.state = turn.state;
-        runner.since = turn.since;
-      }
-    }
     return { id: t.id, kind: t.kind, machine: t.machine, state: t.state, since: t.since, children };
   }
 

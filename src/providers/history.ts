@@ -1,0 +1,32 @@
+import type { ChatMessage } from "./messages.js";
+
+/** What a tool call whose result never made it into the history is answered with. */
+export const LOST_TOOL_RESULT = "[Tool result unavailable — call was interrupted or lost]";
+
+/**
+ * A history an OpenAI-compatible API accepts, whatever was stored: every tool result follows the
+ * assistant message that asked for it (orphans are dropped), and every tool call gets a result
+ * (missing ones are back-filled), so one damaged turn cannot break a session for good.
+ */
+export function repairHistory(messages: ChatMessage[]): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  let open: Array<{ id: string; name: string }> = [];
+  const closeOpen = () => {
+    for (const call of open) out.push({ role: "tool", tool_call_id: call.id, name: call.name, content: LOST_TOOL_RESULT });
+    open = [];
+  };
+  for (const m of messages) {
+    if (m.role === "tool") {
+      const i = open.findIndex((c) => c.id === m.tool_call_id);
+      if (i < 0) continue; // an orphan: no open call asked for it
+      open.splice(i, 1);
+      out.push(m);
+      continue;
+    }
+    closeOpen();
+    out.push(m);
+    if (m.role === "assistant" && m.tool_calls?.length) open = m.tool_calls.map((c) => ({ id: c.id, name: c.function.name }));
+  }
+  closeOpen();
+  return out;
+}
