@@ -103,17 +103,20 @@ export function createSubagentPool(deps: SubagentPoolDeps): SubagentPool {
     return [...appendMessagesOps(meta, result.output.newMessages, result.turnId, now(), result.output.usage, true).ops, subagentPutOp(finished), ...report];
   };
 
-  async function run(record: SubagentRecord, resumeFrom?: TurnRecord): Promise<void> {
-    const giveUp = new AbortController();
-    queued.set(record.id, giveUp);
-    live.set(record.id, { record, phase: "queued", since: now() });
+  async function run(record: SubagentRecord, resumeFrom?: TurnRecord, slot?: Release): Promise<void> {
     let release: Release;
-    try {
-      release = await deps.limiter.acquire(giveUp.signal);
-    } catch {
-      return; // cancelled while queued: cancel() wrote the record
-    } finally {
-      queued.delete(record.id);
+    if (slot) release = slot;
+    else {
+      const giveUp = new AbortController();
+      queued.set(record.id, giveUp);
+      live.set(record.id, { record, phase: "queued", since: now() });
+      try {
+        release = await deps.limiter.acquire(giveUp.signal);
+      } catch {
+        return; // cancelled while queued: cancel() wrote the record
+      } finally {
+        queued.delete(record.id);
+      }
     }
     let finished: SubagentRecord | undefined;
     // Before the turn starts: its first state event arrives while it starts.
@@ -165,17 +168,27 @@ export function createSubagentPool(deps: SubagentPoolDeps): SubagentPool {
       }
       const record: SubagentRecord = { id, label, task, origin, wait, status: "queued", turnId: null, result: null, createdAt: now(), finishedAt: null };
       await deps.store.batch([subagentPutOp(record)], { sync: true });
-      void run(record);
-      return { record: running.has(id) ? { ...record, status: "running" } : record, existing: false };
+      // A free slot is taken now, so the model is told the truth: running, not queued.
+      const slot = deps.limiter.tryAcquire();
+      void run(record, undefined, slot);
+      return { record: slot ? { ...record, status: "running" } : record, existing: false };
     },
     async wait(id, signal) {
-      const record = await getSubagent(deps.store, id);
-      if (!record) throw new ToolError(`no subagent ${id}`);
-      if (isFinished(record)) return record;
-      return new Promise<SubagentRecord>((resolve, reject) => {
-        waiters.set(id, [...(waiters.get(id) ?? []), resolve]);
+      // The waiter is registered before the store is read: a subagent that finishes in between is not missed.
+      let resolveWait!: (r: SubagentRecord) => void;
+      const finished = new Promise<SubagentRecord>((resolve, reject) => {
+        resolveWait = resolve;
         signal.addEventListener("abort", () => reject(signal.reason), { once: true });
       });
+      waiters.set(id, [...(waiters.get(id) ?? []), resolveWait]);
+      const drop = () => waiters.set(id, (waiters.get(id) ?? []).filter((w) => w !== resolveWait));
+      const record = await getSubagent(deps.store, id);
+      if (!record || isFinished(record)) {
+        drop();
+        if (!record) throw new ToolError(`no subagent ${id}`);
+        return record;
+      }
+      return finished.finally(drop);
     },
     async list(originSessionKey) {
       return (await listSubagents(deps.store)).filter((r) => r.origin.sessionKey === originSessionKey);

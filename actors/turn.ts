@@ -148,6 +148,8 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
       deps.logger?.error({ turnId, err }, "turn checkpoint failed; the turn stays at its last durable checkpoint");
       barrier.forget(turnId);
       entry.reject(err);
+      // The turn resumes as a new actor, with an entry of its own.
+      if (entries.get(turnId) === entry) entries.delete(turnId);
     };
 
     const checkpoint = (snap: TurnSnapshot) => {

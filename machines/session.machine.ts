@@ -1,4 +1,4 @@
-import { assign, enqueueActions, raise, sendTo, setup, type CallbackActorLogic, type PromiseActorLogic } from "xstate";
+import { assign, enqueueActions, sendTo, setup, type CallbackActorLogic, type PromiseActorLogic } from "xstate";
 import { notProvided } from "./not-provided.js";
 import { MAX_INJECTED_PER_TURN, turnMachine, type TurnActorLogic, type TurnOutput, type TurnStart } from "./turn.machine.js";
 
@@ -46,6 +46,12 @@ export interface SessionContext {
   stopRequested: boolean;
   /** A /stop that came while loading, answered once it is known whether a turn was interrupted. */
   stopMessage: SessionMessage | null;
+  /** Why the session ended in `crashed` (its output; the supervisor restarts it). */
+  crash: string | null;
+}
+
+export interface SessionOutput {
+  error: string | null;
 }
 
 export interface PrepareTurnInput {
@@ -88,6 +94,7 @@ export const sessionMachine = setup({
     context: {} as SessionContext,
     events: {} as SessionEvent,
     input: {} as SessionInput,
+    output: {} as SessionOutput,
   },
   actors: {
     /** Holds one slot of agents.defaults.maxConcurrentTurns while invoked; sends slot.granted. */
@@ -144,7 +151,9 @@ export const sessionMachine = setup({
     turnId: null,
     stopRequested: false,
     stopMessage: null,
+    crash: null,
   }),
+  output: ({ context }) => ({ error: context.crash }),
   initial: "loading",
   states: {
     loading: {
@@ -252,7 +261,7 @@ export const sessionMachine = setup({
             if (!context.stopRequested) return;
             enqueue.assign({ stopRequested: false });
             // Raised, so it reaches the turn once the turn exists (entry runs before the invocation).
-            enqueue(raise({ type: "turn.cancel" }));
+            enqueue.raise({ type: "turn.cancel" });
           }),
           exit: assign({ turnStart: null, turnId: null }),
           invoke: [
@@ -270,12 +279,11 @@ export const sessionMachine = setup({
                   resume: null,
                 })),
               },
-              // A checkpoint that could not be written fails the session: the supervisor restarts it, and
-              // the turn resumes from its last durable checkpoint.
+              // A checkpoint that could not be written ends the session (its turn stopped with it) as
+              // crashed: the supervisor restarts it, and the turn resumes from its last durable checkpoint.
               onError: {
-                actions: ({ event }) => {
-                  throw event.error instanceof Error ? event.error : new Error(String(event.error));
-                },
+                target: "#session.crashed",
+                actions: assign({ crash: ({ event }) => `a turn checkpoint could not be written: ${event.error instanceof Error ? event.error.message : String(event.error)}` }),
               },
             },
           ],
@@ -309,5 +317,6 @@ export const sessionMachine = setup({
       always: [{ guard: "hasResume", target: "active" }, { guard: "hasQueue", target: "active" }, { target: "idle" }],
     },
     passivated: { type: "final" },
+    crashed: { type: "final" },
   },
 });

@@ -105,6 +105,24 @@ export const supervisorMachine = setup({
       }
       if (message) enqueue.sendTo(id, { type: "message", message });
     }),
+    /** A child failed: restart it after a backoff, or past the intensity limit mark it failed. */
+    childFailure: enqueueActions(({ enqueue, context }, { id, error }: { id: string; error: unknown }) => {
+      const record = context.children[id];
+      if (!record) return;
+      const now = Date.now();
+      const failures = [...record.failures.filter((t: number) => now - t < context.policy.windowMs), now];
+      const lastError = error instanceof Error ? error.message : String(error);
+      enqueue.stopChild(id);
+      // An error that says restarting cannot help (a rejected token) fails the child at once.
+      const permanent = (error as { permanent?: unknown } | undefined)?.permanent === true;
+      if (permanent || failures.length > context.policy.maxRestarts) {
+        enqueue.assign({ children: { ...context.children, [id]: { ...record, status: "failed", failures, lastError, since: now } } });
+        enqueue({ type: "childFailed", params: { id, error: lastError } } as never);
+        return;
+      }
+      enqueue.assign({ children: { ...context.children, [id]: { ...record, status: "restarting", failures, lastError, since: now } } });
+      enqueue.raise({ type: "child.restart", id } as SupervisorEvent, { delay: restartDelay(context.policy, failures.length) });
+    }),
     /** A message for a session that has failed for good: tell the sender. Supplied by the composition. */
     rejectMessage: (_, _params: { sessionKey: string; message: SessionMessage; reason: string }) => {},
     /** A child passed the intensity limit. Supplied by the composition (logs it). */
@@ -140,24 +158,9 @@ export const supervisorMachine = setup({
           }),
         },
         "xstate.error.actor.*": {
-          actions: enqueueActions(({ enqueue, event, context }) => {
-            const id = event.type.slice(ERROR_PREFIX.length);
-            const record = context.children[id];
-            if (!record) return;
-            const now = Date.now();
-            const failures = [...record.failures.filter((t: number) => now - t < context.policy.windowMs), now];
+          actions: enqueueActions(({ enqueue, event }) => {
             const error = (event as unknown as { error: unknown }).error;
-            const lastError = error instanceof Error ? error.message : String(error);
-            enqueue.stopChild(id);
-            // An error that says restarting cannot help (a rejected token) fails the child at once.
-            const permanent = (error as { permanent?: unknown } | undefined)?.permanent === true;
-            if (permanent || failures.length > context.policy.maxRestarts) {
-              enqueue.assign({ children: { ...context.children, [id]: { ...record, status: "failed", failures, lastError, since: now } } });
-              enqueue({ type: "childFailed", params: { id, error: lastError } });
-              return;
-            }
-            enqueue.assign({ children: { ...context.children, [id]: { ...record, status: "restarting", failures, lastError, since: now } } });
-            enqueue.raise({ type: "child.restart", id } as SupervisorEvent, { delay: restartDelay(context.policy, failures.length) });
+            enqueue({ type: "childFailure", params: { id: event.type.slice(ERROR_PREFIX.length), error } } as never);
           }),
         },
         "xstate.done.actor.*": {
@@ -166,6 +169,9 @@ export const supervisorMachine = setup({
             const id = event.type.slice(DONE_PREFIX.length);
             const record = context.children[id];
             if (record?.kind !== "session" || record.status !== "running") return;
+            // A session that ended as crashed (its children stopped with it) is a failure like any other.
+            const crash = (event as unknown as { output?: { error?: string | null } }).output?.error;
+            if (crash) return enqueue({ type: "childFailure", params: { id, error: new Error(crash) } } as never);
             // Already replaced by a fresh actor for a message that came meanwhile.
             if (isActive(self.getSnapshot().children[id] as AnyActorRef | undefined)) return;
             enqueue.stopChild(id);

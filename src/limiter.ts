@@ -4,6 +4,8 @@ export type Release = () => void;
 export interface Limiter {
   /** Waits for a free slot, first come first served. Aborting gives up the place in the queue. */
   acquire(signal?: AbortSignal): Promise<Release>;
+  /** A slot now if one is free (and nobody waits), else undefined. */
+  tryAcquire(): Release | undefined;
   readonly active: number;
   readonly waiting: number;
   readonly max: number;
@@ -33,12 +35,15 @@ export function createLimiter(max: number): Limiter {
       return queue.length;
     },
     max,
+    tryAcquire() {
+      if (active >= max || queue.length > 0) return undefined;
+      active++;
+      return release();
+    },
     acquire(signal) {
       if (signal?.aborted) return Promise.reject(signal.reason);
-      if (active < max && queue.length === 0) {
-        active++;
-        return Promise.resolve(release());
-      }
+      const now = this.tryAcquire();
+      if (now) return Promise.resolve(now);
       return new Promise<Release>((resolve, reject) => {
         const entry = {
           grant: () => {

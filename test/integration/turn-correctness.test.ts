@@ -103,3 +103,24 @@ describe("turn correctness", () => {
     expect((await listOpenTurns(store)).map((t) => t.turnId)).toEqual(["t-cp"]);
   });
 });
+
+describe("turn records: format version and parsing", () => {
+  const tempDir = useTempDirs();
+  it("a record from a newer troupe is refused with a clear message; a damaged snapshot is a corrupt record", async () => {
+    const { openStore } = await import("../../src/store/store.js");
+    const s = await openStore(`${await tempDir()}/store`);
+    try {
+      const base = { turnId: "t", sessionKey: "k", state: "awaiting_model", final: false, seq: 1, createdAt: 0, updatedAt: 0, resumes: 0 };
+      const snapshot = { status: "active", value: "awaiting_model", context: { turnId: "t", messages: [], iteration: 0, seq: 1, takenIds: [] } };
+      await s.batch([{ type: "put", sublevel: "turns", key: "t", value: { ...base, format: 99, snapshot } }]);
+      await expect(getTurn(s, "t")).rejects.toThrow(/written by a newer troupe \(format 99; this one reads up to 2\): upgrade troupe/);
+      await s.batch([{ type: "put", sublevel: "turns", key: "t", value: { ...base, snapshot: { ...snapshot, context: { turnId: "t", messages: "nope" } } } }]);
+      await expect(getTurn(s, "t")).rejects.toThrow(/record turns\/t does not match its schema/);
+      // A record without a format is format 1 (before journal keys by position) and still reads.
+      await s.batch([{ type: "put", sublevel: "turns", key: "t", value: { ...base, snapshot } }]);
+      expect((await getTurn(s, "t"))?.format).toBe(1);
+    } finally {
+      await s.close();
+    }
+  });
+});
