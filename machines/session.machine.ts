@@ -1,4 +1,4 @@
-import { assign, enqueueActions, sendTo, setup, type CallbackActorLogic, type PromiseActorLogic } from "xstate";
+import { assign, enqueueActions, raise, sendTo, setup, type CallbackActorLogic, type PromiseActorLogic } from "xstate";
 import { notProvided } from "./not-provided.js";
 import { MAX_INJECTED_PER_TURN, turnMachine, type TurnActorLogic, type TurnOutput, type TurnStart } from "./turn.machine.js";
 
@@ -73,8 +73,8 @@ export interface LoadedSession {
 export type SessionEvent =
   | { type: "message"; message: SessionMessage }
   | { type: "slot.granted" }
-  /** Raised when a /stop that came early finds its turn started. */
-  | { type: "turn.cancel" };
+  /** Raised when the turn has started: a /stop or messages that came while it was prepared reach it. */
+  | { type: "turn.started" };
 
 export interface NoticeParams {
   sessionKey: string;
@@ -252,17 +252,15 @@ export const sessionMachine = setup({
                 ],
               },
               { guard: "isImmediate", actions: { type: "answerCommand", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, busy: true }) } },
+              // Handed to the turn as soon as it has started.
+              { guard: "canInject", actions: assign({ current: ({ context, event }) => [...context.current, event.message] }) },
               { actions: "enqueue" },
             ],
           },
         },
         running: {
-          entry: enqueueActions(({ context, enqueue }) => {
-            if (!context.stopRequested) return;
-            enqueue.assign({ stopRequested: false });
-            // Raised, so it reaches the turn once the turn exists (entry runs before the invocation).
-            enqueue.raise({ type: "turn.cancel" });
-          }),
+          // Raised, so what came while the turn was being prepared reaches it once it exists (entry runs before the invocation).
+          entry: raise({ type: "turn.started" }),
           exit: assign({ turnStart: null, turnId: null }),
           invoke: [
             { id: "turn", src: "turn", input: ({ context }) => context.turnStart! },
@@ -288,7 +286,14 @@ export const sessionMachine = setup({
             },
           ],
           on: {
-            "turn.cancel": { actions: sendTo("turn", { type: "cancel" }) },
+            "turn.started": {
+              actions: enqueueActions(({ context, enqueue }) => {
+                for (const message of context.current.slice(1)) enqueue({ type: "inject", params: { message } });
+                if (!context.stopRequested) return;
+                enqueue.assign({ stopRequested: false });
+                enqueue.sendTo("turn", { type: "cancel" });
+              }),
+            },
             message: [
               {
                 guard: "isStop",

@@ -7,7 +7,7 @@ import type { FakeOpenAi } from "../fixtures/fake-openai.js";
 import { replyTo, sendApi as send, startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { toolCtx } from "../helpers/tools.js";
-import { sleep } from "../helpers/wait.js";
+import { sleep, until } from "../helpers/wait.js";
 
 
 describe("subagents (in-process daemon, fake model)", () => {
@@ -53,9 +53,12 @@ describe("subagents (in-process daemon, fake model)", () => {
     expect(toolResults.slice(0, 5).every((t) => /^Subagent \[job \d\] started \(id: sa-[0-9a-f]{10}\)\./.test(t))).toBe(true);
     expect(toolResults.slice(1, 5).every((t) => t.includes("It is queued until a subagent slot frees up."))).toBe(true);
     expect(toolResults[5]).toMatch(/^Error: too many subagents waiting \(4, limit 4\)/);
-    await sleep(1_800);
+    const statuses = await until(async () => {
+      const all = (await daemon!.subagents.list("api:q")).map((r) => r.status);
+      return all.every((st) => st === "responded") && all;
+    }, 20_000, "every subagent to finish");
+    expect(statuses).toEqual(["responded", "responded", "responded", "responded", "responded"]);
     expect(model.maxSubagentsInFlight()).toBe(1);
-    expect((await daemon.subagents.list("api:q")).map((r) => r.status)).toEqual(["responded", "responded", "responded", "responded", "responded"]);
   });
 
   it("wait=true returns the report as the tool result; /stop cancels running subagents", async () => {
