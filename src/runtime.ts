@@ -13,9 +13,8 @@ import { supervisorMachine, type SupervisionPolicy } from "../machines/superviso
 import { createApiChannel } from "./channels/api.js";
 import type { Channel, ChannelInbound } from "./channels/channel.js";
 import { fault } from "./fault.js";
-import { inboxDeleteOps, inboxPutOps, sessionsWithInbox, wasSeen } from "./store/inbox.js";
-import { subagentIdOf } from "./store/subagents.js";
-import { listOpenTurns } from "./store/turns.js";
+import { inboxDeleteOps, inboxPutOps, wasSeen } from "./store/inbox.js";
+import { sessionsToRecover } from "./store/recovery.js";
 import { spawnTool, subagentsTool } from "./tools/builtin/spawn.js";
 import { ConfigError, TroupeError } from "./errors.js";
 import { createLimiter, type Limiter } from "./limiter.js";
@@ -213,10 +212,10 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   supervisor.start();
   for (const name of channels.keys()) supervisor.send({ type: "channel.start", name });
   // Recovery: sessions with an interrupted turn or unanswered messages start now, not at their next message.
-  const open = (await listOpenTurns(store)).filter((t) => subagentIdOf(t.sessionKey) === undefined);
-  const waiting = new Set([...open.map((t) => t.sessionKey), ...(await sessionsWithInbox(store))]);
-  if (waiting.size) logger.info({ sessions: [...waiting] }, "recovering interrupted work");
-  for (const sessionKey of waiting) supervisor.send({ type: "wake", sessionKey });
+  const { wake, left } = await sessionsToRecover(store, (channel) => channels.has(channel));
+  if (wake.length) logger.info({ sessions: wake }, "recovering interrupted work");
+  if (left.length) logger.info({ sessions: left }, "not resuming turns on channels this daemon does not serve; troupe agent finishes a cli turn before its session's next message");
+  for (const sessionKey of wake) supervisor.send({ type: "wake", sessionKey });
   const resumedSubagents = await subagents.recover();
   if (resumedSubagents) logger.info({ subagents: resumedSubagents }, "recovering unfinished subagents");
 
