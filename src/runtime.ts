@@ -148,22 +148,35 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     queueDelivery(store, bus, replyRecord(message, text, `notice:${message.id}`, [message.id], Date.now()), inboxDeleteOps(sessionKey, [message.id])).catch(
       (err: unknown) => logger.error({ err }, "could not queue a notice"),
     );
+  /** Work an action started (every promise from an action ends here or in a catch) failed, a store error say: logged, and the user told. */
+  const failed = (sessionKey: string, message: SessionMessage, what: string, tell: (why: string) => string) => (err: unknown) => {
+    logger.error({ err, sessionKey, messageId: message.id }, `${what} failed`);
+    return notice(sessionKey, message, tell(err instanceof Error ? err.message : String(err)));
+  };
 
   const session = sessionMachine.provide({
     actors: { slot: createSlot(limiter), runTurn: createSessionTurn({ conversation, store, bus, logger, running }), loadSession: createLoadSession(store) },
     actions: {
       notify: (_, { sessionKey, message, text }) => void notice(sessionKey, message, text),
       stop: (_, { sessionKey, message, text, idle }) =>
-        void subagents.cancelAll(sessionKey).then((n) => {
-          const also = n ? `Cancelled ${n} subagent(s).` : "";
-          return notice(sessionKey, message, idle && n ? also : [text, also].filter(Boolean).join(" "));
-        }),
+        void subagents.cancelAll(sessionKey).then(
+          (n) => {
+            const also = n ? `Cancelled ${n} subagent(s).` : "";
+            return notice(sessionKey, message, idle && n ? also : [text, also].filter(Boolean).join(" "));
+          },
+          failed(sessionKey, message, "/stop", (why) => [idle ? "" : text, `Could not cancel subagents: ${why}`].filter(Boolean).join(" ")),
+        ),
       discard: (_, { sessionKey, ids }) =>
         void store.batch(inboxDeleteOps(sessionKey, ids), { sync: true }).catch((err: unknown) => logger.error({ err }, "could not discard messages")),
-      answerCommand: (_, { sessionKey, message, busy }) =>
+      answerCommand: (_, { sessionKey, message, busy }) => {
+        const command = message.content.trim().split(/\s+/)[0] ?? "";
         void conversation
           .command({ sessionKey, channel: message.channel, chatId: message.chatId, content: message.content })
-          .then((reply) => notice(sessionKey, message, `${reply?.content ?? ""}${busy ? "\nA turn is running; /stop cancels it." : ""}`)),
+          .then(
+            (reply) => notice(sessionKey, message, `${reply?.content ?? ""}${busy ? "\nA turn is running; /stop cancels it." : ""}`),
+            failed(sessionKey, message, command, (why) => `Sorry, ${command} failed: ${why}`),
+          );
+      },
     },
   });
 
