@@ -13,9 +13,8 @@ import { supervisorMachine, type SupervisionPolicy } from "../machines/superviso
 import { createApiChannel } from "./channels/api.js";
 import type { Channel, ChannelInbound } from "./channels/channel.js";
 import { fault } from "./fault.js";
-import { inboxDeleteOps, inboxPutOps, sessionsWithInbox, wasSeen } from "./store/inbox.js";
-import { subagentIdOf } from "./store/subagents.js";
-import { listOpenTurns } from "./store/turns.js";
+import { inboxDeleteOps, inboxPutOps, wasSeen } from "./store/inbox.js";
+import { sessionsToRecover } from "./store/recovery.js";
 import { spawnTool, subagentsTool } from "./tools/builtin/spawn.js";
 import { ConfigError, TroupeError } from "./errors.js";
 import { createLimiter, type Limiter } from "./limiter.js";
@@ -148,6 +147,11 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     queueDelivery(store, bus, replyRecord(message, text, `notice:${message.id}`, [message.id], Date.now()), inboxDeleteOps(sessionKey, [message.id])).catch(
       (err: unknown) => logger.error({ err }, "could not queue a notice"),
     );
+  /** Work an action started (every promise from an action ends here or in a catch) failed, a store error say: logged, and the user told. */
+  const failed = (sessionKey: string, message: SessionMessage, what: string, tell: (why: string) => string) => (err: unknown) => {
+    logger.error({ err, sessionKey, messageId: message.id }, `${what} failed`);
+    return notice(sessionKey, message, tell(err instanceof Error ? err.message : String(err)));
+  };
 
   const sessionTurns = createSessionTurns({ conversation, store, bus, logger, provider: core.provider, registry: core.registry, workspace: loaded.workspace, durable: opts.durable });
   const session = sessionMachine.provide({
@@ -161,10 +165,13 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     actions: {
       notify: (_, { sessionKey, message, text }) => void notice(sessionKey, message, text),
       stop: (_, { sessionKey, message, text, idle }) =>
-        void subagents.cancelAll(sessionKey).then((n) => {
-          const also = n ? `Cancelled ${n} subagent(s).` : "";
-          return notice(sessionKey, message, idle && n ? also : [text, also].filter(Boolean).join(" "));
-        }),
+        void subagents.cancelAll(sessionKey).then(
+          (n) => {
+            const also = n ? `Cancelled ${n} subagent(s).` : "";
+            return notice(sessionKey, message, idle && n ? also : [text, also].filter(Boolean).join(" "));
+          },
+          failed(sessionKey, message, "/stop", (why) => [idle ? "" : text, `Could not cancel subagents: ${why}`].filter(Boolean).join(" ")),
+        ),
       inject: ({ self }, { message }) => {
         const send = (content: string | Awaited<ReturnType<typeof userMessageWithMedia>>["content"]) =>
           self.getSnapshot().children.turn?.send({ type: "inject", content, messageId: message.id });
@@ -177,10 +184,15 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
       },
       discard: (_, { sessionKey, ids }) =>
         void store.batch(inboxDeleteOps(sessionKey, ids), { sync: true }).catch((err: unknown) => logger.error({ err }, "could not discard messages")),
-      answerCommand: (_, { sessionKey, message, busy }) =>
+      answerCommand: (_, { sessionKey, message, busy }) => {
+        const command = message.content.trim().split(/\s+/)[0] ?? "";
         void conversation
           .command({ sessionKey, channel: message.channel, chatId: message.chatId, content: message.content })
-          .then((reply) => notice(sessionKey, message, `${reply?.content ?? ""}${busy ? "\nA turn is running; /stop cancels it." : ""}`)),
+          .then(
+            (reply) => notice(sessionKey, message, `${reply?.content ?? ""}${busy ? "\nA turn is running; /stop cancels it." : ""}`),
+            failed(sessionKey, message, command, (why) => `Sorry, ${command} failed: ${why}`),
+          );
+      },
     },
   });
 
@@ -229,10 +241,10 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   supervisor.start();
   for (const name of channels.keys()) supervisor.send({ type: "channel.start", name });
   // Recovery: sessions with an interrupted turn or unanswered messages start now, not at their next message.
-  const open = (await listOpenTurns(store)).filter((t) => subagentIdOf(t.sessionKey) === undefined);
-  const waiting = new Set([...open.map((t) => t.sessionKey), ...(await sessionsWithInbox(store))]);
-  if (waiting.size) logger.info({ sessions: [...waiting] }, "recovering interrupted work");
-  for (const sessionKey of waiting) supervisor.send({ type: "wake", sessionKey });
+  const { wake, left } = await sessionsToRecover(store, (channel) => channels.has(channel));
+  if (wake.length) logger.info({ sessions: wake }, "recovering interrupted work");
+  if (left.length) logger.info({ sessions: left }, "not resuming turns on channels this daemon does not serve; troupe agent finishes a cli turn before its session's next message");
+  for (const sessionKey of wake) supervisor.send({ type: "wake", sessionKey });
   const resumedSubagents = await subagents.recover();
   if (resumedSubagents) logger.info({ subagents: resumedSubagents }, "recovering unfinished subagents");
 

@@ -2,8 +2,14 @@ import { createInterface } from "node:readline";
 import type { LoadedConfig } from "../config/index.js";
 import { createAgentRuntime, type AgentRuntime } from "../runtime.js";
 import { connectDaemon, type DaemonClient } from "./client.js";
-import { outboxDeliveredOps, pendingOutbox } from "../store/outbox.js";
-import type { TurnHandle } from "../../actors/turn.js";
+import { when } from "./sessions.js";
+import { inboxDeleteOps } from "../store/inbox.js";
+import { outboxDeliveredOps, outboxPutOp, pendingOutbox } from "../store/outbox.js";
+import type { Store, StoreOp } from "../store/store.js";
+import { getTurn, listOpenTurns, type TurnRecord } from "../store/turns.js";
+import { replyRecord } from "../../actors/session-turn.js";
+import type { TurnFinalState, TurnHandle, TurnResult } from "../../actors/turn.js";
+import type { TurnInput } from "../../machines/turn.machine.js";
 
 export interface AgentOptions {
   message?: string;
@@ -25,11 +31,12 @@ function streamTo(runtime: AgentRuntime, out: NodeJS.WriteStream): { streamed: (
   return { streamed: () => streamed, stop: () => sub.unsubscribe() };
 }
 
-async function oneTurn(runtime: AgentRuntime, opts: AgentOptions, content: string, onTurn?: (t: TurnHandle) => void): Promise<void> {
+/** Prints what `run` answers: streamed on a TTY as it arrives, else whole. */
+async function printReply(runtime: AgentRuntime, run: () => Promise<{ content: string; state?: TurnFinalState }>): Promise<void> {
   const tty = Boolean(process.stdout.isTTY);
   const live = tty ? streamTo(runtime, process.stdout) : undefined;
   try {
-    const reply = await runtime.conversation.handle({ sessionKey: opts.session, ...sessionParts(opts.session), content }, onTurn);
+    const reply = await run();
     // What streamed was the model's text; a reply that did not stream (a command, an error) prints whole.
     if (live?.streamed() && reply.state === "responded") process.stdout.write("\n");
     else process.stdout.write(`${reply.content}\n`);
@@ -37,6 +44,23 @@ async function oneTurn(runtime: AgentRuntime, opts: AgentOptions, content: strin
     live?.stop();
   }
 }
+
+/** A session's turns that were interrupted (the process stopped mid-turn), oldest first. */
+async function interruptedTurns(store: Store, sessionKey: string): Promise<TurnRecord[]> {
+  const records = await Promise.all((await listOpenTurns(store, sessionKey)).map((t) => getTurn(store, t.turnId)));
+  return records.filter((r): r is TurnRecord => r !== undefined && !r.final).sort((a, b) => a.createdAt - b.createdAt);
+}
+
+/**
+ * A turn the daemon started for a channel message (a `troupe agent` through the daemon, then the
+ * daemon died) ends as the daemon would end it: its reply queued for that channel, the messages it
+ * answers out of the inbox, or the daemon would answer them again. A turn of this process has neither.
+ */
+const channelReplyOps = (input: TurnInput) => (result: TurnResult): StoreOp[] => {
+  if (!input.messageId) return [];
+  const answers = [input.messageId, ...result.output.takenIds];
+  return [outboxPutOp(replyRecord(input, result.output.reply, `reply:${result.turnId}`, answers, Date.now())), ...inboxDeleteOps(input.sessionKey, answers)];
+};
 
 /**
  * The terminal as the "cli" channel: what the message tool sends to it is printed, then marked
@@ -69,14 +93,36 @@ interface Backend {
   close(): Promise<void>;
 }
 
+/**
+ * The conversation in this process. A `cli` turn is this process's: the daemon does not resume it
+ * (it has no cli channel). So before the session takes anything new, a turn left interrupted there
+ * (a process killed mid-turn) is finished from its checkpoint and its reply printed: a session's
+ * turns run one at a time, or the newer turn's messages would land before the older one's.
+ */
 async function localBackend(loaded: LoadedConfig, opts: AgentOptions): Promise<Backend> {
   const runtime = await createAgentRuntime(loaded);
   const stopDelivery = await deliverToTerminal(runtime);
   let running: TurnHandle | undefined;
+  const track = (turn: TurnHandle) => (running = turn);
+
+  async function finishInterrupted(): Promise<void> {
+    for (const record of await interruptedTurns(runtime.store, opts.session)) {
+      process.stderr.write(`(finishing a turn interrupted at ${when(record.updatedAt)})\n`);
+      await printReply(runtime, async () => {
+        const result = await track(runtime.conversation.resume(record, channelReplyOps(record.input as TurnInput))).done;
+        return { content: result.output.reply, state: result.state };
+      });
+    }
+  }
+
   return {
     async ask(content) {
-      await oneTurn(runtime, opts, content, (t) => (running = t));
-      running = undefined;
+      try {
+        await finishInterrupted();
+        await printReply(runtime, () => runtime.conversation.handle({ sessionKey: opts.session, ...sessionParts(opts.session), content }, track));
+      } finally {
+        running = undefined;
+      }
     },
     cancel: () => (running ? (running.cancel(), true) : false),
     async close() {

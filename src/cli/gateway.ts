@@ -1,4 +1,6 @@
 import type { LoadedConfig } from "../config/index.js";
+import { installCrashHandlers } from "../log/crash.js";
+import { createRedactor, secretsOf } from "../log/redact.js";
 import { createDaemon } from "../runtime.js";
 import { startControlServer } from "../server/http.js";
 import { ensureToken } from "../server/token.js";
@@ -14,6 +16,8 @@ const SHUTDOWN_LIMIT_MS = 15_000;
 export async function runGateway(loaded: LoadedConfig, opts: { consoleLogs: boolean }): Promise<number> {
   const { paths, config } = loaded;
   const daemon = await createDaemon(loaded, { consoleLogs: opts.consoleLogs });
+  // A rejection nobody handled is logged and the daemon serves on; an uncaught exception exits 1 (see crash.ts).
+  installCrashHandlers({ logger: daemon.logger, redact: createRedactor(secretsOf(config)), name: "troupe gateway" });
   let server;
   try {
     const token = await ensureToken(paths.tokenFile);

@@ -4,7 +4,8 @@ import { sessionDetail, sessionsOverview, type SessionDetail, type SessionOvervi
 import { openStore, type Store } from "../store/store.js";
 import { connectDaemon } from "./client.js";
 
-const when = (ms: number) => new Date(ms).toISOString().replace("T", " ").slice(0, 16);
+/** A time as `YYYY-MM-DD HH:MM` (UTC). */
+export const when = (ms: number) => new Date(ms).toISOString().replace("T", " ").slice(0, 16);
 const oneLine = (text: string, max = 200) => {
   const flat = text.replace(/\s+/g, " ").trim();
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;

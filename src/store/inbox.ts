@@ -42,8 +42,8 @@ export async function sessionInbox(store: Store, sessionKey: string): Promise<In
   return rows.map((r) => r.value).sort((a, b) => a.at - b.at || a.id.localeCompare(b.id));
 }
 
-/** Sessions with unanswered messages (to wake at start). */
-export async function sessionsWithInbox(store: Store): Promise<string[]> {
+/** Sessions with unanswered messages (to wake at start), optionally only messages that pass `which`. */
+export async function sessionsWithInbox(store: Store, which: (m: InboxRecord) => boolean = () => true): Promise<string[]> {
   const rows = await store.list("inbox", inboxRecordSchema);
-  return [...new Set(rows.map((r) => r.value.sessionKey))];
+  return [...new Set(rows.filter((r) => which(r.value)).map((r) => r.value.sessionKey))];
 }

@@ -1,20 +1,36 @@
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { openStore } from "../../src/store/store.js";
+import { pendingOutbox } from "../../src/store/outbox.js";
 import { runCli } from "../helpers/cli.js";
+import { getJson, postMessage, startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
-import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
+import { until } from "../helpers/wait.js";
+import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtures/fake-openai.js";
+
+/** The text the user typed, without the runtime context that heads it. */
+const typed = (req: RecordedRequest) => String(req.body.messages.findLast((m) => m.role === "user")?.content).split("\n").at(-1);
 
 describe("troupe agent (real process, fake model over loopback)", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
-  afterEach(async () => fake?.close());
+  let gateway: GatewayProcess | undefined;
+  afterEach(async () => {
+    gateway?.proc.kill("SIGKILL");
+    gateway = undefined;
+    await fake?.close();
+  });
 
   async function home(url: string): Promise<string> {
     const dir = await tempDir();
     await writeFile(
       join(dir, "config.json"),
-      JSON.stringify({ agents: { defaults: { provider: "custom", model: "fake-model", timezone: "Europe/Paris" } }, providers: { custom: { apiBase: url } } }),
+      JSON.stringify({
+        agents: { defaults: { provider: "custom", model: "fake-model", timezone: "Europe/Paris" } },
+        providers: { custom: { apiBase: url } },
+        gateway: { port: 0 },
+      }),
     );
     return dir;
   }
@@ -69,4 +85,96 @@ describe("troupe agent (real process, fake model over loopback)", () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^Sorry, I could not finish this: model call to custom failed \(HTTP 401\)/);
   });
+
+  it("a turn interrupted in-process is left alone by the daemon and finished, in order, before the session's next message", async () => {
+    fake = await startFakeOpenAi([], (req) => {
+      if (req.body.messages.at(-1)?.role === "tool") return { content: "First done." };
+      if (typed(req) === "first") return { toolCalls: [{ name: "exec", arguments: { command: "echo first >> runs.txt" } }] };
+      if (typed(req) === "second") return { content: "Second answer." };
+      return { content: "api answer." };
+    });
+    const dir = await home(fake.url);
+    const runs = async () => (await readFile(join(dir, "workspace/runs.txt"), "utf8").catch(() => "")).split("\n").filter(Boolean);
+
+    // Killed at its first model call: the turn is checkpointed with the user message, nothing more.
+    const killed = await runCli(["agent", "-m", "first"], { TROUPE_HOME: dir, TROUPE_FAULT: "awaiting-model" });
+    expect(killed.code).toBeNull();
+
+    // (a) The daemon serves no "cli" channel: it does not run that turn, and answers its own messages.
+    gateway = await startGateway(dir);
+    const g = gateway;
+    postMessage(g, "api:x", "hello");
+    await until(async () => (await getJson<{ replies: unknown[] }>(g, "/api/sessions/api:x/replies")).replies.length > 0, 20_000, "the api reply");
+    g.proc.kill("SIGTERM");
+    expect((await g.exited).code).toBe(0);
+    gateway = undefined;
+    expect(fake.requests.map(typed)).toEqual(["hello"]);
+    expect(await runs()).toEqual([]);
+    const store = await openStore(join(dir, "store"));
+    try {
+      expect(await pendingOutbox(store, "cli")).toEqual([]);
+    } finally {
+      await store.close();
+    }
+    const held = await runCli(["sessions", "show", "cli:direct"], { TROUPE_HOME: dir });
+    expect(held.stdout).toMatch(/turns:\n {2}\S+ {2}\S+ \S+ {2}awaiting_model \(interrupted\)\n$/);
+    expect(held.stdout).not.toContain("assistant");
+    expect(g.output()).toMatch(/not resuming turns on channels this daemon does not serve[\s\S]*cli:direct/);
+
+    // (b) The next in-process message first finishes the interrupted turn (its reply printed), then is answered.
+    const second = await runCli(["agent", "-m", "second"], { TROUPE_HOME: dir });
+    expect(second.code).toBe(0);
+    expect(second.stdout).toBe("First done.\nSecond answer.\n");
+    expect(second.stderr).toMatch(/^\(finishing a turn interrupted at .+\)\n$/);
+    expect(await runs()).toEqual(["first"]);
+    // The model saw the finished first exchange before the second message.
+    const secondSent = fake.requests.find((r) => typed(r) === "second")!.body.messages;
+    expect(secondSent.map((m) => m.role)).toEqual(["system", "user", "assistant", "tool", "assistant", "user"]);
+
+    const show = await runCli(["sessions", "show", "cli:direct"], { TROUPE_HOME: dir });
+    const transcript = show.stdout.split("transcript:\n")[1]!.split("\n\nturns:")[0]!.split("\n");
+    expect(transcript).toEqual([
+      "  user: first",
+      '  assistant → exec({"command":"echo first >> runs.txt"})',
+      expect.stringMatching(/^ {2}tool exec: /),
+      "  assistant: First done.",
+      "  user: second",
+      "  assistant: Second answer.",
+    ]);
+    expect(show.stdout).toMatch(/turns:\n {2}\S+ {2}\S+ \S+ {2}responded \(resumed 1×\)\n {2}\S+ {2}\S+ \S+ {2}responded\n$/);
+  }, 120_000);
+
+  it("a daemon turn interrupted in a session is finished by troupe agent as the daemon would: its message answered once", async () => {
+    fake = await startFakeOpenAi([], (req) => {
+      if (req.body.messages.at(-1)?.role === "tool") return { content: "First done." };
+      if (typed(req) === "first") return { toolCalls: [{ name: "exec", arguments: { command: "echo first >> runs.txt" } }] };
+      return { content: "Second answer." };
+    });
+    const dir = await home(fake.url);
+    const runs = async () => (await readFile(join(dir, "workspace/runs.txt"), "utf8").catch(() => "")).split("\n").filter(Boolean);
+
+    // `troupe agent` through the daemon sends on the api channel; the daemon dies at the turn's first model call.
+    const dying = await startGateway(dir, { TROUPE_FAULT: "awaiting-model" });
+    postMessage(dying, "cli:direct", "first");
+    expect((await dying.exited).signal).toBe("SIGKILL");
+
+    const second = await runCli(["agent", "-m", "second"], { TROUPE_HOME: dir });
+    expect(second.stdout).toBe("First done.\nSecond answer.\n");
+    expect(await runs()).toEqual(["first"]);
+
+    // The daemon finds the message answered: it delivers the queued reply to its chat, and runs nothing again.
+    gateway = await startGateway(dir);
+    const g = gateway;
+    const replies = await until(async () => {
+      const r = await getJson<{ replies: Array<{ content: string }> }>(g, "/api/sessions/cli:direct/replies");
+      return r.replies.length ? r.replies : undefined;
+    }, 20_000, "the queued reply");
+    expect(replies.map((r) => r.content)).toEqual(["First done."]);
+    g.proc.kill("SIGTERM");
+    expect((await g.exited).code).toBe(0);
+    gateway = undefined;
+    expect(await runs()).toEqual(["first"]);
+    expect(fake.requests.map(typed)).toEqual(["first", "first", "second"]);
+    expect(g.output()).not.toContain("recovering interrupted work");
+  }, 120_000);
 });

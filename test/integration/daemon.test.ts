@@ -1,10 +1,34 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Daemon } from "../../src/runtime.js";
 import { sessionInbox } from "../../src/store/inbox.js";
+import type { Store, SublevelName } from "../../src/store/store.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
+import { startSubagentModel } from "../fixtures/subagent-model.js";
 import { replyTo, sendApi as send, startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { sleep } from "../helpers/wait.js";
+
+/** Makes the store's next read of `sublevel` fail, as a disk error would. */
+function failNextGet(store: Store, sublevel: SublevelName): void {
+  const get = store.get.bind(store);
+  let armed = true;
+  store.get = (async (sub, key, schema) => {
+    if (armed && sub === sublevel) {
+      armed = false;
+      throw new Error(`disk on fire (${sub}/${key})`);
+    }
+    return get(sub, key, schema);
+  }) as Store["get"];
+}
+
+/** The daemon's log file, parsed. */
+const logLines = async (d: Daemon) =>
+  (await readFile(join(d.loaded.paths.logsDir, "troupe.log"), "utf8"))
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { level: number; msg: string; err?: { message?: string } });
 
 const sessionIds = (d: Daemon) => (d.tree.tree()?.children ?? []).filter((c) => c.kind === "session").map((c) => c.id);
 
@@ -98,5 +122,34 @@ describe("daemon: supervisor, session actors, turn limit", () => {
     const order = fake.requests.map((r) => String(r.body.messages.at(-1)?.content).split("\n").at(-1));
     expect(order.slice(0, 2).sort()).toEqual(["from a", "from b"]);
     expect(order.slice(2).sort()).toEqual(["from c", "from d", "from e"]);
+  });
+
+  it("a store error while answering /status or /stop is logged and told to the user, and the daemon keeps answering", async () => {
+    const model = await startSubagentModel({ subagentMs: 5_000 });
+    fake = model.fake;
+    daemon = await startDaemon(await tmp(), fake.url);
+    const started = await send(daemon, "f", "please spawn 1");
+    expect((await replyTo(daemon, started)).content).toBe("Started 1.");
+
+    failNextGet(daemon.store, "sessions");
+    const status = await send(daemon, "f", "/status");
+    expect((await replyTo(daemon, status)).content).toBe("Sorry, /status failed: disk on fire (sessions/meta:api:f)");
+    // /stop reads the running subagent's record to cancel it.
+    failNextGet(daemon.store, "subagents");
+    const stop = await send(daemon, "f", "/stop");
+    expect((await replyTo(daemon, stop)).content).toMatch(/^Could not cancel subagents: disk on fire \(subagents\/sa-[0-9a-f]{10}\)$/);
+
+    const again = await send(daemon, "f", "/status");
+    expect((await replyTo(daemon, again)).content).toMatch(/^Session api:f: 1 turn\(s\)/);
+    const more = await send(daemon, "f", "please spawn 1");
+    expect((await replyTo(daemon, more)).content).toBe("Started 1.");
+    const stopped = await send(daemon, "f", "/stop");
+    expect((await replyTo(daemon, stopped)).content).toBe("Cancelled 2 subagent(s).");
+
+    const errors = (await logLines(daemon)).filter((l) => l.level === 50 && l.err?.message?.startsWith("disk on fire"));
+    expect(errors.map((l) => [l.msg, l.err?.message?.split(" ")[3]])).toEqual([
+      ["/status failed", "(sessions/meta:api:f)"],
+      ["/stop failed", expect.stringMatching(/^\(subagents\/sa-/)],
+    ]);
   });
 });
