@@ -1,6 +1,6 @@
 import { fromPromise } from "xstate";
 import type { Logger } from "pino";
-import { concat, concatMap, filter, from, map, merge, Subject, type Subscription } from "rxjs";
+import { concatMap, filter, map, Subject, type Subscription } from "rxjs";
 import type { Bus } from "../src/bus/index.js";
 import { DeliveryRejectedError, type Channel, type ChannelInbound } from "../src/channels/channel.js";
 import { fault } from "../src/fault.js";
@@ -56,12 +56,13 @@ export function createChannelActor(deps: ChannelActorDeps) {
     failed.catch(() => undefined);
     const timers = new Set<NodeJS.Timeout>();
     const busy = new Set<Promise<void>>();
-    const due = new Subject<OutboxRecord>();
+    /** Everything to deliver, in order: the stored outbox first, then announcements and retries. */
+    const queue = new Subject<OutboxRecord>();
 
     const later = (record: OutboxRecord, ms: number) => {
       const timer = setTimeout(() => {
         timers.delete(timer);
-        due.next(record);
+        queue.next(record);
       }, ms);
       timers.add(timer);
     };
@@ -89,17 +90,30 @@ export function createChannelActor(deps: ChannelActorDeps) {
       }
     };
 
-    await channel.start((m) => deps.accept(input.name, m), (err) => fatal?.(err));
     const subs: Subscription[] = [];
+    // Subscribed before the stored outbox is read, so a reply stored in between is not missed; what is
+    // announced before the read waits for it.
+    let early: OutboxRecord[] | undefined = [];
+    let stored = new Set<string>();
+    // A record both read and announced is delivered once, from the stored copy (it carries the attempts).
+    const announced = (record: OutboxRecord) => {
+      if (!stored.has(record.deliveryId)) queue.next(record);
+    };
+    subs.push(
+      deps.bus
+        .ofType("outbound")
+        .pipe(
+          filter((e) => e.channel === input.name),
+          map((e): OutboxRecord => ({ deliveryId: e.deliveryId, channel: e.channel, chatId: e.chatId, content: e.content, media: e.media, replyTo: e.replyTo, answers: e.answers, createdAt: e.at, attempts: 0 })),
+        )
+        .subscribe((record) => (early ? early.push(record) : announced(record))),
+    );
     try {
+      await channel.start((m) => deps.accept(input.name, m), (err) => fatal?.(err));
       const pending = await pendingOutbox(deps.store, input.name);
-      const seen = new Set(pending.map((r) => r.deliveryId));
-      const announced = deps.bus.ofType("outbound").pipe(
-        filter((e) => e.channel === input.name && !seen.has(e.deliveryId)),
-        map((e): OutboxRecord => ({ deliveryId: e.deliveryId, channel: e.channel, chatId: e.chatId, content: e.content, media: e.media, replyTo: e.replyTo, answers: e.answers, createdAt: e.at, attempts: 0 })),
-      );
+      stored = new Set(pending.map((r) => r.deliveryId));
       subs.push(
-        concat(from(pending), merge(announced, due))
+        queue
           .pipe(
             concatMap((record) => {
               const delivery = deliver(record);
@@ -109,6 +123,10 @@ export function createChannelActor(deps: ChannelActorDeps) {
           )
           .subscribe(),
       );
+      pending.forEach((r) => queue.next(r));
+      const held = early;
+      early = undefined;
+      held.forEach(announced);
       if (channel.progress && (deps.sendProgress || deps.sendToolHints)) {
         const mine = `${input.name}:`;
         subs.push(

@@ -9,7 +9,7 @@ import { openStore, type Store } from "../../src/store/store.js";
 import { startFakeOpenAi } from "../fixtures/fake-openai.js";
 import { replyTo, startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
-import { sleep } from "../helpers/wait.js";
+import { sleep, until } from "../helpers/wait.js";
 
 const record = (id: string, content: string): OutboxRecord => ({ deliveryId: id, channel: "fake", chatId: "c", content, media: [], answers: [], createdAt: Date.now(), attempts: 0 });
 
@@ -32,15 +32,15 @@ function flakyChannel(failures: number) {
   return { channel, sent, tries };
 }
 
+function run(channel: Channel, s: Store, bus = createBus(), retryBaseMs = 40) {
+  const logic = createChannelActor({ channels: new Map([["fake", channel]]), store: s, bus, accept: async () => {}, sendProgress: false, sendToolHints: false, retryBaseMs });
+  return { actor: createActor(logic.logic, { input: { name: "fake" } }).start(), bus };
+}
+
 describe("channel actor: outbox delivery", () => {
   const tmp = useTempDirs();
   let store: Store | undefined;
   afterEach(async () => store?.close());
-
-  function run(channel: Channel, s: Store, bus = createBus(), retryBaseMs = 40) {
-    const logic = createChannelActor({ channels: new Map([["fake", channel]]), store: s, bus, accept: async () => {}, sendProgress: false, sendToolHints: false, retryBaseMs });
-    return { actor: createActor(logic.logic, { input: { name: "fake" } }).start(), bus };
-  }
 
   it("retries a failed delivery with backoff and deletes the entry only once it is accepted", async () => {
     store = await openStore(join(await tmp(), "store"));
@@ -82,6 +82,39 @@ describe("channel actor: outbox delivery", () => {
     expect(healthy.sent).toEqual(["later"]);
     expect(await pendingOutbox(store, "fake")).toEqual([]);
     second.actor.stop();
+  });
+});
+
+describe("channel actor: start-up", () => {
+  const tmp = useTempDirs();
+  let store: Store | undefined;
+  afterEach(async () => store?.close());
+
+  it("delivers a reply stored between its start-up read of the outbox and its subscription, and one both read and announced once", async () => {
+    store = await openStore(join(await tmp(), "store"));
+    const real = store;
+    const bus = createBus();
+    const healthy = flakyChannel(0);
+    // The outbox read of the start-up: one reply is stored and announced just before it, one just after it (before the read returns).
+    const spied: Store = {
+      ...real,
+      async list(sublevel, schema, opts) {
+        if (sublevel !== "outbox") return real.list(sublevel, schema, opts);
+        await queueDelivery(real, bus, record("both", "read and announced"));
+        const listed = await real.list(sublevel, schema, opts);
+        await queueDelivery(real, bus, record("late", "stored after the read"));
+        return listed;
+      },
+    };
+    const logic = createChannelActor({ channels: new Map([["fake", healthy.channel]]), store: spied, bus, accept: async () => {}, sendProgress: false, sendToolHints: false, retryBaseMs: 40 });
+    const actor = createActor(logic.logic, { input: { name: "fake" } }).start();
+    await until(async () => (await wasDelivered(real, "late")) && (await wasDelivered(real, "both")), 5_000, "both deliveries");
+    await queueDelivery(real, bus, record("after", "announced later"));
+    await until(() => wasDelivered(real, "after"), 5_000, "the later delivery");
+    actor.stop();
+    await logic.drain();
+    expect(healthy.sent.sort()).toEqual(["announced later", "read and announced", "stored after the read"]);
+    expect(await pendingOutbox(real, "fake")).toEqual([]);
   });
 });
 
