@@ -13,9 +13,10 @@ import { sleep, until } from "../helpers/wait.js";
 
 const record = (id: string, content: string): OutboxRecord => ({ deliveryId: id, channel: "fake", chatId: "c", content, media: [], answers: [], createdAt: Date.now(), attempts: 0 });
 
-/** A channel whose platform fails the first `failures` sends of each message, and refuses "bad". */
+/** A channel whose platform fails the first `failures` sends of each message, and refuses "bad"; `times` are when sends were tried. */
 function flakyChannel(failures: number) {
   const sent: string[] = [];
+  const times: number[] = [];
   const tries = new Map<string, number>();
   const channel: Channel = {
     name: "fake",
@@ -23,13 +24,14 @@ function flakyChannel(failures: number) {
     stop: async () => {},
     async send(r) {
       if (r.content === "bad") throw new DeliveryRejectedError("chat not found");
+      times.push(Date.now());
       const n = (tries.get(r.deliveryId) ?? 0) + 1;
       tries.set(r.deliveryId, n);
       if (n <= failures) throw new Error("502 Bad Gateway");
       sent.push(r.content);
     },
   };
-  return { channel, sent, tries };
+  return { channel, sent, tries, times };
 }
 
 function run(channel: Channel, s: Store, bus = createBus(), retryBaseMs = 40) {
@@ -44,43 +46,45 @@ describe("channel actor: outbox delivery", () => {
 
   it("retries a failed delivery with backoff and deletes the entry only once it is accepted", async () => {
     store = await openStore(join(await tmp(), "store"));
+    const s = store;
     const flaky = flakyChannel(2);
-    const { actor, bus } = run(flaky.channel, store);
-    await sleep(20);
-    await queueDelivery(store, bus, record("d1", "hello"));
-    await sleep(60);
-    const waiting = await pendingOutbox(store, "fake");
-    expect(waiting.map((r) => [r.deliveryId, r.attempts])).toEqual([["d1", 2]]);
-    expect(waiting[0]?.nextAttemptAt).toBeGreaterThan(Date.now());
-    await sleep(250);
+    const { actor, bus } = run(flaky.channel, s);
+    await queueDelivery(s, bus, record("d1", "hello"));
+    const waiting = await until(async () => (await pendingOutbox(s, "fake")).find((r) => r.attempts === 2), 5_000, "the second failure stored");
+    // The stored deadline of the third try is the second failure plus twice the base delay.
+    expect(waiting.nextAttemptAt! - flaky.times[1]!).toBeGreaterThanOrEqual(80 - 5);
+    await until(() => wasDelivered(s, "d1"), 5_000, "the delivery");
     expect(flaky.sent).toEqual(["hello"]);
-    expect(await pendingOutbox(store, "fake")).toEqual([]);
-    expect(await wasDelivered(store, "d1")).toBe(true);
+    expect(await pendingOutbox(s, "fake")).toEqual([]);
+    // Each retry waited its backoff: 40 ms, then 80 ms.
+    expect(flaky.times[1]! - flaky.times[0]!).toBeGreaterThanOrEqual(40 - 2);
+    expect(flaky.times[2]! - flaky.times[1]!).toBeGreaterThanOrEqual(80 - 2);
     actor.stop();
   });
 
   it("keeps the retry deadline across a restart of the channel, and drops what the platform refuses", async () => {
     store = await openStore(join(await tmp(), "store"));
-    const first = run(flakyChannel(100).channel, store, createBus(), 400);
-    await sleep(20);
-    await queueDelivery(store, first.bus, record("d2", "later"));
-    await queueDelivery(store, first.bus, record("d3", "bad"));
-    await sleep(30);
+    const s = store;
+    const failing = flakyChannel(100);
+    const first = run(failing.channel, s, createBus(), 400);
+    await queueDelivery(s, first.bus, record("d2", "later"));
+    await queueDelivery(s, first.bus, record("d3", "bad"));
+    const stored = await until(async () => {
+      const pending = await pendingOutbox(s, "fake");
+      return pending.length === 1 && pending[0]!.attempts === 1 ? pending : undefined;
+    }, 5_000, "d2 waiting for its retry and d3 dropped");
     first.actor.stop();
-    const stored = await pendingOutbox(store, "fake");
     expect(stored.map((r) => r.deliveryId)).toEqual(["d2"]);
+    expect(failing.tries.get("d2")).toBe(1);
     const deadline = stored[0]!.nextAttemptAt!;
 
-    expect(deadline - Date.now()).toBeGreaterThan(200);
     const healthy = flakyChannel(0);
-    const second = run(healthy.channel, store);
-    await sleep(100);
-    // Not before its stored deadline...
-    expect(healthy.sent).toEqual([]);
-    await sleep(Math.max(0, deadline - Date.now()) + 100);
-    // ...and then exactly once.
+    const second = run(healthy.channel, s);
+    await until(() => wasDelivered(s, "d2"), 5_000, "the retried delivery");
+    // Not before its stored deadline, and then exactly once.
+    expect(healthy.times[0]).toBeGreaterThanOrEqual(deadline - 2);
     expect(healthy.sent).toEqual(["later"]);
-    expect(await pendingOutbox(store, "fake")).toEqual([]);
+    expect(await pendingOutbox(s, "fake")).toEqual([]);
     second.actor.stop();
   });
 });
