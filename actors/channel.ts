@@ -4,7 +4,7 @@ import { concatMap, filter, map, Subject, type Subscription } from "rxjs";
 import type { Bus } from "../src/bus/index.js";
 import { DeliveryRejectedError, type Channel, type ChannelInbound } from "../src/channels/channel.js";
 import { fault } from "../src/fault.js";
-import { outboxDeliveredOps, outboxPutOp, outboxRejectedOps, pendingOutbox, type OutboxRecord } from "../src/store/outbox.js";
+import { outboxDeliveredOps, outboxPutOp, outboxRejectedOps, pendingOutbox, withDeliveredPart, type OutboxRecord } from "../src/store/outbox.js";
 import type { Store } from "../src/store/store.js";
 
 export interface ChannelActorDeps {
@@ -27,7 +27,7 @@ export const retryDelay = (attempt: number, baseMs = 1_000) => Math.min(300_000,
 /**
  * One channel for its whole life: started, then fed its outbox (what was pending at start first,
  * then what is announced), one delivery at a time. An entry is deleted only after the platform
- * accepted it. A failed delivery is retried with backoff; its attempt count and next deadline are
+ * accepted it; the parts of a message sent in several are recorded one by one as they are accepted. A failed delivery is retried with backoff; its attempt count and next deadline are
  * stored with it, so the timer survives a restart. A message the platform refuses for good is
  * dropped and marked failed. A fatal channel error fails the actor; the supervisor restarts it.
  */
@@ -70,9 +70,16 @@ export function createChannelActor(deps: ChannelActorDeps) {
     const deliver = async (record: OutboxRecord) => {
       if (signal.aborted) return;
       if (record.nextAttemptAt !== undefined && record.nextAttemptAt > now()) return later(record, record.nextAttemptAt - now());
+      let current = record;
+      // Each accepted part is recorded before the next is sent: a retry or a restart resends only what was not accepted.
+      const onPartDelivered = async (index: number) => {
+        fault("after-part-accepted");
+        current = withDeliveredPart(current, index);
+        await deps.store.batch([outboxPutOp(current)], { sync: true });
+      };
       try {
         fault("during-delivery");
-        await channel.send(record);
+        await channel.send(record, onPartDelivered);
         fault("before-outbox-delete");
         await deps.store.batch(outboxDeliveredOps(record.deliveryId, now()), { sync: true });
       } catch (err) {
@@ -81,10 +88,10 @@ export function createChannelActor(deps: ChannelActorDeps) {
           await deps.store.batch(outboxRejectedOps(record.deliveryId, now(), err.message), { sync: true });
           return;
         }
-        const attempts = record.attempts + 1;
+        const attempts = current.attempts + 1;
         const wait = retryDelay(attempts, deps.retryBaseMs);
-        const next = { ...record, attempts, nextAttemptAt: now() + wait };
-        log?.warn({ err, deliveryId: record.deliveryId, attempts, retryInMs: wait }, "delivery failed; will retry");
+        const next = { ...current, attempts, nextAttemptAt: now() + wait };
+        log?.warn({ err, deliveryId: record.deliveryId, attempts, deliveredParts: next.deliveredParts, retryInMs: wait }, "delivery failed; will retry");
         await deps.store.batch([outboxPutOp(next)], { sync: true }).catch(() => undefined);
         later(next, wait);
       }
@@ -95,7 +102,7 @@ export function createChannelActor(deps: ChannelActorDeps) {
     // announced before the read waits for it.
     let early: OutboxRecord[] | undefined = [];
     let stored = new Set<string>();
-    // A record both read and announced is delivered once, from the stored copy (it carries the attempts).
+    // A record both read and announced is delivered once, from the stored copy (it carries attempts and delivered parts).
     const announced = (record: OutboxRecord) => {
       if (!stored.has(record.deliveryId)) queue.next(record);
     };

@@ -89,7 +89,32 @@ describe("channel actor: outbox delivery", () => {
   });
 });
 
-describe("channel actor: start-up", () => {
+/** A channel that sends a message's "|"-separated parts one by one, reporting each, and fails the sends `failAt` lists (once each). */
+function partsChannel(failAt: Array<{ id: string; part: number }> = []) {
+  const sent: string[] = [];
+  const seen: Array<{ id: string; delivered: number[] }> = [];
+  const channel: Channel = {
+    name: "fake",
+    start: async () => {},
+    stop: async () => {},
+    async send(r, onPartDelivered) {
+      seen.push({ id: r.deliveryId, delivered: [...(r.deliveredParts ?? [])] });
+      for (const [i, part] of r.content.split("|").entries()) {
+        if (r.deliveredParts?.includes(i)) continue;
+        const f = failAt.findIndex((x) => x.id === r.deliveryId && x.part === i);
+        if (f >= 0) {
+          failAt.splice(f, 1);
+          throw new Error("502 Bad Gateway");
+        }
+        sent.push(part);
+        await onPartDelivered?.(i);
+      }
+    },
+  };
+  return { channel, sent, seen };
+}
+
+describe("channel actor: start-up and per-part progress", () => {
   const tmp = useTempDirs();
   let store: Store | undefined;
   afterEach(async () => store?.close());
@@ -119,6 +144,28 @@ describe("channel actor: start-up", () => {
     await logic.drain();
     expect(healthy.sent.sort()).toEqual(["announced later", "read and announced", "stored after the read"]);
     expect(await pendingOutbox(real, "fake")).toEqual([]);
+  });
+
+  it("records each part as it is accepted, so a retry after a failure on a later part sends only the rest", async () => {
+    store = await openStore(join(await tmp(), "store"));
+    const parts = partsChannel([
+      { id: "p1", part: 1 },
+      { id: "p1", part: 2 },
+    ]);
+    const { actor, bus } = run(parts.channel, store);
+    await queueDelivery(store, bus, record("p1", "one|two|three"));
+    const s = store;
+    const afterFirst = await until(async () => (await pendingOutbox(s, "fake")).find((r) => r.attempts === 1), 5_000, "the first failure stored");
+    expect(afterFirst.deliveredParts).toEqual([0]);
+    await until(() => wasDelivered(s, "p1"), 5_000, "the delivery");
+    actor.stop();
+    // Each part reached the platform once; each attempt began where the last one stopped.
+    expect(parts.sent).toEqual(["one", "two", "three"]);
+    expect(parts.seen).toEqual([
+      { id: "p1", delivered: [] },
+      { id: "p1", delivered: [0] },
+      { id: "p1", delivered: [0, 1] },
+    ]);
   });
 });
 
