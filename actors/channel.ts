@@ -1,10 +1,10 @@
 import { fromPromise } from "xstate";
 import type { Logger } from "pino";
-import { concat, concatMap, filter, from, map, merge, Subject, type Subscription } from "rxjs";
+import { concatMap, filter, map, Subject, type Subscription } from "rxjs";
 import type { Bus } from "../src/bus/index.js";
 import { DeliveryRejectedError, type Channel, type ChannelInbound } from "../src/channels/channel.js";
 import { fault } from "../src/fault.js";
-import { outboxDeliveredOps, outboxPutOp, outboxRejectedOps, pendingOutbox, type OutboxRecord } from "../src/store/outbox.js";
+import { outboxDeliveredOps, outboxPutOp, outboxRejectedOps, pendingOutbox, withDeliveredPart, type OutboxRecord } from "../src/store/outbox.js";
 import type { Store } from "../src/store/store.js";
 
 export interface ChannelActorDeps {
@@ -27,7 +27,7 @@ export const retryDelay = (attempt: number, baseMs = 1_000) => Math.min(300_000,
 /**
  * One channel for its whole life: started, then fed its outbox (what was pending at start first,
  * then what is announced), one delivery at a time. An entry is deleted only after the platform
- * accepted it. A failed delivery is retried with backoff; its attempt count and next deadline are
+ * accepted it; the parts of a message sent in several are recorded one by one as they are accepted. A failed delivery is retried with backoff; its attempt count and next deadline are
  * stored with it, so the timer survives a restart. A message the platform refuses for good is
  * dropped and marked failed. A fatal channel error fails the actor; the supervisor restarts it.
  */
@@ -56,12 +56,13 @@ export function createChannelActor(deps: ChannelActorDeps) {
     failed.catch(() => undefined);
     const timers = new Set<NodeJS.Timeout>();
     const busy = new Set<Promise<void>>();
-    const due = new Subject<OutboxRecord>();
+    /** Everything to deliver, in order: the stored outbox first, then announcements and retries. */
+    const queue = new Subject<OutboxRecord>();
 
     const later = (record: OutboxRecord, ms: number) => {
       const timer = setTimeout(() => {
         timers.delete(timer);
-        due.next(record);
+        queue.next(record);
       }, ms);
       timers.add(timer);
     };
@@ -69,9 +70,16 @@ export function createChannelActor(deps: ChannelActorDeps) {
     const deliver = async (record: OutboxRecord) => {
       if (signal.aborted) return;
       if (record.nextAttemptAt !== undefined && record.nextAttemptAt > now()) return later(record, record.nextAttemptAt - now());
+      let current = record;
+      // Each accepted part is recorded before the next is sent: a retry or a restart resends only what was not accepted.
+      const onPartDelivered = async (index: number) => {
+        fault("after-part-accepted");
+        current = withDeliveredPart(current, index);
+        await deps.store.batch([outboxPutOp(current)], { sync: true });
+      };
       try {
         fault("during-delivery");
-        await channel.send(record);
+        await channel.send(record, onPartDelivered);
         fault("before-outbox-delete");
         await deps.store.batch(outboxDeliveredOps(record.deliveryId, now()), { sync: true });
       } catch (err) {
@@ -80,26 +88,39 @@ export function createChannelActor(deps: ChannelActorDeps) {
           await deps.store.batch(outboxRejectedOps(record.deliveryId, now(), err.message), { sync: true });
           return;
         }
-        const attempts = record.attempts + 1;
+        const attempts = current.attempts + 1;
         const wait = retryDelay(attempts, deps.retryBaseMs);
-        const next = { ...record, attempts, nextAttemptAt: now() + wait };
-        log?.warn({ err, deliveryId: record.deliveryId, attempts, retryInMs: wait }, "delivery failed; will retry");
+        const next = { ...current, attempts, nextAttemptAt: now() + wait };
+        log?.warn({ err, deliveryId: record.deliveryId, attempts, deliveredParts: next.deliveredParts, retryInMs: wait }, "delivery failed; will retry");
         await deps.store.batch([outboxPutOp(next)], { sync: true }).catch(() => undefined);
         later(next, wait);
       }
     };
 
-    await channel.start((m) => deps.accept(input.name, m), (err) => fatal?.(err));
     const subs: Subscription[] = [];
+    // Subscribed before the stored outbox is read, so a reply stored in between is not missed; what is
+    // announced before the read waits for it.
+    let early: OutboxRecord[] | undefined = [];
+    let stored = new Set<string>();
+    // A record both read and announced is delivered once, from the stored copy (it carries attempts and delivered parts).
+    const announced = (record: OutboxRecord) => {
+      if (!stored.has(record.deliveryId)) queue.next(record);
+    };
+    subs.push(
+      deps.bus
+        .ofType("outbound")
+        .pipe(
+          filter((e) => e.channel === input.name),
+          map((e): OutboxRecord => ({ deliveryId: e.deliveryId, channel: e.channel, chatId: e.chatId, content: e.content, media: e.media, replyTo: e.replyTo, answers: e.answers, createdAt: e.at, attempts: 0 })),
+        )
+        .subscribe((record) => (early ? early.push(record) : announced(record))),
+    );
     try {
+      await channel.start((m) => deps.accept(input.name, m), (err) => fatal?.(err));
       const pending = await pendingOutbox(deps.store, input.name);
-      const seen = new Set(pending.map((r) => r.deliveryId));
-      const announced = deps.bus.ofType("outbound").pipe(
-        filter((e) => e.channel === input.name && !seen.has(e.deliveryId)),
-        map((e): OutboxRecord => ({ deliveryId: e.deliveryId, channel: e.channel, chatId: e.chatId, content: e.content, media: e.media, replyTo: e.replyTo, answers: e.answers, createdAt: e.at, attempts: 0 })),
-      );
+      stored = new Set(pending.map((r) => r.deliveryId));
       subs.push(
-        concat(from(pending), merge(announced, due))
+        queue
           .pipe(
             concatMap((record) => {
               const delivery = deliver(record);
@@ -109,6 +130,10 @@ export function createChannelActor(deps: ChannelActorDeps) {
           )
           .subscribe(),
       );
+      pending.forEach((r) => queue.next(r));
+      const held = early;
+      early = undefined;
+      held.forEach(announced);
       if (channel.progress && (deps.sendProgress || deps.sendToolHints)) {
         const mine = `${input.name}:`;
         subs.push(

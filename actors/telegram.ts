@@ -145,18 +145,17 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
     typing.delete(chatId);
   };
 
-  async function sendText(chatId: string, markdown: string, replyTo?: number) {
-    for (const [i, part] of splitMessage(markdown, SPLIT_AT).entries()) {
-      const reply = i === 0 && replyTo ? { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } } : {};
-      const html = markdownToTelegramHtml(part);
-      try {
-        if (html.length > TELEGRAM_MAX_CHARS) throw new GrammyError("too long after escaping", { ok: false, error_code: 400, description: "message is too long" }, "sendMessage", {});
-        await api.sendMessage(chatId, html, { parse_mode: "HTML", link_preview_options: { is_disabled: true }, ...reply });
-      } catch (err) {
-        if (!(err instanceof GrammyError) || err.error_code !== 400 || !/parse entities|too long/i.test(err.description)) throw err;
-        // Telegram refused the HTML: the same text, plain.
-        for (const plain of splitMessage(part, TELEGRAM_MAX_CHARS)) await api.sendMessage(chatId, plain, reply);
-      }
+  /** One part of a reply (at most SPLIT_AT characters of markdown) as HTML, or plain if Telegram refuses the HTML. */
+  async function sendPart(chatId: string, part: string, replyTo?: number) {
+    const reply = replyTo ? { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } } : {};
+    const html = markdownToTelegramHtml(part);
+    try {
+      if (html.length > TELEGRAM_MAX_CHARS) throw new GrammyError("too long after escaping", { ok: false, error_code: 400, description: "message is too long" }, "sendMessage", {});
+      await api.sendMessage(chatId, html, { parse_mode: "HTML", link_preview_options: { is_disabled: true }, ...reply });
+    } catch (err) {
+      if (!(err instanceof GrammyError) || err.error_code !== 400 || !/parse entities|too long/i.test(err.description)) throw err;
+      // Telegram refused the HTML: the same text, plain.
+      for (const plain of splitMessage(part, TELEGRAM_MAX_CHARS)) await api.sendMessage(chatId, plain, reply);
     }
   }
 
@@ -233,7 +232,7 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
       subs.forEach((s) => s.unsubscribe());
       [...typing.keys()].forEach(stopTyping);
     },
-    async send(record: OutboxRecord) {
+    async send(record: OutboxRecord, onPartDelivered) {
       const stream = record.answers.length ? streams.get(record.chatId) : undefined;
       if (stream) {
         // The streamed message becomes the reply: its final text replaces the draft.
@@ -243,12 +242,21 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
         if (stream.messageId !== undefined && (await finishStream(record.chatId, stream.messageId, record.content))) return;
       }
       const replyTo = cfg.replyToMessage ? Number(/^telegram:-?\d+:(\d+)$/.exec(record.answers[0] ?? "")?.[1]) || undefined : undefined;
-      try {
-        if (record.content.trim()) await sendText(record.chatId, record.content, replyTo);
-        for (const path of record.media) {
+      // The parts, numbered alike on every attempt (the split depends on the text alone): the text's pieces, then the files.
+      const text = record.content.trim() ? splitMessage(record.content, SPLIT_AT) : [];
+      const parts: Array<() => Promise<unknown>> = [
+        ...text.map((part, i) => () => sendPart(record.chatId, part, i === 0 ? replyTo : undefined)),
+        ...record.media.map((path) => () => {
           const file = new InputFile(path);
-          if (IMAGE_EXTS.includes(extname(path).toLowerCase())) await api.sendPhoto(record.chatId, file);
-          else await api.sendDocument(record.chatId, file);
+          return IMAGE_EXTS.includes(extname(path).toLowerCase()) ? api.sendPhoto(record.chatId, file) : api.sendDocument(record.chatId, file);
+        }),
+      ];
+      const done = new Set(record.deliveredParts);
+      try {
+        for (const [i, sendIt] of parts.entries()) {
+          if (done.has(i)) continue;
+          await sendIt();
+          await onPartDelivered(i);
         }
       } catch (err) {
         if (err instanceof GrammyError && (err.error_code === 403 || (err.error_code === 400 && /chat not found|user is deactivated|bot was blocked/i.test(err.description)))) {

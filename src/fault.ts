@@ -9,6 +9,8 @@ export const FAULT_POINTS = [
   "after-tool-started",
   "after-tool-completed",
   "during-delivery",
+  // A part of a multi-part message (Telegram) accepted by the platform, not yet recorded.
+  "after-part-accepted",
   "before-outbox-delete",
 ] as const;
 export type FaultPoint = (typeof FAULT_POINTS)[number];

@@ -17,15 +17,20 @@ export type ProgressUpdate = EventOf<"progress"> | EventOf<"tool_hint">;
 
 /**
  * What a channel (cli, api, telegram) implements. The channel actor starts it, hands it the
- * outbox entries for its name, and deletes each one only after send() resolved.
+ * outbox entries for its name, records each part send() reports, and deletes an entry only after
+ * send() resolved.
  */
 export interface Channel {
   readonly name: string;
   /** Starts receiving. `accept` resolves once the message is safely taken; `fail` reports a fatal error (the supervisor restarts the channel). */
   start(accept: (message: ChannelInbound) => Promise<void>, fail: (err: Error) => void): Promise<void>;
   stop(): Promise<void>;
-  /** Delivers one message; resolves once the platform accepted it. */
-  send(message: OutboxRecord): Promise<void>;
+  /**
+   * Delivers one message; resolves once the platform accepted it. A channel that sends a message in
+   * parts numbers them the same way on every attempt, skips those in `message.deliveredParts`, and
+   * awaits `onPartDelivered(index)` after the platform accepted each (it records the part, synced).
+   */
+  send(message: OutboxRecord, onPartDelivered: (index: number) => Promise<void>): Promise<void>;
   /** Streamed text and tool hints of its sessions, when channels.sendProgress / sendToolHints allow. */
   progress?(update: ProgressUpdate): void;
 }

@@ -9,8 +9,19 @@ export const outboxRecordSchema = outboundEvent.omit({ type: true, at: true }).e
   /** Failed delivery attempts so far, and when to try again: a durable timer, re-armed at start. */
   attempts: z.number().int().nonnegative().default(0),
   nextAttemptAt: z.number().optional(),
+  /**
+   * The parts (of a message its channel sends in several: text pieces, files) the platform has
+   * accepted, each written as soon as it is: a retry or a restart sends only the others.
+   */
+  deliveredParts: z.array(z.number().int().nonnegative()).optional(),
 });
 export type OutboxRecord = z.infer<typeof outboxRecordSchema>;
+
+/** The record with one more part accepted. */
+export const withDeliveredPart = (record: OutboxRecord, index: number): OutboxRecord => ({
+  ...record,
+  deliveredParts: [...new Set([...(record.deliveredParts ?? []), index])].sort((a, b) => a - b),
+});
 
 const sentMarkerSchema = z.object({ at: z.number() });
 const sentKey = (deliveryId: string) => `sent:${deliveryId}`;

@@ -69,7 +69,9 @@ describe("durable execution across kill -9 (real gateway processes, TROUPE_FAULT
   ];
 
   it("covers every fault point", () => {
-    expect(new Set(cases.map((c) => c.fault.split(":")[0]))).toEqual(new Set(FAULT_POINTS));
+    // The API channel sends a reply in one part; the point between parts is covered in telegram-delivery.test.ts.
+    const multiPart = ["after-part-accepted"];
+    expect(new Set(cases.map((c) => c.fault.split(":")[0]))).toEqual(new Set(FAULT_POINTS.filter((p) => !multiPart.includes(p))));
   });
 
   it.each(cases)("killed at $fault: after restart the reply is delivered once and nothing is done twice", async ({ fault, execRuns, execResult }) => {
@@ -105,6 +107,7 @@ describe("durable execution across kill -9 (real gateway processes, TROUPE_FAULT
     expect(await runsOf(dir)).toHaveLength(execRuns);
   });
 
+  // Two gateways and four CLI processes: over the default 30 s on a loaded 2-core machine.
   it("troupe sessions list/show report the interrupted turn without a daemon, and the resumed one through it", async () => {
     fake = await worker();
     const dir = await home();
@@ -131,7 +134,7 @@ describe("durable execution across kill -9 (real gateway processes, TROUPE_FAULT
     expect(show.stdout).toContain("  assistant: All done.");
     expect(show.stdout).toMatch(/responded \(resumed 1×\)\n$/);
     expect((await runCli(["sessions", "show", "api:nope"], { TROUPE_HOME: dir })).stderr).toBe("no session api:nope; troupe sessions list shows them\n");
-  });
+  }, 90_000);
 
   it("20 sessions killed mid-turn at a random instant all complete after restart, each answered once", async () => {
     fake = await worker(150);

@@ -9,13 +9,14 @@ import { openStore, type Store } from "../../src/store/store.js";
 import { startFakeOpenAi } from "../fixtures/fake-openai.js";
 import { replyTo, startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
-import { sleep } from "../helpers/wait.js";
+import { sleep, until } from "../helpers/wait.js";
 
 const record = (id: string, content: string): OutboxRecord => ({ deliveryId: id, channel: "fake", chatId: "c", content, media: [], answers: [], createdAt: Date.now(), attempts: 0 });
 
-/** A channel whose platform fails the first `failures` sends of each message, and refuses "bad". */
+/** A channel whose platform fails the first `failures` sends of each message, and refuses "bad"; `times` are when sends were tried. */
 function flakyChannel(failures: number) {
   const sent: string[] = [];
+  const times: number[] = [];
   const tries = new Map<string, number>();
   const channel: Channel = {
     name: "fake",
@@ -23,13 +24,19 @@ function flakyChannel(failures: number) {
     stop: async () => {},
     async send(r) {
       if (r.content === "bad") throw new DeliveryRejectedError("chat not found");
+      times.push(Date.now());
       const n = (tries.get(r.deliveryId) ?? 0) + 1;
       tries.set(r.deliveryId, n);
       if (n <= failures) throw new Error("502 Bad Gateway");
       sent.push(r.content);
     },
   };
-  return { channel, sent, tries };
+  return { channel, sent, tries, times };
+}
+
+function run(channel: Channel, s: Store, bus = createBus(), retryBaseMs = 40) {
+  const logic = createChannelActor({ channels: new Map([["fake", channel]]), store: s, bus, accept: async () => {}, sendProgress: false, sendToolHints: false, retryBaseMs });
+  return { actor: createActor(logic.logic, { input: { name: "fake" } }).start(), bus };
 }
 
 describe("channel actor: outbox delivery", () => {
@@ -37,51 +44,128 @@ describe("channel actor: outbox delivery", () => {
   let store: Store | undefined;
   afterEach(async () => store?.close());
 
-  function run(channel: Channel, s: Store, bus = createBus(), retryBaseMs = 40) {
-    const logic = createChannelActor({ channels: new Map([["fake", channel]]), store: s, bus, accept: async () => {}, sendProgress: false, sendToolHints: false, retryBaseMs });
-    return { actor: createActor(logic.logic, { input: { name: "fake" } }).start(), bus };
-  }
-
   it("retries a failed delivery with backoff and deletes the entry only once it is accepted", async () => {
     store = await openStore(join(await tmp(), "store"));
+    const s = store;
     const flaky = flakyChannel(2);
-    const { actor, bus } = run(flaky.channel, store);
-    await sleep(20);
-    await queueDelivery(store, bus, record("d1", "hello"));
-    await sleep(60);
-    const waiting = await pendingOutbox(store, "fake");
-    expect(waiting.map((r) => [r.deliveryId, r.attempts])).toEqual([["d1", 2]]);
-    expect(waiting[0]?.nextAttemptAt).toBeGreaterThan(Date.now());
-    await sleep(250);
+    const { actor, bus } = run(flaky.channel, s);
+    await queueDelivery(s, bus, record("d1", "hello"));
+    const waiting = await until(async () => (await pendingOutbox(s, "fake")).find((r) => r.attempts === 2), 5_000, "the second failure stored");
+    // The stored deadline of the third try is the second failure plus twice the base delay.
+    expect(waiting.nextAttemptAt! - flaky.times[1]!).toBeGreaterThanOrEqual(80 - 5);
+    await until(() => wasDelivered(s, "d1"), 5_000, "the delivery");
     expect(flaky.sent).toEqual(["hello"]);
-    expect(await pendingOutbox(store, "fake")).toEqual([]);
-    expect(await wasDelivered(store, "d1")).toBe(true);
+    expect(await pendingOutbox(s, "fake")).toEqual([]);
+    // Each retry waited its backoff: 40 ms, then 80 ms.
+    expect(flaky.times[1]! - flaky.times[0]!).toBeGreaterThanOrEqual(40 - 2);
+    expect(flaky.times[2]! - flaky.times[1]!).toBeGreaterThanOrEqual(80 - 2);
     actor.stop();
   });
 
   it("keeps the retry deadline across a restart of the channel, and drops what the platform refuses", async () => {
     store = await openStore(join(await tmp(), "store"));
-    const first = run(flakyChannel(100).channel, store, createBus(), 400);
-    await sleep(20);
-    await queueDelivery(store, first.bus, record("d2", "later"));
-    await queueDelivery(store, first.bus, record("d3", "bad"));
-    await sleep(30);
+    const s = store;
+    const failing = flakyChannel(100);
+    const first = run(failing.channel, s, createBus(), 400);
+    await queueDelivery(s, first.bus, record("d2", "later"));
+    await queueDelivery(s, first.bus, record("d3", "bad"));
+    const stored = await until(async () => {
+      const pending = await pendingOutbox(s, "fake");
+      return pending.length === 1 && pending[0]!.attempts === 1 ? pending : undefined;
+    }, 5_000, "d2 waiting for its retry and d3 dropped");
     first.actor.stop();
-    const stored = await pendingOutbox(store, "fake");
     expect(stored.map((r) => r.deliveryId)).toEqual(["d2"]);
+    expect(failing.tries.get("d2")).toBe(1);
     const deadline = stored[0]!.nextAttemptAt!;
 
-    expect(deadline - Date.now()).toBeGreaterThan(200);
     const healthy = flakyChannel(0);
-    const second = run(healthy.channel, store);
-    await sleep(100);
-    // Not before its stored deadline...
-    expect(healthy.sent).toEqual([]);
-    await sleep(Math.max(0, deadline - Date.now()) + 100);
-    // ...and then exactly once.
+    const second = run(healthy.channel, s);
+    await until(() => wasDelivered(s, "d2"), 5_000, "the retried delivery");
+    // Not before its stored deadline, and then exactly once.
+    expect(healthy.times[0]).toBeGreaterThanOrEqual(deadline - 2);
     expect(healthy.sent).toEqual(["later"]);
-    expect(await pendingOutbox(store, "fake")).toEqual([]);
+    expect(await pendingOutbox(s, "fake")).toEqual([]);
     second.actor.stop();
+  });
+});
+
+/** A channel that sends a message's "|"-separated parts one by one, reporting each, and fails the sends `failAt` lists (once each). */
+function partsChannel(failAt: Array<{ id: string; part: number }> = []) {
+  const sent: string[] = [];
+  const seen: Array<{ id: string; delivered: number[] }> = [];
+  const channel: Channel = {
+    name: "fake",
+    start: async () => {},
+    stop: async () => {},
+    async send(r, onPartDelivered) {
+      seen.push({ id: r.deliveryId, delivered: [...(r.deliveredParts ?? [])] });
+      for (const [i, part] of r.content.split("|").entries()) {
+        if (r.deliveredParts?.includes(i)) continue;
+        const f = failAt.findIndex((x) => x.id === r.deliveryId && x.part === i);
+        if (f >= 0) {
+          failAt.splice(f, 1);
+          throw new Error("502 Bad Gateway");
+        }
+        sent.push(part);
+        await onPartDelivered?.(i);
+      }
+    },
+  };
+  return { channel, sent, seen };
+}
+
+describe("channel actor: start-up and per-part progress", () => {
+  const tmp = useTempDirs();
+  let store: Store | undefined;
+  afterEach(async () => store?.close());
+
+  it("delivers a reply stored between its start-up read of the outbox and its subscription, and one both read and announced once", async () => {
+    store = await openStore(join(await tmp(), "store"));
+    const real = store;
+    const bus = createBus();
+    const healthy = flakyChannel(0);
+    // The outbox read of the start-up: one reply is stored and announced just before it, one just after it (before the read returns).
+    const spied: Store = {
+      ...real,
+      async list(sublevel, schema, opts) {
+        if (sublevel !== "outbox") return real.list(sublevel, schema, opts);
+        await queueDelivery(real, bus, record("both", "read and announced"));
+        const listed = await real.list(sublevel, schema, opts);
+        await queueDelivery(real, bus, record("late", "stored after the read"));
+        return listed;
+      },
+    };
+    const logic = createChannelActor({ channels: new Map([["fake", healthy.channel]]), store: spied, bus, accept: async () => {}, sendProgress: false, sendToolHints: false, retryBaseMs: 40 });
+    const actor = createActor(logic.logic, { input: { name: "fake" } }).start();
+    await until(async () => (await wasDelivered(real, "late")) && (await wasDelivered(real, "both")), 5_000, "both deliveries");
+    await queueDelivery(real, bus, record("after", "announced later"));
+    await until(() => wasDelivered(real, "after"), 5_000, "the later delivery");
+    actor.stop();
+    await logic.drain();
+    expect(healthy.sent.sort()).toEqual(["announced later", "read and announced", "stored after the read"]);
+    expect(await pendingOutbox(real, "fake")).toEqual([]);
+  });
+
+  it("records each part as it is accepted, so a retry after a failure on a later part sends only the rest", async () => {
+    store = await openStore(join(await tmp(), "store"));
+    const parts = partsChannel([
+      { id: "p1", part: 1 },
+      { id: "p1", part: 2 },
+    ]);
+    const { actor, bus } = run(parts.channel, store);
+    await queueDelivery(store, bus, record("p1", "one|two|three"));
+    const s = store;
+    const afterFirst = await until(async () => (await pendingOutbox(s, "fake")).find((r) => r.attempts === 1), 5_000, "the first failure stored");
+    expect(afterFirst.deliveredParts).toEqual([0]);
+    await until(() => wasDelivered(s, "p1"), 5_000, "the delivery");
+    actor.stop();
+    // Each part reached the platform once; each attempt began where the last one stopped.
+    expect(parts.sent).toEqual(["one", "two", "three"]);
+    expect(parts.seen).toEqual([
+      { id: "p1", delivered: [] },
+      { id: "p1", delivered: [0] },
+      { id: "p1", delivered: [0, 1] },
+    ]);
   });
 });
 

@@ -1,9 +1,10 @@
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { createServer, request as httpRequest } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Daemon } from "../../src/runtime.js";
+import { pendingOutbox, queueDelivery } from "../../src/store/outbox.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { startFakeTelegram, type FakeTelegram } from "../fixtures/fake-telegram.js";
 import { startFakeWeb } from "../fixtures/fake-web.js";
@@ -104,6 +105,28 @@ describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () =
     expect(parts.length).toBeGreaterThanOrEqual(2);
     expect(parts.every((p) => p.length <= 4096)).toBe(true);
     expect(parts.join("\n")).toBe(long);
+  });
+
+  it("a transient failure on a later part or on a file resends only what Telegram has not accepted", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "unused" }));
+    tg = await startFakeTelegram(TOKEN);
+    const home = await start();
+    const photo = join(home, "chart.png");
+    const doc = join(home, "notes.txt");
+    await writeFile(photo, "PNG");
+    await writeFile(doc, "notes");
+    // Three parts of text (one per paragraph), then two files; part 2 and the document fail once each.
+    const content = [0, 1, 2].map((p) => `part${p} ${"lorem ipsum ".repeat(250).trim()}`).join("\n\n");
+    tg.failSend("sendMessage", 502, (body) => String(body.text).startsWith("part1"));
+    tg.failSend("sendDocument", 502);
+    await queueDelivery(daemon!.store, daemon!.bus, { deliveryId: "long-1", channel: "telegram", chatId: "42", content, media: [photo, doc], answers: [], createdAt: Date.now(), attempts: 0 });
+    await until(() => tg!.calls.some((c) => c.method === "sendDocument" && !c.failed), 15_000, "the document");
+    await until(async () => (await pendingOutbox(daemon!.store, "telegram")).length === 0 || undefined, 5_000, "the outbox to empty");
+    expect(tg.delivered().map((b) => String(b.text).slice(0, 5))).toEqual(["part0", "part1", "part2"]);
+    const attempts = (method: string) => tg!.calls.filter((c) => c.method === method).map((c) => (c.failed ? "failed" : "ok"));
+    expect(attempts("sendMessage")).toEqual(["ok", "failed", "ok", "ok"]);
+    expect(attempts("sendPhoto")).toEqual(["ok"]);
+    expect(attempts("sendDocument")).toEqual(["failed", "ok"]);
   });
 
   it("stores the offset once messages are in the inbox and never answers one twice after a restart", async () => {
