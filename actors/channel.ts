@@ -19,6 +19,8 @@ export interface ChannelActorDeps {
   now?: () => number;
   /** First retry delay (doubling after each failure); tests shorten it. */
   retryBaseMs?: number;
+  /** Told when a channel has started (connected, or retrying its platform): daemon start waits for it. */
+  onStarted?: (name: string) => void;
 }
 
 /** Wait before retry number `attempt` (1-based): doubling from 1 s, at most 5 minutes. */
@@ -116,7 +118,10 @@ export function createChannelActor(deps: ChannelActorDeps) {
         .subscribe((record) => (early ? early.push(record) : announced(record))),
     );
     try {
-      await channel.start((m) => deps.accept(input.name, m), (err) => fatal?.(err));
+      // A channel still connecting when the daemon stops is stopped (below), not waited for.
+      const stopping = new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+      await Promise.race([channel.start((m) => deps.accept(input.name, m), (err) => fatal?.(err)), stopping]);
+      if (signal.aborted) return;
       const pending = await pendingOutbox(deps.store, input.name);
       stored = new Set(pending.map((r) => r.deliveryId));
       subs.push(
@@ -144,7 +149,8 @@ export function createChannelActor(deps: ChannelActorDeps) {
         );
       }
       log?.info({ pending: pending.length }, "channel started");
-      await Promise.race([failed, new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }))]);
+      deps.onStarted?.(input.name);
+      await Promise.race([failed, stopping]);
     } finally {
       subs.forEach((s) => s.unsubscribe());
       timers.forEach((t) => clearTimeout(t));

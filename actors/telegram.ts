@@ -215,6 +215,18 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
         if (snap.status === "done") fail(new PermanentChannelError(snap.context.fatal ?? "telegram poller stopped"));
       });
       poller.start();
+      // Started means connected (or retrying a network failure); a rejected token fails the start itself.
+      await new Promise<void>((resolve, reject) => {
+        const sub = poller!.subscribe({
+          next: (snap) => {
+            if (snap.status === "done") reject(new PermanentChannelError(snap.context.fatal ?? "telegram poller stopped"));
+            else if (snap.value === "connecting") return;
+            else resolve();
+            sub.unsubscribe();
+          },
+          complete: () => resolve(),
+        });
+      });
       subs.push(
         deps.bus.ofType("turn_state").subscribe((e) => {
           if (!e.sessionKey.startsWith("telegram:")) return;

@@ -9,7 +9,7 @@ import { createSubagentPool, type SubagentPool } from "../actors/subagents.js";
 import { createTelegramChannel } from "../actors/telegram.js";
 import { userMessageWithMedia } from "./context/media.js";
 import { sessionMachine, type SessionMessage } from "../machines/session.machine.js";
-import { supervisorMachine, type SupervisionPolicy } from "../machines/supervisor.machine.js";
+import { channelActorId, supervisorMachine, type SupervisionPolicy } from "../machines/supervisor.machine.js";
 import { createApiChannel } from "./channels/api.js";
 import type { Channel, ChannelInbound } from "./channels/channel.js";
 import { fault } from "./fault.js";
@@ -103,10 +103,18 @@ export interface Daemon extends AgentRuntime {
   subagents: SubagentPool;
   tree: ActorTree;
   limiter: Limiter;
+  /** Each channel's state, for `troupe daemon start` and `status`. */
+  channels(): ChannelState[];
   /** Takes a message from a channel into the system; resolves with its id once it is routed. */
   accept(channel: string, message: ChannelInbound): Promise<string>;
   /** Stops taking work, lets running turns reach a checkpoint, stops every actor, closes the store. */
   shutdown(): Promise<void>;
+}
+
+export interface ChannelState {
+  name: string;
+  state: "starting" | "started" | "restarting" | "failed";
+  error: string | null;
 }
 
 /** The actor system of `troupe gateway`: a supervisor over channel and session actors. */
@@ -215,6 +223,8 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     return id;
   };
 
+  /** Channels that have started (connected to their platform, or retrying it). */
+  const started = new Set<string>();
   const channelActor = createChannelActor({
     channels,
     store,
@@ -223,6 +233,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     sendProgress: loaded.config.channels.sendProgress,
     sendToolHints: loaded.config.channels.sendToolHints,
     logger,
+    onStarted: (name) => void started.add(name),
   });
   const supervisor = createActor(
     supervisorMachine.provide({
@@ -238,6 +249,13 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     { input: { policy: opts.policy, sessionIdleMs: d.sessionIdleSeconds * 1000 }, inspect: tree.inspect },
   );
   supervisor.subscribe({ error: (err) => logger.fatal({ err }, "supervisor failed") });
+  /** Each channel: starting (connecting to its platform), started, restarting after a failure, or failed for good. */
+  const channelStates = (): ChannelState[] =>
+    [...channels.keys()].map((name) => {
+      const child = supervisor.getSnapshot().context.children[channelActorId(name)];
+      const state = child?.status === "failed" || child?.status === "restarting" ? child.status : started.has(name) ? "started" : "starting";
+      return { name, state, error: child?.lastError ?? null };
+    });
   supervisor.start();
   for (const name of channels.keys()) supervisor.send({ type: "channel.start", name });
   // Recovery: sessions with an interrupted turn or unanswered messages start now, not at their next message.
@@ -256,6 +274,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     tree,
     limiter,
     accept,
+    channels: channelStates,
     async shutdown() {
       accepting = false;
       const grace = opts.shutdownGraceMs ?? 3_000;

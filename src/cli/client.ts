@@ -2,7 +2,7 @@ import { TroupeError } from "../errors.js";
 import type { DataPaths } from "../paths.js";
 import { readSse } from "../server/sse.js";
 import { readToken } from "../server/token.js";
-import { readPidfile } from "./pidfile.js";
+import { checkGateway, type GatewayCheck } from "./pidfile.js";
 
 export interface DaemonClient {
   url: string;
@@ -13,15 +13,10 @@ export interface DaemonClient {
 }
 
 /** A client for the running gateway of this data dir, or undefined when none answers. */
-export async function connectDaemon(paths: DataPaths, timeoutMs = 2_000): Promise<DaemonClient | undefined> {
-  const info = await readPidfile(paths);
-  if (!info) return undefined;
-  try {
-    const res = await fetch(`${info.url}/health`, { signal: AbortSignal.timeout(timeoutMs) });
-    if (!res.ok) return undefined;
-  } catch {
-    return undefined;
-  }
+export async function connectDaemon(paths: DataPaths, timeoutMs = 2_000, checked?: GatewayCheck): Promise<DaemonClient | undefined> {
+  const check = checked ?? (await checkGateway(paths, timeoutMs));
+  if (check.kind !== "ours" || !check.health) return undefined;
+  const { info } = check;
   const token = await readToken(paths.tokenFile);
   if (!token) throw new TroupeError(`the daemon (pid ${info.pid}) runs but ${paths.tokenFile} is missing; restart it with: troupe daemon restart`);
   const headers = { authorization: `Bearer ${token}` };

@@ -1,71 +1,105 @@
 import { spawn } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
-import { mkdir, readFile } from "node:fs/promises";
+import { mkdir, open, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { TroupeError } from "../errors.js";
 import type { DataPaths } from "../paths.js";
 import type { ActorNode } from "../server/actor-tree.js";
-import { connectDaemon } from "./client.js";
-import { isAlive, readPidfile } from "./pidfile.js";
+import type { ChannelState } from "../runtime.js";
+import { connectDaemon, type DaemonClient } from "./client.js";
+import { checkGateway, clearStale, isAlive, type GatewayCheck } from "./pidfile.js";
 
 export const TROUPE_BIN = fileURLToPath(new URL("../../bin/troupe.js", import.meta.url));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Where a detached gateway's own stdout and stderr go (startup errors before logging is up). */
 export const daemonOutFile = (paths: DataPaths) => join(paths.logsDir, "daemon.out");
 
-async function tail(file: string, lines: number): Promise<string> {
-  const text = await readFile(file, "utf8").catch(() => "");
-  return text.trimEnd().split("\n").slice(-lines).join("\n");
+/** What a file holds from byte `from` on: this start's output, not an earlier one's. */
+async function readFrom(file: string, from: number): Promise<string> {
+  const handle = await open(file, "r").catch(() => undefined);
+  if (!handle) return "";
+  try {
+    const { size } = await handle.stat();
+    const buffer = Buffer.alloc(Math.max(0, size - from));
+    await handle.read(buffer, 0, buffer.length, from);
+    return buffer.toString("utf8");
+  } finally {
+    await handle.close();
+  }
 }
 
-/** `troupe daemon start`: a detached gateway; returns once /health answers. */
+/** Which gateway daemon.pid names; a stale pidfile (its process gone, or the pid someone else's) is removed with a note. */
+async function findGateway(paths: DataPaths): Promise<GatewayCheck> {
+  const check = await checkGateway(paths);
+  await clearStale(paths, check);
+  return check.kind === "stale" ? { kind: "none" } : check;
+}
+
+/** `troupe daemon start`: a detached gateway; returns once /health answers and its channels have started (or failed). */
 export async function startDaemon(paths: DataPaths, timeoutMs = 30_000): Promise<number> {
-  const running = await connectDaemon(paths);
+  const check = await findGateway(paths);
+  const running = await connectDaemon(paths, 2_000, check);
   if (running) {
     console.log(`troupe daemon is already running (pid ${running.pid}) on ${running.url}`);
     return 0;
   }
+  if (check.kind !== "none") throw new TroupeError(`troupe daemon (pid ${check.info.pid}) runs but does not answer on ${check.info.url}; see troupe daemon logs, or stop it with: troupe daemon stop`);
   await mkdir(paths.logsDir, { recursive: true });
-  const out = openSync(daemonOutFile(paths), "a");
+  const outFile = daemonOutFile(paths);
+  const from = (await stat(outFile).catch(() => undefined))?.size ?? 0;
+  const out = openSync(outFile, "a");
   const child = spawn(process.execPath, [TROUPE_BIN, "gateway", "--detached"], { detached: true, stdio: ["ignore", out, out], env: process.env });
   closeSync(out);
   let exited: number | null | undefined;
   child.once("exit", (code) => (exited = code));
   child.unref();
   const deadline = Date.now() + timeoutMs;
+  let client: DaemonClient | undefined;
+  let channels: ChannelState[] = [];
   while (Date.now() < deadline) {
     await sleep(100);
     if (exited !== undefined) {
-      const why = (await tail(daemonOutFile(paths), 5)) || `exit code ${exited}`;
+      const why = (await readFrom(outFile, from)).trim() || `exit code ${exited}`;
       throw new TroupeError(`troupe daemon did not start:\n${why}`);
     }
-    const client = await connectDaemon(paths, 500);
-    if (client && client.pid === child.pid) {
-      console.log(`troupe daemon started (pid ${client.pid}) on ${client.url}; logs: troupe daemon logs -f`);
-      return 0;
-    }
+    client ??= await connectDaemon(paths, 500).then((c) => (c?.pid === child.pid ? c : undefined));
+    if (!client) continue;
+    // A channel that cannot start (a rejected token) is said now, not found later in the logs.
+    channels = (await client.get<ActorsResponse>("/api/actors")).channels ?? [];
+    if (!channels.some((c) => c.state === "starting")) break;
   }
-  throw new TroupeError(`troupe daemon (pid ${child.pid}) did not answer /health within ${timeoutMs / 1000}s; see ${daemonOutFile(paths)}`);
+  if (client) {
+    console.log(`troupe daemon started (pid ${client.pid}) on ${client.url}; logs: troupe daemon logs -f`);
+    const broken = channels.filter((c) => c.state !== "started");
+    const what = { starting: "is still connecting", restarting: "is restarting after a failure", failed: "failed at start", started: "" };
+    for (const c of broken) console.error(`${c.name} ${what[c.state]}${c.error ? `: ${c.error}` : ""}`);
+    return channels.some((c) => c.state === "failed") ? 1 : 0;
+  }
+  throw new TroupeError(`troupe daemon (pid ${child.pid}) did not answer /health within ${timeoutMs / 1000}s; see ${outFile}`);
 }
 
-/** `troupe daemon stop`: SIGTERM, then waits for a graceful exit. */
+/** `troupe daemon stop`: SIGTERM to this data dir's gateway (never to a process that reused its pid), then waits for a graceful exit. */
 export async function stopDaemon(paths: DataPaths, timeoutMs = 20_000): Promise<number> {
-  const info = await readPidfile(paths);
-  if (!info) {
+  const check = await findGateway(paths);
+  if (check.kind === "none") {
     console.log("troupe daemon is not running");
     return 0;
   }
-  process.kill(info.pid, "SIGTERM");
+  const { pid } = check.info;
+  if (check.kind === "unknown") {
+    throw new TroupeError(`pid ${pid} in ${paths.pidFile} does not answer on ${check.info.url}, and without /proc troupe cannot tell whether it is its gateway; if it is, stop it with: kill ${pid}`);
+  }
+  process.kill(pid, "SIGTERM");
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (!isAlive(info.pid)) {
-      console.log(`troupe daemon stopped (pid ${info.pid})`);
+    if (!isAlive(pid)) {
+      console.log(`troupe daemon stopped (pid ${pid})`);
       return 0;
     }
     await sleep(100);
   }
-  throw new TroupeError(`troupe daemon (pid ${info.pid}) did not stop within ${timeoutMs / 1000}s; kill it with: kill -9 ${info.pid}`);
+  throw new TroupeError(`troupe daemon (pid ${pid}) did not stop within ${timeoutMs / 1000}s; kill it with: kill -9 ${pid}`);
 }
 
 const ago = (ms: number) => (ms < 60_000 ? `${Math.round(ms / 1000)}s` : ms < 3_600_000 ? `${Math.round(ms / 60_000)}m` : `${(ms / 3_600_000).toFixed(1)}h`);
@@ -75,17 +109,21 @@ export function treeLines(node: ActorNode, now = Date.now(), depth = 0): string[
   return [head, ...node.children.flatMap((c) => treeLines(c, now, depth + 1))];
 }
 
-interface ActorsResponse {
+export interface ActorsResponse {
   root?: ActorNode;
   failed: Array<{ id: string; status: string; error: string | null }>;
+  /** Absent from a gateway older than this CLI. */
+  channels?: ChannelState[];
   turns: { running: number; waiting: number; max: number };
 }
 
-/** `troupe daemon status`: exit 0 when running, 3 when not (as systemctl does). */
+/** `troupe daemon status`: exit 0 when running, 1 when running with a failed part, 3 when not running (as systemctl does). */
 export async function daemonStatus(paths: DataPaths): Promise<number> {
-  const client = await connectDaemon(paths);
+  const check = await findGateway(paths);
+  const client = await connectDaemon(paths, 2_000, check);
   if (!client) {
-    console.log("troupe daemon is not running");
+    if (check.kind === "none") console.log("troupe daemon is not running");
+    else console.log(`troupe daemon (pid ${check.info.pid}) runs but does not answer on ${check.info.url}`);
     return 3;
   }
   const health = await client.get<{ version: string; uptimeMs: number }>("/health");
@@ -94,5 +132,5 @@ export async function daemonStatus(paths: DataPaths): Promise<number> {
   console.log(`turns: ${actors.turns.running} running, ${actors.turns.waiting} waiting (max ${actors.turns.max})`);
   if (actors.root) for (const line of treeLines(actors.root)) console.log(line);
   for (const f of actors.failed) console.log(`${f.status.toUpperCase()}: ${f.id}${f.error ? ` (${f.error})` : ""}`);
-  return 0;
+  return actors.failed.some((f) => f.status === "failed") ? 1 : 0;
 }

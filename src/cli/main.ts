@@ -7,6 +7,7 @@ import { runGateway } from "./gateway.js";
 import { showLogs } from "./logs.js";
 import { installService, uninstallService } from "./service.js";
 import { listSessionsCommand, showSessionCommand } from "./sessions.js";
+import { dataPaths } from "../paths.js";
 import { loadForCli } from "./load.js";
 import { onboard } from "./onboard.js";
 import { statusLines } from "./status.js";
@@ -36,9 +37,9 @@ program
 
 program
   .command("status")
-  .description("show config, workspace, model, providers and store")
+  .description("show config, workspace, model, providers, store, whether the daemon runs and which channels are enabled")
   .action(async () => {
-    for (const line of statusLines(await loadForCli())) console.log(line);
+    for (const line of await statusLines(await loadForCli())) console.log(line);
   });
 
 program
@@ -69,11 +70,11 @@ daemon
   .command("stop")
   .description("stop the gateway gracefully (SIGTERM)")
   .action(async () => {
-    process.exitCode = await stopDaemon((await loadForCli()).paths);
+    process.exitCode = await stopDaemon(dataPaths());
   });
 daemon
   .command("restart")
-  .description("stop, then start")
+  .description("stop, then start (a config that would not start is refused before the running daemon is stopped)")
   .action(async () => {
     const { paths } = await loadForCli();
     await stopDaemon(paths);
@@ -81,9 +82,9 @@ daemon
   });
 daemon
   .command("status")
-  .description("is it running; the live actor tree with current states (exit 3 when not running)")
+  .description("is it running; the live actor tree with current states (exit 1 when a part failed, 3 when not running)")
   .action(async () => {
-    process.exitCode = await daemonStatus((await loadForCli()).paths);
+    process.exitCode = await daemonStatus(dataPaths());
   });
 daemon
   .command("logs")
@@ -93,7 +94,7 @@ daemon
   .action(async (opts: { follow?: boolean; lines: string }) => {
     const lines = Number.parseInt(opts.lines, 10);
     if (!Number.isInteger(lines) || lines < 0) throw new TroupeError(`--lines must be a whole number, not ${opts.lines}`);
-    process.exitCode = await showLogs((await loadForCli()).paths, { follow: Boolean(opts.follow), lines });
+    process.exitCode = await showLogs(dataPaths(), { follow: Boolean(opts.follow), lines });
   });
 daemon
   .command("install-service")
@@ -115,14 +116,23 @@ sessions
   .command("list")
   .description("every session: turns, tokens, last activity, interrupted or resumed turns")
   .action(async () => {
-    process.exitCode = await listSessionsCommand((await loadForCli()).paths);
+    process.exitCode = await listSessionsCommand(dataPaths());
   });
 sessions
   .command("show <key>")
   .description("a session's transcript and turn history")
   .action(async (key: string) => {
-    process.exitCode = await showSessionCommand((await loadForCli()).paths, key);
+    process.exitCode = await showSessionCommand(dataPaths(), key);
   });
+
+/** A data dir troupe may not write to (permissions, a read-only disk) is said in one line, whichever file it was. */
+function unwritableDataDir(err: unknown): string | undefined {
+  const { code, path } = err as NodeJS.ErrnoException;
+  const { dataDir } = dataPaths();
+  if (!path || (path !== dataDir && !path.startsWith(`${dataDir}/`))) return undefined;
+  const why = code === "EACCES" || code === "EPERM" ? "permission denied" : code === "EROFS" ? "read-only file system" : undefined;
+  return why && `troupe: cannot write to the data dir ${dataDir} (${why}); make it writable, or point TROUPE_HOME at another directory`;
+}
 
 try {
   await program.parseAsync(process.argv);
@@ -130,6 +140,11 @@ try {
   if (err instanceof TroupeError) {
     console.error(err.message);
     process.exit(err.exitCode);
+  }
+  const unwritable = unwritableDataDir(err);
+  if (unwritable) {
+    console.error(unwritable);
+    process.exit(1);
   }
   // Anything else is a bug or an environment failure: one line, the stack only when asked for.
   console.error(`troupe: unexpected error: ${(err as Error).message ?? String(err)} (set TROUPE_DEBUG=1 for the stack trace)`);

@@ -1,10 +1,24 @@
 import { existsSync } from "node:fs";
 import type { LoadedConfig } from "../config/index.js";
+import type { DataPaths } from "../paths.js";
+import { connectDaemon } from "./client.js";
+import type { ActorsResponse } from "./daemon.js";
+import { checkGateway } from "./pidfile.js";
 import { resolveProvider } from "../providers/registry.js";
 import { VERSION } from "../version.js";
 
-/** What `troupe status` prints: where things are and what is configured, never a key. */
-export function statusLines({ config, paths, workspace, fromFile }: LoadedConfig): string[] {
+/** Whether this data dir's daemon runs, and which of its channels failed. */
+async function daemonLine(paths: DataPaths): Promise<string> {
+  const check = await checkGateway(paths);
+  const client = await connectDaemon(paths, 2_000, check);
+  if (!client) return check.kind === "ours" || check.kind === "unknown" ? `pid ${check.info.pid} runs but does not answer on ${check.info.url}` : "not running (troupe daemon start)";
+  const { channels = [] } = await client.get<ActorsResponse>("/api/actors").catch(() => ({}) as Partial<ActorsResponse>);
+  const failed = channels.filter((c) => c.state === "failed").map((c) => c.name);
+  return `running (pid ${client.pid}) on ${client.url}${failed.length ? `; failed: ${failed.join(", ")}` : ""}`;
+}
+
+/** What `troupe status` prints: where things are, what is configured (never a key), and whether the daemon runs. */
+export async function statusLines({ config, paths, workspace, fromFile }: LoadedConfig): Promise<string[]> {
   const d = config.agents.defaults;
   const providers = Object.entries(config.providers).map(
     ([name, p]) => `${name} (${p.apiKey ? "key set" : "no key"}${p.apiBase ? `, ${p.apiBase}` : ""})`,
@@ -26,5 +40,7 @@ export function statusLines({ config, paths, workspace, fromFile }: LoadedConfig
     `providers: ${providers.length ? providers.join(", ") : "none configured (set providers.<name>.apiKey)"}`,
     `store:     ${paths.storeDir}`,
     `gateway:   ${config.gateway.host}:${config.gateway.port}`,
+    `daemon:    ${await daemonLine(paths)}`,
+    `channels:  api${config.channels.telegram.enabled ? ", telegram" : " (telegram disabled)"}`,
   ];
 }

@@ -96,7 +96,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     const url = new URL(req.url ?? "/", "http://localhost");
     const path = url.pathname;
     if (req.method === "GET" && path === "/health") {
-      return json(res, 200, { ok: true, version: VERSION, pid: process.pid, uptimeMs: Date.now() - startedAt });
+      return json(res, 200, { ok: true, version: VERSION, pid: process.pid, dataDir: daemon.loaded.paths.dataDir, uptimeMs: Date.now() - startedAt });
     }
     if (!path.startsWith("/api/")) throw new HttpError(404, `no route ${req.method} ${path}`);
     if (!tokenMatches(req.headers.authorization, opts.token)) {
@@ -105,7 +105,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     }
     const sessionMatch = /^\/api\/sessions\/([^/]+)(\/messages|\/replies)?$/.exec(path);
     if (req.method === "GET" && path === "/api/actors") {
-      return json(res, 200, { root: daemon.tree.tree(withSubagents), failed: failedChildren(daemon), turns: { running: daemon.limiter.active, waiting: daemon.limiter.waiting, max: daemon.limiter.max } });
+      return json(res, 200, { root: daemon.tree.tree(withSubagents), failed: failedChildren(daemon), channels: daemon.channels(), turns: { running: daemon.limiter.active, waiting: daemon.limiter.waiting, max: daemon.limiter.max } });
     }
     if (req.method === "GET" && path === "/api/sessions") {
       const live = new Set((daemon.tree.tree()?.children ?? []).map((c) => c.id));
