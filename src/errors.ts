@@ -7,14 +7,19 @@ export class TroupeError extends Error {
   }
 }
 
-/** An invalid config: one line per problem (key path, what is wrong, what was expected). */
+/**
+ * An invalid config: one line per problem (key path, what is wrong, what was expected). A problem
+ * an environment variable caused (a TROUPE_…__… override) names that variable, not the file.
+ */
 export class ConfigError extends TroupeError {
   override readonly exitCode = 2;
   constructor(
     readonly file: string,
     readonly problems: string[],
+    /** "TROUPE_X__Y=value: x.y: what is wrong", one per problem an override caused. */
+    readonly envProblems: string[] = [],
   ) {
-    super(problems.map((p) => `config error in ${file}: ${p}`).join("\n"));
+    super([...problems.map((p) => `config error in ${file}: ${p}`), ...envProblems.map((p) => `config error in environment variable ${p}`)].join("\n"));
   }
 }
 

@@ -40,12 +40,19 @@ function parseEnvValue(text: string): unknown {
   }
 }
 
+/** One TROUPE_…__… variable applied to the config: its name, its value, and the key path it set (camelCase). */
+export interface EnvOverride {
+  name: string;
+  value: string;
+  path: string[];
+}
+
 /**
  * TROUPE_PROVIDERS__OPENAI__API_KEY=sk-... sets providers.openai.api_key (snake_case is accepted
  * downstream). Only names with `__` count, so TROUPE_HOME and TROUPE_FAULT are not config.
  */
-export function applyEnvOverrides(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): string[] {
-  const applied: string[] = [];
+export function applyEnvOverrides(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): EnvOverride[] {
+  const applied: EnvOverride[] = [];
   for (const [name, text] of Object.entries(env)) {
     if (!name.startsWith("TROUPE_") || !name.includes("__") || text === undefined) continue;
     const segments = name.slice("TROUPE_".length).toLowerCase().split("__").filter(Boolean);
@@ -60,7 +67,16 @@ export function applyEnvOverrides(raw: Record<string, unknown>, env: NodeJS.Proc
     // The override wins over whichever spelling the file used.
     delete node[camelOf(leaf)];
     node[leaf] = parseEnvValue(text);
-    applied.push(segments.join("."));
+    applied.push({ name, value: text, path: segments.map(camelOf) });
   }
   return applied;
 }
+
+/** Which override a problem at `path` (camelCase, as the schema reports it) comes from, if any. */
+export function overrideAt(overrides: EnvOverride[], path: string[]): EnvOverride | undefined {
+  const within = (outer: string[], inner: string[]) => outer.every((seg, i) => inner[i] === seg);
+  return overrides.find((o) => within(o.path, path) || within(path, o.path));
+}
+
+/** How an override is named in an error: with its value, unless the name says it holds a secret. */
+export const describeOverride = (o: EnvOverride) => (/KEY|TOKEN|SECRET|PASSWORD/i.test(o.name) ? o.name : `${o.name}=${o.value}`);

@@ -2,9 +2,9 @@ import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { ConfigError } from "../errors.js";
 import { dataPaths, resolveUserPath, type DataPaths } from "../paths.js";
-import { applyEnvOverrides, interpolateEnv } from "./env.js";
+import { applyEnvOverrides, describeOverride, interpolateEnv, overrideAt } from "./env.js";
 import { migrateConfig } from "./migrate.js";
-import { isPlainObject, normalizeKeys } from "./normalize.js";
+import { isPlainObject, normalizeKeys, snakeToCamel } from "./normalize.js";
 import { configSchema, type Config } from "./schema.js";
 
 export interface LoadedConfig {
@@ -38,7 +38,7 @@ export function parseJsonFile(text: string, file: string): unknown {
   }
 }
 
-function describeIssue(issue: { path: PropertyKey[]; message: string; code: string }): string {
+function describeIssue(issue: { path: PropertyKey[]; message: string }): string {
   const path = issue.path.map(String).join(".") || "(root)";
   return `${path}: ${issue.message}`;
 }
@@ -50,13 +50,22 @@ export function parseConfig(raw: unknown, file: string, env: NodeJS.ProcessEnv =
   const warnings: string[] = [];
   const migrated = migrateConfig(structuredClone(raw), warnings);
   const interpolated = interpolateEnv(migrated, env, problems) as Record<string, unknown>;
-  applyEnvOverrides(interpolated, env);
+  const overrides = applyEnvOverrides(interpolated, env);
   const unknownKeys: string[] = [];
   const normalized = normalizeKeys(configSchema, interpolated, [], unknownKeys);
-  for (const key of unknownKeys) warnings.push(`unknown config key ${key} is ignored (check its spelling)`);
+  for (const key of unknownKeys) {
+    const override = overrideAt(overrides, key.split(".").map(snakeToCamel));
+    warnings.push(override ? `environment variable ${override.name} sets unknown config key ${key}; it is ignored (check its spelling)` : `unknown config key ${key} is ignored (check its spelling)`);
+  }
   const result = configSchema.safeParse(normalized);
-  if (!result.success) problems.push(...result.error.issues.map(describeIssue));
-  if (problems.length > 0 || !result.success) throw new ConfigError(file, problems);
+  // A value an environment variable set is that variable's problem: the file may be fine.
+  const envProblems: string[] = [];
+  for (const issue of result.error?.issues ?? []) {
+    const override = overrideAt(overrides, issue.path.map(String));
+    if (override) envProblems.push(`${describeOverride(override)}: ${describeIssue(issue)}`);
+    else problems.push(describeIssue(issue));
+  }
+  if (problems.length > 0 || envProblems.length > 0 || !result.success) throw new ConfigError(file, problems, envProblems);
   return { config: result.data, warnings };
 }
 

@@ -9,11 +9,11 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the real CLI as a user would, with its own TROUPE_HOME and no inherited TROUPE_ vars. */
-export function runCli(args: string[], env: Record<string, string>, input?: string): Promise<CliResult> {
+/** Runs the real CLI as a user would, with its own TROUPE_HOME and no inherited TROUPE_ vars (optionally as another user). */
+export function runCli(args: string[], env: Record<string, string>, input?: string, as?: { uid: number; gid: number }): Promise<CliResult> {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("TROUPE_")));
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [TROUPE_BIN, ...args], { env: { ...clean, ...env } });
+    const child = spawn(process.execPath, [TROUPE_BIN, ...args], { env: { ...clean, ...env }, ...as });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
