@@ -101,14 +101,17 @@ export function createConversation(deps: ConversationDeps) {
   /** What a turn's last batch adds to its session: its messages, usage and turn count. */
   async function sessionFinalOps(sessionKey: string, result: TurnResult): Promise<StoreOp[]> {
     const current = (await getSessionMeta(deps.store, sessionKey)) ?? newSessionMeta(sessionKey, now());
-    return appendMessagesOps(current, result.output.newMessages, result.turnId, now(), result.output.usage, true).ops;
+    // A failed turn ends with troupe's apology: the user is shown it, the model is never handed it as its own words.
+    const apology = result.state === "failed" ? result.output.newMessages.length - 1 : -1;
+    return appendMessagesOps(current, result.output.newMessages, result.turnId, now(), result.output.usage, true, (i) => i === apology).ops;
   }
 
   /** A new turn for a message: its input (system prompt, history, the message) and the ops that store the user message with its first checkpoint. */
   async function prepare(msg: IncomingMessage & { messageId?: string }): Promise<{ input: TurnInput; initialOps: StoreOp[] }> {
     const d = deps.config.agents.defaults;
     const meta = (await getSessionMeta(deps.store, msg.sessionKey)) ?? newSessionMeta(msg.sessionKey, now());
-    const history = historyWindow((await sessionMessages(deps.store, meta)).map((m) => m.message), historyBudget(deps.config));
+    const stored = (await sessionMessages(deps.store, meta)).filter((m) => !m.shownOnly);
+    const history = historyWindow(stored.map((m) => m.message), historyBudget(deps.config));
     const system = await systemPrompt();
     const turnId = newTurnId(now());
     const stamp = now();

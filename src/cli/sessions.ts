@@ -28,7 +28,9 @@ export function sessionListLines(sessions: SessionOverview[]): string[] {
   const rows = sessions
     .sort((a, b) => b.updatedAt - a.updatedAt)
     .map((s) => {
-      const status = [s.interrupted ? `${s.interrupted} interrupted` : "", s.resumed ? `${s.resumed} resumed` : ""].filter(Boolean).join(", ");
+      // The newest turn's failure shows until a later turn succeeds.
+      const ended = s.lastTurnState === "failed" ? "failed" : s.lastTurnState === "max_iterations" ? "stopped at max iterations" : "";
+      const status = [ended, s.interrupted ? `${s.interrupted} interrupted` : "", s.resumed ? `${s.resumed} resumed` : ""].filter(Boolean).join(", ");
       return [s.key, String(s.turns), String(s.usage.totalTokens), when(s.updatedAt), status || "ok"];
     });
   const header = ["SESSION", "TURNS", "TOKENS", "UPDATED", "STATUS"];

@@ -19,9 +19,24 @@ const addressOrCidr = z
   .string()
   .refine((s) => (s.includes("/") ? ipaddr.isValidCIDR(s) : ipaddr.isValid(s)), "expected an IP address or a CIDR such as 10.0.0.0/8");
 
+const isHttpUrl = (s: string) => {
+  try {
+    const url = new URL(s);
+    return (url.protocol === "http:" || url.protocol === "https:") && url.host !== "";
+  } catch {
+    return false;
+  }
+};
+/** An endpoint URL, refused when the config loads rather than at the first request. */
+const httpUrl = z.string().superRefine((s, ctx) => {
+  if (isHttpUrl(s)) return;
+  const example = s.includes("://") ? "https://api.example.com/v1" : `http://${s}`;
+  ctx.addIssue({ code: "custom", message: `${JSON.stringify(s)} is not an http(s) URL (e.g. ${example})` });
+});
+
 const providerSchema = z.object({
   apiKey: z.string().default(""),
-  apiBase: z.string().nullable().default(null),
+  apiBase: httpUrl.nullable().default(null),
   extraHeaders: z.record(z.string(), z.string()).nullable().default(null),
 });
 export type ProviderConfig = z.infer<typeof providerSchema>;
@@ -54,10 +69,10 @@ const telegramSchema = z.object({
   replyToMessage: z.boolean().default(false),
   groupPolicy: z.enum(["mention", "open"]).default("mention"),
   streaming: z.boolean().default(false),
-  apiRoot: z.string().default("https://api.telegram.org"),
+  apiRoot: httpUrl.default("https://api.telegram.org"),
   /** Voice messages are transcribed by this OpenAI-compatible endpoint when apiBase is set; else passed as a file. */
   transcription: z
-    .object({ apiBase: z.string().nullable().default(null), apiKey: z.string().default(""), model: z.string().default("whisper-1") })
+    .object({ apiBase: httpUrl.nullable().default(null), apiKey: z.string().default(""), model: z.string().default("whisper-1") })
     .prefault({}),
 });
 

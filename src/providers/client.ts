@@ -1,4 +1,4 @@
-import OpenAI, { APIError } from "openai";
+import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai";
 import type { Logger } from "pino";
 import { TroupeError } from "../errors.js";
 import { ZERO_USAGE, type ChatMessage, type ModelResponse, type ParsedToolCall } from "./messages.js";
@@ -90,6 +90,63 @@ const toUsage = (u: Usage): ModelResponse["usage"] =>
     ? { promptTokens: u.prompt_tokens ?? 0, completionTokens: u.completion_tokens ?? 0, totalTokens: u.total_tokens ?? 0 }
     : ZERO_USAGE;
 
+/** The first system error code (ECONNREFUSED, ENOTFOUND…) in an error's causes: the SDK says only "Connection error." */
+function systemCode(err: unknown, depth = 0): string | undefined {
+  if (!err || typeof err !== "object" || depth > 5) return undefined;
+  const { code, cause, errors } = err as { code?: unknown; cause?: unknown; errors?: unknown[] };
+  if (typeof code === "string" && /^E[A-Z]+$/.test(code)) return code;
+  return systemCode(cause, depth + 1) ?? (Array.isArray(errors) ? errors.map((e) => systemCode(e, depth + 1)).find(Boolean) : undefined);
+}
+
+/** The innermost cause's message: "fetch failed" says nothing, what it wraps does. */
+function rootCause(err: unknown): string | undefined {
+  let current = err as { cause?: unknown; message?: string } | undefined;
+  for (let depth = 0; current?.cause && depth < 5; depth++) current = current.cause as typeof current;
+  return current?.message;
+}
+
+const NETWORK_CAUSES: Record<string, string> = {
+  ECONNREFUSED: "connection refused at",
+  ENOTFOUND: "host not found:",
+  EAI_AGAIN: "host not found (DNS lookup failed):",
+  ETIMEDOUT: "timed out connecting to",
+  ECONNRESET: "connection reset by",
+  EHOSTUNREACH: "host unreachable:",
+  ENETUNREACH: "network unreachable for",
+  CERT_HAS_EXPIRED: "TLS certificate expired at",
+};
+
+/** What went wrong, naming the endpoint and what to check: never just "Connection error." */
+export function describeModelError(err: unknown, resolved: Pick<ResolvedProvider, "spec" | "apiBase" | "model">): string {
+  const where = resolved.apiBase;
+  const key = `providers.${resolved.spec.name}`;
+  if (err instanceof APIConnectionTimeoutError) return `timed out waiting for ${where}`;
+  if (err instanceof APIError && err.status) {
+    const body = (err.error as { message?: unknown } | undefined)?.message;
+    const detail = typeof body === "string" && body ? ` (${body})` : "";
+    const hint =
+      err.status === 401 || err.status === 403
+        ? `check ${key}.apiKey`
+        : err.status === 404
+          ? `check the model name (${resolved.model}) and ${key}.apiBase`
+          : err.status === 429
+            ? "rate limited or out of quota"
+            : err.status >= 500
+              ? "the provider had a server error"
+              : "the provider refused the request";
+    return `HTTP ${err.status} from ${where}: ${hint}${detail}`;
+  }
+  if (err instanceof APIConnectionError || systemCode(err)) {
+    const code = systemCode(err);
+    if (code && NETWORK_CAUSES[code]) return `${NETWORK_CAUSES[code]} ${where}`;
+    const cause = rootCause(err);
+    // fetch never connects to some ports (9, 25, 6000…), whatever listens there.
+    if (/bad port/i.test(cause ?? "")) return `fetch refuses to connect to port ${/:(\d+)/.exec(where.replace(/^\w+:\/\//, ""))?.[1] ?? "?"} (a reserved port) at ${where}: use another port in ${key}.apiBase`;
+    return `could not connect to ${where}${code ? ` (${code})` : cause ? ` (${cause})` : ""}`;
+  }
+  return `${(err as Error)?.message ?? String(err)} (at ${where})`;
+}
+
 export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderOptions): LlmProvider {
   const client = new OpenAI({
     apiKey: resolved.apiKey,
@@ -166,9 +223,8 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
         } catch (err) {
           if (req.signal?.aborted) throw err;
           if (!isRetryable(err) || attempt >= backoff.maxRetries) {
-            const status = err instanceof APIError && err.status ? ` (HTTP ${err.status})` : "";
             const why = attempt > 0 ? ` after ${attempt + 1} attempts` : "";
-            throw new ModelCallError(`model call to ${resolved.spec.name} failed${why}${status}: ${(err as Error).message}`, { cause: err });
+            throw new ModelCallError(`model call to ${resolved.spec.name} failed${why}: ${describeModelError(err, resolved)}`, { cause: err });
           }
           const delay = backoffDelay(backoff, attempt, err, now());
           opts.logger?.warn({ provider: resolved.spec.name, attempt: attempt + 1, delayMs: Math.round(delay), err: (err as Error).message }, "model call failed, retrying");

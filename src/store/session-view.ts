@@ -17,17 +17,24 @@ export interface SessionOverview extends SessionMeta {
   interrupted: number;
   /** Turns that were resumed after troupe stopped mid-turn. */
   resumed: number;
+  /** How the newest turn ended (responded, failed, cancelled, max_iterations), or where it stands; null before any. */
+  lastTurnState: string | null;
 }
 
 /** Every session with its interrupted and resumed turns: for `troupe sessions list` and GET /api/sessions. */
 export async function sessionsOverview(store: Store): Promise<SessionOverview[]> {
   const open = await listOpenTurns(store);
   const resumed = new Map<string, number>();
-  for (const t of await listTurns(store)) if (t.resumes > 0) resumed.set(t.sessionKey, (resumed.get(t.sessionKey) ?? 0) + 1);
+  const last = new Map<string, { createdAt: number; state: string }>();
+  for (const t of await listTurns(store)) {
+    if (t.resumes > 0) resumed.set(t.sessionKey, (resumed.get(t.sessionKey) ?? 0) + 1);
+    if ((last.get(t.sessionKey)?.createdAt ?? -1) <= t.createdAt) last.set(t.sessionKey, t);
+  }
   return (await listSessions(store)).map((meta) => ({
     ...meta,
     interrupted: open.filter((t) => t.sessionKey === meta.key).length,
     resumed: resumed.get(meta.key) ?? 0,
+    lastTurnState: last.get(meta.key)?.state ?? null,
   }));
 }
 

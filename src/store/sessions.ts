@@ -22,6 +22,8 @@ export const storedMessageSchema = z.object({
   message: chatMessageSchema,
   turnId: z.string().nullable(),
   at: z.number(),
+  /** Shown to the user but never sent to the model (a failed turn's apology is troupe's words, not the model's). */
+  shownOnly: z.boolean().optional(),
 });
 export type StoredMessage = z.infer<typeof storedMessageSchema>;
 
@@ -58,12 +60,13 @@ export function appendMessagesOps(
   now: number,
   usage: Usage = ZERO_USAGE,
   countTurn = false,
+  shownOnly: (index: number) => boolean = () => false,
 ): { ops: StoreOp[]; meta: SessionMeta } {
   const ops: StoreOp[] = messages.map((message, i) => ({
     type: "put",
     sublevel: "sessions",
     key: `${msgPrefix(meta.key, meta.epoch)}${pad(meta.nextSeq + i, 9)}`,
-    value: { message: truncateForHistory(message), turnId, at: now } satisfies StoredMessage,
+    value: { message: truncateForHistory(message), turnId, at: now, ...(shownOnly(i) ? { shownOnly: true } : {}) } satisfies StoredMessage,
   }));
   const next: SessionMeta = {
     ...meta,

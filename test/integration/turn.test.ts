@@ -195,7 +195,7 @@ describe("turn machine", () => {
     store = deps.store;
     const result = await startTurn(deps, { input: turnInput("t5", "go") }).done;
     expect(result.state).toBe("failed");
-    expect(result.output.reply).toMatch(/^Sorry, I could not finish this: model call to custom failed after 3 attempts \(HTTP 500\)/);
+    expect(result.output.reply).toMatch(/^Sorry, I could not finish this: model call to custom failed after 3 attempts: HTTP 500 from http:\/\/127\.0\.0\.1:\d+\/v1: the provider had a server error \(scripted 500\)$/);
   });
 });
 

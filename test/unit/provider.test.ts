@@ -94,7 +94,7 @@ describe("OpenAI-compatible client", () => {
   it("gives up after the bounded retries, and at once on a 400", async () => {
     fake = await startFakeOpenAi([{ status: 500 }, { status: 500 }, { status: 500 }, { status: 400 }]);
     const p = make(fake.url, false);
-    await expect(p.chat({ messages: [{ role: "user", content: "x" }], tools: [] })).rejects.toThrow(/failed after 3 attempts \(HTTP 500\)/);
+    await expect(p.chat({ messages: [{ role: "user", content: "x" }], tools: [] })).rejects.toThrow(/failed after 3 attempts: HTTP 500 from http:\/\/127\.0\.0\.1:\d+\/v1: the provider had a server error \(scripted 500\)$/);
     await expect(p.chat({ messages: [{ role: "user", content: "x" }], tools: [] })).rejects.toBeInstanceOf(ModelCallError);
     expect(fake.requests).toHaveLength(4);
   });
