@@ -1,4 +1,9 @@
+import { once } from "node:events";
+import { appendFile, mkdir, readFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
+import { TroupeError } from "../errors.js";
+import { createPrinter, type Printer, type PrinterOptions } from "./printer.js";
 import type { LoadedConfig } from "../config/index.js";
 import { createAgentRuntime, type AgentRuntime } from "../runtime.js";
 import { connectDaemon, type DaemonClient } from "./client.js";
@@ -8,42 +13,13 @@ import { outboxDeliveredOps, outboxPutOp, pendingOutbox } from "../store/outbox.
 import type { Store, StoreOp } from "../store/store.js";
 import { getTurn, listOpenTurns, type TurnRecord } from "../store/turns.js";
 import { replyRecord } from "../../actors/session-turn.js";
-import type { TurnFinalState, TurnHandle, TurnResult } from "../../actors/turn.js";
-import type { TurnInput } from "../../machines/turn.machine.js";
-
-export interface AgentOptions {
-  message?: string;
-  session: string;
-}
+import type { TurnHandle, TurnResult } from "../../actors/turn.js";
+import { TURN_FINAL_STATES, type TurnInput } from "../../machines/turn.machine.js";
 
 const sessionParts = (key: string) => {
   const i = key.indexOf(":");
   return i > 0 ? { channel: key.slice(0, i), chatId: key.slice(i + 1) } : { channel: "cli", chatId: key };
 };
-
-/** Streams the reply to a TTY as it arrives; returns whether anything was streamed. */
-function streamTo(runtime: AgentRuntime, out: NodeJS.WriteStream): { streamed: () => boolean; stop: () => void } {
-  let streamed = false;
-  const sub = runtime.bus.ofType("progress").subscribe((e) => {
-    streamed = true;
-    out.write(e.delta);
-  });
-  return { streamed: () => streamed, stop: () => sub.unsubscribe() };
-}
-
-/** Prints what `run` answers: streamed on a TTY as it arrives, else whole. */
-async function printReply(runtime: AgentRuntime, run: () => Promise<{ content: string; state?: TurnFinalState }>): Promise<void> {
-  const tty = Boolean(process.stdout.isTTY);
-  const live = tty ? streamTo(runtime, process.stdout) : undefined;
-  try {
-    const reply = await run();
-    // What streamed was the model's text; a reply that did not stream (a command, an error) prints whole.
-    if (live?.streamed() && reply.state === "responded") process.stdout.write("\n");
-    else process.stdout.write(`${reply.content}\n`);
-  } finally {
-    live?.stop();
-  }
-}
 
 /** A session's turns that were interrupted (the process stopped mid-turn), oldest first. */
 async function interruptedTurns(store: Store, sessionKey: string): Promise<TurnRecord[]> {
@@ -66,11 +42,11 @@ const channelReplyOps = (input: TurnInput) => (result: TurnResult): StoreOp[] =>
  * The terminal as the "cli" channel: what the message tool sends to it is printed, then marked
  * delivered. Entries left from an earlier run that stopped before printing them come first.
  */
-async function deliverToTerminal(runtime: AgentRuntime): Promise<() => Promise<void>> {
+async function deliverToTerminal(runtime: AgentRuntime, print: (text: string) => void): Promise<() => Promise<void>> {
   let chain = Promise.resolve();
   const deliver = (m: { deliveryId: string; content: string; media: string[] }) => {
     chain = chain.then(async () => {
-      process.stdout.write(`${m.content}${m.media.map((p) => `\n[file] ${p}`).join("")}\n`);
+      print(`${m.content}${m.media.map((p) => `\n[file] ${p}`).join("")}`);
       await runtime.store.batch(outboxDeliveredOps(m.deliveryId, Date.now()), { sync: true });
     });
   };
@@ -84,14 +60,24 @@ async function deliverToTerminal(runtime: AgentRuntime): Promise<() => Promise<v
   };
 }
 
+/** What a message got: the reply, and how its turn ended (none for a command's answer). */
+interface Answer {
+  content: string;
+  state?: string;
+}
+const succeeded = (a: Answer) => a.state === undefined || a.state === "responded";
+
 /** Where the conversation happens: in this process, or in the running daemon. */
 interface Backend {
-  /** Sends one message and prints what comes back. */
-  ask(content: string): Promise<void>;
-  /** Cancels the running turn (Ctrl-C); false when nothing runs. */
+  /** Sends one message; streamed text and messages go to `printer`; resolves with the reply. */
+  ask(content: string, printer: Printer): Promise<Answer>;
+  /** Asks the running turn to stop (Ctrl-C, /stop); false when nothing runs. */
   cancel(): boolean;
   close(): Promise<void>;
 }
+
+const isStop = (content: string) => content.trim().split(/\s+/)[0]?.toLowerCase() === "/stop";
+const NOTHING_RUNS = "Nothing is running.";
 
 /**
  * The conversation in this process. A `cli` turn is this process's: the daemon does not resume it
@@ -101,31 +87,57 @@ interface Backend {
  */
 async function localBackend(loaded: LoadedConfig, opts: AgentOptions): Promise<Backend> {
   const runtime = await createAgentRuntime(loaded);
-  const stopDelivery = await deliverToTerminal(runtime);
+  let printer: Printer | undefined;
+  const stopDelivery = await deliverToTerminal(runtime, (text) => (printer ? printer.message(text) : process.stdout.write(`${text}\n`)));
+  const mine = (e: { sessionKey: string }) => e.sessionKey === opts.session;
+  const subs = [
+    runtime.bus.ofType("progress").subscribe((e) => mine(e) && printer?.delta(e.delta)),
+    runtime.bus.ofType("turn_state").subscribe((e) => mine(e) && printer?.boundary()),
+  ];
+  let asking = false;
   let running: TurnHandle | undefined;
-  const track = (turn: TurnHandle) => (running = turn);
+  let cancelWanted = false;
+  const track = (turn: TurnHandle) => {
+    running = turn;
+    if (cancelWanted) turn.cancel();
+    return turn;
+  };
 
-  async function finishInterrupted(): Promise<void> {
+  async function finishInterrupted(out: Printer): Promise<void> {
     for (const record of await interruptedTurns(runtime.store, opts.session)) {
+      if (cancelWanted) return;
       process.stderr.write(`(finishing a turn interrupted at ${when(record.updatedAt)})\n`);
-      await printReply(runtime, async () => {
-        const result = await track(runtime.conversation.resume(record, channelReplyOps(record.input as TurnInput))).done;
-        return { content: result.output.reply, state: result.state };
-      });
+      const result = await track(runtime.conversation.resume(record, channelReplyOps(record.input as TurnInput))).done;
+      out.finish(result.output.reply);
+      out.reset();
     }
   }
 
   return {
-    async ask(content) {
+    async ask(content, out) {
+      // Nothing runs while this process waits for a message: /stop has nothing to cancel.
+      if (isStop(content)) return { content: NOTHING_RUNS };
+      asking = true;
+      printer = out;
       try {
-        await finishInterrupted();
-        await printReply(runtime, () => runtime.conversation.handle({ sessionKey: opts.session, ...sessionParts(opts.session), content }, track));
+        await finishInterrupted(out);
+        if (cancelWanted) return { content: "Stopped.", state: "cancelled" };
+        const reply = await runtime.conversation.handle({ sessionKey: opts.session, ...sessionParts(opts.session), content }, track);
+        return { content: reply.content, state: reply.state };
       } finally {
+        asking = false;
         running = undefined;
+        cancelWanted = false;
       }
     },
-    cancel: () => (running ? (running.cancel(), true) : false),
+    cancel() {
+      if (!asking) return false;
+      cancelWanted = true;
+      running?.cancel();
+      return true;
+    },
     async close() {
+      subs.forEach((sub) => sub.unsubscribe());
       await stopDelivery();
       await runtime.close();
     },
@@ -136,18 +148,18 @@ async function localBackend(loaded: LoadedConfig, opts: AgentOptions): Promise<B
 function remoteBackend(client: DaemonClient, opts: AgentOptions): Backend {
   let busy = false;
   return {
-    async ask(content) {
+    async ask(content, out) {
       busy = true;
-      const tty = Boolean(process.stdout.isTTY);
-      let streamed = false;
+      let state: string | undefined;
       try {
         const reply = await client.send(opts.session, content, (event, data) => {
-          if (event === "progress" && tty) {
-            streamed = true;
-            process.stdout.write(String(data.delta));
-          } else if (event === "message") process.stdout.write(`${String(data.content)}\n`);
+          if (event === "progress") out.delta(String(data.delta));
+          else if (event === "turn_state") {
+            state = String(data.state);
+            out.boundary();
+          } else if (event === "message") out.message(String(data.content));
         });
-        process.stdout.write(streamed ? "\n" : `${reply}\n`);
+        return { content: reply, state: state && TURN_FINAL_STATES.includes(state as never) ? state : undefined };
       } finally {
         busy = false;
       }
@@ -161,35 +173,126 @@ function remoteBackend(client: DaemonClient, opts: AgentOptions): Backend {
   };
 }
 
-/** `troupe agent`: one message with -m, else an interactive prompt. Uses the running daemon if there is one. */
+export interface AgentOptions {
+  /** One message (`-` reads it from stdin); else an interactive prompt, or stdin when it is not a terminal. */
+  message?: string;
+  session: string;
+  /** Render replies as Markdown on a terminal (--no-markdown turns it off). */
+  markdown?: boolean;
+}
+
+/** How long a cancelled turn gets to end (its final checkpoint written, the daemon's /stop answered) before the CLI exits anyway. */
+const CANCEL_GRACE_MS = 10_000;
+
+/** `troupe agent`: one message with -m (or from stdin), else an interactive prompt. Uses the running daemon if there is one. */
 export async function runAgent(loaded: LoadedConfig, opts: AgentOptions): Promise<number> {
+  const tty = Boolean(process.stdout.isTTY);
+  const printerOptions = { stream: tty, markdown: tty && opts.markdown !== false };
+  // Not a terminal: the whole input is one message (a file, a heredoc, a pipe), as `-m -` says.
+  const oneMessage = opts.message !== undefined || !process.stdin.isTTY;
+  const content = opts.message === "-" || (oneMessage && opts.message === undefined) ? await readStdin() : opts.message;
+  if (oneMessage && !content?.trim()) throw new TroupeError("no message: stdin was empty; give one with -m TEXT (or -m - to read it from stdin), or run troupe agent on a terminal to chat");
   const client = await connectDaemon(loaded.paths);
   const backend = client ? remoteBackend(client, opts) : await localBackend(loaded, opts);
   try {
-    if (opts.message !== undefined) await backend.ask(opts.message);
-    else await interactive(backend, opts, client ? `daemon pid ${client.pid}` : "in-process");
+    if (oneMessage) return await askOnce(backend, content!, createPrinter(process.stdout, printerOptions));
+    await interactive(backend, opts, client ? `daemon pid ${client.pid}` : "in-process", printerOptions, join(loaded.paths.dataDir, "history", "cli_history"));
     return 0;
   } finally {
     await backend.close();
   }
 }
 
-async function interactive(backend: Backend, opts: AgentOptions, where: string): Promise<void> {
-  const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: Boolean(process.stdin.isTTY), historySize: 500 });
+/** Reads stdin to its end. */
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin as AsyncIterable<Buffer>) chunks.push(chunk);
+  return Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "");
+}
+
+/**
+ * One message, one reply. The exit code says how the turn ended: 0 answered, 1 failed (its reason on
+ * stderr), 130 stopped by Ctrl-C, which cancels the turn (in-process: it ends `cancelled`, nothing
+ * resumes it; through the daemon: a /stop is sent) before the process exits. A second Ctrl-C exits at once.
+ */
+async function askOnce(backend: Backend, content: string, printer: Printer): Promise<number> {
+  let interrupted: (() => void) | undefined;
+  const grace = new Promise<undefined>((resolve) => (interrupted = () => setTimeout(() => resolve(undefined), CANCEL_GRACE_MS).unref()));
+  let cancelled = false;
+  const onSigint = () => {
+    if (cancelled) process.exit(130);
+    cancelled = true;
+    process.stderr.write("\n(cancelling…)\n");
+    backend.cancel();
+    interrupted?.();
+  };
+  process.on("SIGINT", onSigint);
+  try {
+    const answer = await Promise.race([backend.ask(content, printer), grace]);
+    if (cancelled || !answer) {
+      printer.reset();
+      return 130;
+    }
+    printer.finish(answer.content, succeeded(answer) ? process.stdout : process.stderr);
+    return succeeded(answer) ? 0 : 1;
+  } finally {
+    process.off("SIGINT", onSigint);
+  }
+}
+
+/** The last lines typed at the prompt, newest first (as readline wants them). */
+async function loadHistory(file: string, max: number): Promise<string[]> {
+  const text = await readFile(file, "utf8").catch(() => "");
+  return [...new Set(text.split("\n").filter(Boolean).reverse())].slice(0, max);
+}
+
+async function interactive(backend: Backend, opts: AgentOptions, where: string, printerOptions: PrinterOptions, historyFile: string): Promise<void> {
+  const HISTORY_SIZE = 1000;
+  const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: true, history: await loadHistory(historyFile, HISTORY_SIZE), historySize: HISTORY_SIZE, removeHistoryDuplicates: true });
+  await mkdir(dirname(historyFile), { recursive: true });
+  // Appended line by line, as nanobot's cli history: another chat's lines are kept, not overwritten.
+  let saving = Promise.resolve();
+  const remember = (line: string) => (saving = saving.then(() => appendFile(historyFile, `${line}\n`, { mode: 0o600 })).catch(() => undefined));
+  const queue: string[] = [];
+  let working: Promise<void> | undefined;
+
+  const handle = async (content: string) => {
+    const printer = createPrinter(process.stdout, printerOptions);
+    try {
+      const answer = await backend.ask(content, printer);
+      printer.finish(answer.content);
+    } catch (err) {
+      printer.reset();
+      process.stderr.write(`error: ${(err as Error).message}\n`);
+    }
+  };
+  const drain = () =>
+    (working ??= (async () => {
+      while (queue.length) await handle(queue.shift()!);
+      working = undefined;
+      rl.prompt();
+    })());
+
   rl.on("SIGINT", () => {
-    if (backend.cancel()) {
-      process.stdout.write("\n(cancelling…)\n");
-    } else {
+    if (backend.cancel()) process.stdout.write("\n(cancelling…)\n");
+    else {
       process.stdout.write("\n(Ctrl-D to exit)\n");
       rl.prompt();
     }
   });
-  if (process.stdin.isTTY) console.log(`troupe agent — session ${opts.session} (${where}). /help for commands, Ctrl-C cancels a turn, Ctrl-D exits.`);
+  rl.on("line", (line) => {
+    const content = line.trim();
+    if (!content) return void (working ?? rl.prompt());
+    remember(content);
+    // /stop while a turn runs cancels it now; queued behind it, it would find nothing to stop.
+    if (isStop(content) && working && backend.cancel()) return void process.stdout.write("(cancelling…)\n");
+    queue.push(content);
+    void drain();
+  });
+  console.log(`troupe agent — session ${opts.session} (${where}). /help for commands, Ctrl-C cancels a turn, Ctrl-D exits.`);
   rl.setPrompt("you> ");
   rl.prompt();
-  for await (const line of rl) {
-    const content = line.trim();
-    if (content) await backend.ask(content);
-    rl.prompt();
-  }
+  await once(rl, "close");
+  await working;
+  await saving;
 }

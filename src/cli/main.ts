@@ -44,10 +44,11 @@ program
 
 program
   .command("agent")
-  .description("talk to the agent: one message with -m, else an interactive prompt")
-  .option("-m, --message <text>", "send one message, print the reply and exit")
+  .description("talk to the agent: one message with -m (or piped in), else an interactive prompt")
+  .option("-m, --message <text>", "send one message (- reads it from stdin), print the reply and exit: 0 answered, 1 failed, 130 Ctrl-C")
   .option("-s, --session <key>", "session key (channel:chatId)", "cli:direct")
-  .action(async (opts: { message?: string; session: string }) => {
+  .option("--no-markdown", "print replies as plain text on a terminal too")
+  .action(async (opts: { message?: string; session: string; markdown: boolean }) => {
     process.exitCode = await runAgent(await loadForCli(), opts);
   });
 

@@ -19,6 +19,8 @@ export function runCli(args: string[], env: Record<string, string>, input?: stri
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     child.on("error", reject);
+    // A CLI that exits without reading all its input is not the test's failure.
+    child.stdin.on("error", () => undefined);
     child.on("close", (code) => resolve({ code, stdout, stderr }));
     child.stdin.end(input ?? "");
   });

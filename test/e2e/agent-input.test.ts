@@ -1,0 +1,58 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { runCli } from "../helpers/cli.js";
+import { writeHome } from "../helpers/daemon.js";
+import { useTempDirs } from "../helpers/tmp.js";
+import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtures/fake-openai.js";
+
+/** The user's message as sent, without the runtime context that heads it. */
+const sentText = (req: RecordedRequest) => String(req.body.messages.findLast((m) => m.role === "user")?.content).replace(/^\[Runtime Context\][\s\S]*?\n\n/, "");
+
+/** `troupe agent` takes input as people give it: piped, from a file, long. */
+describe("troupe agent input without a terminal", () => {
+  const tmp = useTempDirs();
+  let fake: FakeOpenAi | undefined;
+  afterEach(async () => fake?.close());
+
+  it("-m - and piped stdin are one whole message, with no prompt printed", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "Got it." }));
+    const home = await tmp();
+    await writeHome(home, fake.url);
+    const dash = await runCli(["agent", "-m", "-"], { TROUPE_HOME: home }, "line one\nline two\n");
+    expect(dash.stderr).toBe("");
+    expect(dash.stdout).toBe("Got it.\n");
+    const piped = await runCli(["agent", "--session", "cli:piped"], { TROUPE_HOME: home }, "first line\n\nsecond line\n");
+    expect(piped.stderr).toBe("");
+    expect(piped.stdout).toBe("Got it.\n");
+    expect(fake.requests.map(sentText)).toEqual(["line one\nline two", "first line\n\nsecond line"]);
+  });
+
+  it("a message as long as the control API takes goes through -m and -m -, in-process and to the daemon", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "Long read." }));
+    const home = await tmp();
+    await writeHome(home, fake.url, { config: { gateway: { port: 0 } } });
+    const long = `${"word ".repeat(25_000)}end`;
+    const huge = `${"x".repeat(900_000)} end`;
+    expect((await runCli(["agent", "-m", long], { TROUPE_HOME: home })).stdout).toBe("Long read.\n");
+    expect((await runCli(["agent", "-m", "-"], { TROUPE_HOME: home }, huge)).stdout).toBe("Long read.\n");
+    try {
+      expect((await runCli(["daemon", "start"], { TROUPE_HOME: home })).code).toBe(0);
+      const viaDaemon = await runCli(["agent", "-m", "-", "-s", "api:long"], { TROUPE_HOME: home }, huge);
+      expect(viaDaemon.stderr).toBe("");
+      expect(viaDaemon.stdout).toBe("Long read.\n");
+    } finally {
+      await runCli(["daemon", "stop"], { TROUPE_HOME: home });
+    }
+    expect(fake.requests.map((r) => sentText(r).length)).toEqual([long.length, huge.length, huge.length]);
+  }, 120_000);
+
+  it("/stop when nothing runs answers that, in-process as through the daemon", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "should not be asked" }));
+    const home = await tmp();
+    await writeHome(home, fake.url);
+    const r = await runCli(["agent", "-m", "/stop"], { TROUPE_HOME: home });
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toBe("Nothing is running.\n");
+    expect(r.code).toBe(0);
+    expect(fake.requests).toHaveLength(0);
+  });
+});
