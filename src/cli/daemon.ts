@@ -66,7 +66,10 @@ export async function startDaemon(paths: DataPaths, timeoutMs = 30_000): Promise
     client ??= await connectDaemon(paths, 500).then((c) => (c?.pid === child.pid ? c : undefined));
     if (!client) continue;
     // A channel that cannot start (a rejected token) is said now, not found later in the logs.
-    channels = (await client.get<ActorsResponse>("/api/actors")).channels ?? [];
+    // A gateway that dies here is reported by the exit check above on the next round.
+    const actors = await client.get<ActorsResponse>("/api/actors").catch(() => undefined);
+    if (!actors) continue;
+    channels = actors.channels ?? [];
     if (!channels.some((c) => c.state === "starting")) break;
   }
   if (client) {
