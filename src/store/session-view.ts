@@ -1,4 +1,4 @@
-import { getSessionMeta, listSessions, sessionMessages, type SessionMeta } from "./sessions.js";
+import { allSessionMessages, getSessionMeta, listSessions, sessionMessages, type SessionMeta } from "./sessions.js";
 import type { Store } from "./store.js";
 import { listSubagents } from "./subagents.js";
 import { listOpenTurns, listTurns } from "./turns.js";
@@ -31,17 +31,21 @@ export async function sessionsOverview(store: Store): Promise<SessionOverview[]>
   }));
 }
 
-/** One session's transcript (current epoch) and turn history, or undefined if there is no such session. */
-export async function sessionDetail(store: Store, key: string) {
+/**
+ * One session's transcript and turn history, or undefined if there is no such session. The
+ * transcript is the current epoch's, or with allEpochs those before each /new too; every message
+ * says its epoch.
+ */
+export async function sessionDetail(store: Store, key: string, opts: { allEpochs?: boolean } = {}) {
   const meta = await getSessionMeta(store, key);
   if (!meta) return undefined;
-  const messages = await sessionMessages(store, meta);
+  const messages = opts.allEpochs ? await allSessionMessages(store, key) : (await sessionMessages(store, meta)).map((m) => ({ ...m, epoch: meta.epoch }));
   const turns: TurnSummary[] = (await listTurns(store))
     .filter((t) => t.sessionKey === key)
     .map((t) => ({ turnId: t.turnId, state: t.state, final: t.final, resumes: t.resumes, createdAt: t.createdAt, updatedAt: t.updatedAt }));
   const subagents = (await listSubagents(store))
     .filter((r) => r.origin.sessionKey === key)
     .map((r) => ({ id: r.id, label: r.label, status: r.status, createdAt: r.createdAt, finishedAt: r.finishedAt }));
-  return { ...meta, messages: messages.map((m) => ({ ...m.message, turnId: m.turnId, at: m.at })), turns, subagents };
+  return { ...meta, messages: messages.map((m) => ({ ...m.message, turnId: m.turnId, at: m.at, epoch: m.epoch })), turns, subagents };
 }
 export type SessionDetail = NonNullable<Awaited<ReturnType<typeof sessionDetail>>>;

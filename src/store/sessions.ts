@@ -1,6 +1,9 @@
 import { z } from "zod";
 import { addUsage, chatMessageSchema, usageSchema, ZERO_USAGE, type ChatMessage, type Usage } from "../providers/messages.js";
+import { inboxDeleteOps, sessionInbox } from "./inbox.js";
 import type { Store, StoreOp } from "./store.js";
+import { listSubagents, subagentSessionKey } from "./subagents.js";
+import { closeTurnOp, listOpenTurns, listTurns } from "./turns.js";
 
 /**
  * A session is a conversation keyed `channel:chatId`. Its messages live under the current epoch;
@@ -30,7 +33,8 @@ export const HISTORY_TOOL_RESULT_CHARS = 4000;
 
 const pad = (n: number, width: number) => String(n).padStart(width, "0");
 const metaKey = (key: string) => `meta:${key}`;
-const msgPrefix = (key: string, epoch: number) => `msg:${key}\x00${pad(epoch, 6)}:`;
+const msgKeyPrefix = (key: string) => `msg:${key}\x00`;
+const msgPrefix = (key: string, epoch: number) => `${msgKeyPrefix(key)}${pad(epoch, 6)}:`;
 
 export function newSessionMeta(key: string, now: number): SessionMeta {
   return { key, epoch: 0, nextSeq: 0, createdAt: now, updatedAt: now, usage: ZERO_USAGE, turns: 0 };
@@ -84,6 +88,53 @@ export function newEpochOps(meta: SessionMeta, now: number): { ops: StoreOp[]; m
 
 export async function sessionMessages(store: Store, meta: SessionMeta, epoch = meta.epoch): Promise<StoredMessage[]> {
   return (await store.list("sessions", storedMessageSchema, { prefix: msgPrefix(meta.key, epoch) })).map((r) => r.value);
+}
+
+/** Every epoch's messages (those before each /new too), oldest first, each with its epoch. */
+export async function allSessionMessages(store: Store, key: string): Promise<Array<StoredMessage & { epoch: number }>> {
+  const prefix = msgKeyPrefix(key);
+  const rows = await store.list("sessions", storedMessageSchema, { prefix });
+  return rows.map((r) => ({ ...r.value, epoch: Number(r.key.slice(prefix.length, prefix.length + 6)) }));
+}
+
+export interface SessionDeletion {
+  ops: StoreOp[];
+  counts: { messages: number; turns: number; interrupted: number; inbox: number; subagents: number };
+}
+
+const anyValue = z.unknown();
+const keysOf = async (store: Store, sublevel: "sessions" | "journal", prefix: string) => (await store.list(sublevel, anyValue, { prefix })).map((r) => r.key);
+
+/**
+ * The ops that delete a session: its meta and the messages of every epoch, its turns with their
+ * journal and open-turn index, its unanswered messages, the replies kept for it as an API chat, and
+ * its subagents with their own transcripts. Undefined when there is nothing of it. The caller makes
+ * sure no turn of it runs (the daemon refuses; without a daemon none can).
+ */
+export async function deleteSessionOps(store: Store, key: string): Promise<SessionDeletion | undefined> {
+  const del = (sublevel: StoreOp["sublevel"], k: string): StoreOp => ({ type: "del", sublevel, key: k });
+  const messages = await keysOf(store, "sessions", msgKeyPrefix(key));
+  // The API channel keeps an API chat's replies under mail:<chatId> (channels/api.ts); an API chat's id is its session key.
+  const mail = await keysOf(store, "sessions", `mail:${key}\x00`);
+  const meta = await getSessionMeta(store, key);
+  const turns = (await listTurns(store)).filter((t) => t.sessionKey === key);
+  const open = await listOpenTurns(store, key);
+  const inbox = await sessionInbox(store, key);
+  const subagents = (await listSubagents(store)).filter((r) => r.origin.sessionKey === key);
+  if (!meta && !messages.length && !turns.length && !open.length && !inbox.length && !mail.length && !subagents.length) return undefined;
+
+  const ops: StoreOp[] = [...(meta ? [del("sessions", metaKey(key))] : []), ...messages.map((k) => del("sessions", k)), ...mail.map((k) => del("sessions", k))];
+  for (const t of turns) {
+    ops.push(del("turns", t.turnId), ...(await keysOf(store, "journal", `${t.turnId}:`)).map((k) => del("journal", k)));
+  }
+  ops.push(...open.map((t) => closeTurnOp(t.turnId, key)), ...inboxDeleteOps(key, inbox.map((m) => m.id)));
+  for (const r of subagents) {
+    ops.push(del("subagents", r.id), ...((await deleteSessionOps(store, subagentSessionKey(r.id)))?.ops ?? []));
+  }
+  return {
+    ops,
+    counts: { messages: messages.length, turns: turns.length, interrupted: open.length, inbox: inbox.length, subagents: subagents.length },
+  };
 }
 
 const sizeOf = (m: ChatMessage) =>

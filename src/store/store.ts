@@ -47,16 +47,20 @@ function isLocked(err: unknown): boolean {
   return e.code === "LEVEL_LOCKED" || e.cause?.code === "LEVEL_LOCKED";
 }
 
-export async function openStore(path: string): Promise<Store> {
-  await mkdir(path, { recursive: true });
+/**
+ * Opens the store (LevelDB allows one process at a time). readOnly (`troupe doctor`): a missing store
+ * is not created, no holder file is written and writes are refused.
+ */
+export async function openStore(path: string, opts: { readOnly?: boolean } = {}): Promise<Store> {
+  if (!opts.readOnly) await mkdir(path, { recursive: true });
   const db: Db = new Level<string, unknown>(path, { valueEncoding: "json" });
   try {
-    await db.open();
+    await db.open({ createIfMissing: !opts.readOnly });
   } catch (err) {
     if (isLocked(err)) throw new StoreLockedError(path, await readHolderPid(path));
     throw err;
   }
-  await writeFile(join(path, HOLDER_FILE), JSON.stringify({ pid: process.pid, since: new Date().toISOString() }));
+  if (!opts.readOnly) await writeFile(join(path, HOLDER_FILE), JSON.stringify({ pid: process.pid, since: new Date().toISOString() }));
 
   const subs = new Map<SublevelName, Sub>(SUBLEVELS.map((name) => [name, makeSub(db, name)]));
   const sub = (name: SublevelName): Sub => subs.get(name) as Sub;
@@ -91,9 +95,10 @@ export async function openStore(path: string): Promise<Store> {
       }
       return out;
     },
-    async batch(ops, opts = {}) {
+    async batch(ops, batchOpts = {}) {
+      if (opts.readOnly) throw new Error(`the store at ${path} was opened read-only`);
       if (ops.length === 0) return;
-      if (opts.sync) return synced.commit(ops);
+      if (batchOpts.sync) return synced.commit(ops);
       await db.batch(toLevelOps(ops));
     },
     async close() {
