@@ -5,7 +5,10 @@ import { z } from "zod";
 import { apiReplies } from "../channels/api.js";
 import { TroupeError } from "../errors.js";
 import type { Daemon } from "../runtime.js";
+import { sessionActorId } from "../../machines/supervisor.machine.js";
 import { sessionDetail, sessionsOverview } from "../store/session-view.js";
+import { deleteSessionOps } from "../store/sessions.js";
+import { listOpenTurns } from "../store/turns.js";
 import { VERSION } from "../version.js";
 import type { ActorNode } from "./actor-tree.js";
 import { openSse } from "./sse.js";
@@ -125,9 +128,17 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     if (sessionMatch) {
       const key = decodeURIComponent(sessionMatch[1]!);
       if (req.method === "GET" && !sessionMatch[2]) {
-        const detail = await sessionDetail(store, key);
+        const detail = await sessionDetail(store, key, { allEpochs: url.searchParams.get("all") === "1" });
         if (!detail) throw new HttpError(404, `no session ${key}`);
         return json(res, 200, detail);
+      }
+      if (req.method === "DELETE" && !sessionMatch[2]) {
+        if (await sessionBusy(daemon, key)) throw new HttpError(409, `a turn of session ${key} is running; /stop it or wait for it to finish, then delete it`);
+        const deletion = await deleteSessionOps(store, key);
+        if (!deletion) throw new HttpError(404, `no session ${key}`);
+        await store.batch(deletion.ops, { sync: true });
+        daemon.logger.info({ sessionKey: key, ...deletion.counts }, "session deleted");
+        return json(res, 200, { deleted: key, ...deletion.counts });
       }
       if (req.method === "GET" && sessionMatch[2] === "/replies") return json(res, 200, { replies: await apiReplies(store, key) });
       if (req.method === "POST" && sessionMatch[2] === "/messages") {
@@ -165,6 +176,19 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * Whether work of a session is under way: its actor is doing anything but waiting for a message
+ * (loading, a turn waiting for a slot or running), a turn of it is open (running, or about to
+ * resume), or a subagent it spawned runs.
+ */
+async function sessionBusy(daemon: Daemon, key: string): Promise<boolean> {
+  const ref = daemon.supervisor.getSnapshot().children[sessionActorId(key)];
+  const snapshot = ref?.getSnapshot() as { status: string; value: unknown } | undefined;
+  if (snapshot?.status === "active" && snapshot.value !== "idle") return true;
+  if ((await listOpenTurns(daemon.store, key)).length > 0) return true;
+  return daemon.subagents.active().some((a) => a.record.origin.sessionKey === key);
 }
 
 /** Subagents are turn actors of the pool; the tree shows them under the session that spawned them. */
