@@ -13,6 +13,7 @@ import { supervisorMachine, type SupervisionPolicy } from "../machines/superviso
 import { createApiChannel } from "./channels/api.js";
 import type { Channel, ChannelInbound } from "./channels/channel.js";
 import { fault } from "./fault.js";
+import { parseSessionKey } from "./session-key.js";
 import { inboxDeleteOps, inboxPutOps, sessionsWithInbox, wasSeen } from "./store/inbox.js";
 import { subagentIdOf } from "./store/subagents.js";
 import { listOpenTurns } from "./store/turns.js";
@@ -188,7 +189,8 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   const accept = async (channel: string, inbound: ChannelInbound): Promise<string> => {
     if (!accepting) throw new TroupeError("troupe is shutting down; try again in a moment");
     const id = inbound.messageId ? `${channel}:${inbound.messageId}` : `${channel}:${randomUUID()}`;
-    const sessionKey = inbound.sessionKey ?? `${channel}:${inbound.chatId}`;
+    // Checked here, where every channel's messages come in: the store lists a session's records by its key.
+    const sessionKey = parseSessionKey(inbound.sessionKey ?? `${channel}:${inbound.chatId}`);
     const at = Date.now();
     // A platform redelivering a message we already took (same id) is not answered twice.
     if (inbound.messageId && (await wasSeen(store, id))) {
