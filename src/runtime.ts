@@ -13,6 +13,7 @@ import { supervisorMachine, type SupervisionPolicy } from "../machines/superviso
 import { createApiChannel } from "./channels/api.js";
 import type { Channel, ChannelInbound } from "./channels/channel.js";
 import { fault } from "./fault.js";
+import { parseSessionKey } from "./session-key.js";
 import { inboxDeleteOps, inboxPutOps, wasSeen } from "./store/inbox.js";
 import { sessionsToRecover } from "./store/recovery.js";
 import { spawnTool, subagentsTool } from "./tools/builtin/spawn.js";
@@ -200,7 +201,8 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   const accept = async (channel: string, inbound: ChannelInbound): Promise<string> => {
     if (!accepting) throw new TroupeError("troupe is shutting down; try again in a moment");
     const id = inbound.messageId ? `${channel}:${inbound.messageId}` : `${channel}:${randomUUID()}`;
-    const sessionKey = inbound.sessionKey ?? `${channel}:${inbound.chatId}`;
+    // Checked here, where every channel's messages come in: the store lists a session's records by its key.
+    const sessionKey = parseSessionKey(inbound.sessionKey ?? `${channel}:${inbound.chatId}`);
     const at = Date.now();
     // A platform redelivering a message we already took (same id) is not answered twice.
     if (inbound.messageId && (await wasSeen(store, id))) {

@@ -1,5 +1,6 @@
 import { Command } from "commander";
 import { TroupeError } from "../errors.js";
+import { parseSessionKey } from "../session-key.js";
 import { VERSION } from "../version.js";
 import { runAgent } from "./agent.js";
 import { daemonStatus, startDaemon, stopDaemon } from "./daemon.js";
@@ -47,7 +48,8 @@ program
   .option("-m, --message <text>", "send one message, print the reply and exit")
   .option("-s, --session <key>", "session key (channel:chatId)", "cli:direct")
   .action(async (opts: { message?: string; session: string }) => {
-    process.exitCode = await runAgent(await loadForCli(), opts);
+    const session = parseSessionKey(opts.session);
+    process.exitCode = await runAgent(await loadForCli(), { ...opts, session });
   });
 
 program
@@ -121,7 +123,7 @@ sessions
   .command("show <key>")
   .description("a session's transcript and turn history")
   .action(async (key: string) => {
-    process.exitCode = await showSessionCommand((await loadForCli()).paths, key);
+    process.exitCode = await showSessionCommand((await loadForCli()).paths, parseSessionKey(key));
   });
 
 try {

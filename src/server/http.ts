@@ -5,9 +5,11 @@ import { z } from "zod";
 import { apiReplies } from "../channels/api.js";
 import { TroupeError } from "../errors.js";
 import type { Daemon } from "../runtime.js";
+import { InvalidSessionKeyError, parseSessionKey } from "../session-key.js";
 import { sessionDetail, sessionsOverview } from "../store/session-view.js";
 import { VERSION } from "../version.js";
 import type { ActorNode } from "./actor-tree.js";
+import { allowedHosts, hostAllowed } from "./host-check.js";
 import { openSse } from "./sse.js";
 import { tokenMatches } from "./token.js";
 
@@ -27,19 +29,72 @@ class HttpError extends Error {
 
 const messageBody = z.object({ content: z.string().trim().min(1, "content must not be empty") }).strict();
 const MAX_BODY_BYTES = 1024 * 1024;
+/** How long the rest of a refused body is read (and dropped) before the connection is cut. */
+const LINGER_MS = 5_000;
+
+const tooLarge = () => new HttpError(413, `body too large: the limit is 1 MiB (${MAX_BODY_BYTES} bytes)`);
+const declaredLength = (req: IncomingMessage) => Number(req.headers["content-length"] ?? 0);
+
+/** The body, up to the limit: refused by its Content-Length before any of it is read, or as soon as a chunked body passes it. */
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  if (declaredLength(req) > MAX_BODY_BYTES) return Promise.reject(tooLarge());
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = () => req.off("data", onData).off("end", onEnd).off("error", onError);
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= MAX_BODY_BYTES) return void chunks.push(chunk);
+      done();
+      chunks.length = 0;
+      reject(tooLarge());
+    };
+    const onEnd = () => {
+      done();
+      resolve(Buffer.concat(chunks));
+    };
+    const onError = (err: Error) => {
+      done();
+      reject(err);
+    };
+    req.on("data", onData).on("end", onEnd).on("error", onError);
+  });
+}
+
+/**
+ * What a client still sends of a refused body is read and dropped, never kept, so that it gets to
+ * read the 413: closing the connection under a client that is still sending resets it, and the
+ * answer is lost. A client still sending after LINGER_MS is cut off.
+ */
+function dropRest(req: IncomingMessage): void {
+  if (req.complete) return;
+  const cut = setTimeout(() => req.socket.destroy(), LINGER_MS).unref();
+  req.once("close", () => clearTimeout(cut)).once("end", () => clearTimeout(cut));
+  req.resume();
+}
 
 async function readJson(req: IncomingMessage): Promise<unknown> {
-  let size = 0;
-  const chunks: Buffer[] = [];
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) throw new HttpError(413, "body too large (limit 1 MiB)");
-    chunks.push(chunk);
-  }
+  const body = await readBody(req);
   try {
-    return JSON.parse(Buffer.concat(chunks).toString("utf8") || "null");
+    return JSON.parse(body.toString("utf8") || "null");
   } catch {
     throw new HttpError(400, "body is not valid JSON");
+  }
+}
+
+/** The session key in a path segment: percent-decoded and checked. */
+function sessionKeyOf(segment: string): string {
+  let key: string;
+  try {
+    key = decodeURIComponent(segment);
+  } catch {
+    throw new HttpError(400, `malformed percent-encoding in the path: ${segment}`);
+  }
+  try {
+    return parseSessionKey(key);
+  } catch (err) {
+    if (err instanceof InvalidSessionKeyError) throw new HttpError(400, err.message);
+    throw err;
   }
 }
 
@@ -56,7 +111,8 @@ const json = (res: ServerResponse, status: number, body: unknown) => {
 /**
  * The loopback control API: health, the live actor tree, sessions and their history, messages in
  * (answered as server-sent events) and a stream of actor events. Everything but /health needs the
- * bearer token from <data dir>/gateway.token.
+ * bearer token from <data dir>/gateway.token. It answers only requests addressed to its own host
+ * (see allowedHosts) and sends no CORS headers: a web page gets nothing from it.
  */
 export async function startControlServer(daemon: Daemon, opts: { host: string; port: number; token: string }): Promise<ControlServer> {
   const startedAt = Date.now();
@@ -92,9 +148,14 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     );
   }
 
+  let allowed = new Set<string>();
+
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? "/", "http://localhost");
-    const path = url.pathname;
+    if (!hostAllowed(allowed, req.headers.host)) {
+      throw new HttpError(421, `this server answers requests for ${[...allowed][0]}, not Host ${JSON.stringify(req.headers.host ?? "")} (refused against DNS rebinding)`);
+    }
+    if (!req.url?.startsWith("/")) throw new HttpError(400, "the request target must be a path");
+    const path = new URL(`http://localhost${req.url}`).pathname;
     if (req.method === "GET" && path === "/health") {
       return json(res, 200, { ok: true, version: VERSION, pid: process.pid, uptimeMs: Date.now() - startedAt });
     }
@@ -123,7 +184,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
       return;
     }
     if (sessionMatch) {
-      const key = decodeURIComponent(sessionMatch[1]!);
+      const key = sessionKeyOf(sessionMatch[1]!);
       if (req.method === "GET" && !sessionMatch[2]) {
         const detail = await sessionDetail(store, key);
         if (!detail) throw new HttpError(404, `no session ${key}`);
@@ -138,13 +199,20 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     throw new HttpError(404, `no route ${req.method} ${path}`);
   }
 
-  const server = createServer((req, res) => {
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
     route(req, res).catch((err: unknown) => {
       const status = err instanceof HttpError ? err.status : 500;
       if (status === 500) daemon.logger.error({ err }, "control API error");
       if (!res.headersSent) json(res, status, { error: err instanceof Error ? err.message : String(err) });
       else res.end();
+      if (status === 413) dropRest(req);
     });
+  };
+  const server = createServer(handle);
+  // A client that asks before sending its body (`Expect: 100-continue`, as curl does past 1 MiB) is told at once when it is too large.
+  server.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
+    if (declaredLength(req) <= MAX_BODY_BYTES) res.writeContinue();
+    handle(req, res);
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", (err: NodeJS.ErrnoException) =>
@@ -157,6 +225,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     server.listen(opts.port, opts.host, () => resolve());
   });
   const { port } = server.address() as AddressInfo;
+  allowed = allowedHosts(opts.host, port);
   return {
     url: `http://${opts.host.includes(":") ? `[${opts.host}]` : opts.host}:${port}`,
     close: () =>

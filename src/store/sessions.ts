@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { addUsage, chatMessageSchema, usageSchema, ZERO_USAGE, type ChatMessage, type Usage } from "../providers/messages.js";
+import { KEY_END } from "../session-key.js";
 import type { Store, StoreOp } from "./store.js";
 
 /**
@@ -30,7 +31,8 @@ export const HISTORY_TOOL_RESULT_CHARS = 4000;
 
 const pad = (n: number, width: number) => String(n).padStart(width, "0");
 const metaKey = (key: string) => `meta:${key}`;
-const msgPrefix = (key: string, epoch: number) => `msg:${key}\x00${pad(epoch, 6)}:`;
+/** KEY_END (never in a valid key) ends the key, so a listing of `api:a` holds nothing of `api:ab`. */
+const msgPrefix = (key: string, epoch: number) => `msg:${key}${KEY_END}${pad(epoch, 6)}:`;
 
 export function newSessionMeta(key: string, now: number): SessionMeta {
   return { key, epoch: 0, nextSeq: 0, createdAt: now, updatedAt: now, usage: ZERO_USAGE, turns: 0 };

@@ -47,6 +47,20 @@ function isLocked(err: unknown): boolean {
   return e.code === "LEVEL_LOCKED" || e.cause?.code === "LEVEL_LOCKED";
 }
 
+/**
+ * The least key above every key that starts with `prefix`, or undefined when there is none. LevelDB
+ * orders keys by their UTF-8 bytes, that is by code point: the prefix with its last code point
+ * raised by one. (`prefix + "\xff"` would miss keys whose next character is above U+00FF.)
+ */
+export function prefixEnd(prefix: string): string | undefined {
+  const chars = [...prefix];
+  while (chars.length > 0) {
+    const c = chars.pop()!.codePointAt(0)!;
+    if (c < 0x10ffff) return chars.join("") + String.fromCodePoint(c + 1 >= 0xd800 && c + 1 <= 0xdfff ? 0xe000 : c + 1);
+  }
+  return undefined;
+}
+
 export async function openStore(path: string): Promise<Store> {
   await mkdir(path, { recursive: true });
   const db: Db = new Level<string, unknown>(path, { valueEncoding: "json" });
@@ -84,7 +98,8 @@ export async function openStore(path: string): Promise<Store> {
       return value === undefined ? undefined : parse(sublevel, key, value, schema);
     },
     async list(sublevel, schema, opts = {}) {
-      const range = opts.prefix === undefined ? {} : { gte: opts.prefix, lt: `${opts.prefix}\xff` };
+      const end = opts.prefix === undefined ? undefined : prefixEnd(opts.prefix);
+      const range = { ...(opts.prefix ? { gte: opts.prefix } : {}), ...(end !== undefined ? { lt: end } : {}) };
       const out: Array<{ key: string; value: z.infer<typeof schema> }> = [];
       for await (const [key, value] of sub(sublevel).iterator({ ...range, limit: opts.limit ?? -1 })) {
         out.push({ key, value: parse(sublevel, key, value, schema) });

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { CorruptRecordError } from "../errors.js";
 import { chatMessageSchema } from "../providers/messages.js";
+import { KEY_END } from "../session-key.js";
 import type { Store, StoreOp } from "./store.js";
 
 /**
@@ -142,7 +143,7 @@ export async function stateJournal(store: Store, turnId: string): Promise<Array<
  * Turns that have started and not reached a final state, indexed so that recovery at start reads
  * only these, not every turn ever run. Written with a turn's first checkpoint, removed with its last.
  */
-const openKey = (sessionKey: string, turnId: string) => `open:${sessionKey}\x00${turnId}`;
+const openKey = (sessionKey: string, turnId: string) => `open:${sessionKey}${KEY_END}${turnId}`;
 const openTurnSchema = z.object({ turnId: z.string(), sessionKey: z.string() });
 
 export const openTurnOp = (turnId: string, sessionKey: string): StoreOp => ({ type: "put", sublevel: "meta", key: openKey(sessionKey, turnId), value: { turnId, sessionKey } });
@@ -150,6 +151,6 @@ export const closeTurnOp = (turnId: string, sessionKey: string): StoreOp => ({ t
 
 /** Open turns, of one session or of all. */
 export async function listOpenTurns(store: Store, sessionKey?: string): Promise<Array<z.infer<typeof openTurnSchema>>> {
-  const prefix = sessionKey === undefined ? "open:" : `open:${sessionKey}\x00`;
+  const prefix = sessionKey === undefined ? "open:" : `open:${sessionKey}${KEY_END}`;
   return (await store.list("meta", openTurnSchema, { prefix })).map((r) => r.value);
 }
