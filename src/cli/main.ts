@@ -32,6 +32,7 @@ program
     console.log(`${r.configCreated ? "created" : "kept"} ${r.configFile}`);
     console.log(`workspace ${r.workspace}: ${r.created.length} file(s) created, ${r.kept.length} kept`);
     for (const f of r.created) console.log(`  + ${f}`);
+    for (const w of r.warnings) console.error(w);
     if (r.configCreated) console.log("next: set a provider key, e.g. providers.openai.apiKey in config.json");
   });
 

@@ -43,9 +43,25 @@ function describeIssue(issue: { path: PropertyKey[]; message: string; code: stri
   return `${path}: ${issue.message}`;
 }
 
+/** Keys that would reach Object.prototype when the config is copied or walked. */
+const FORBIDDEN_KEYS = ["__proto__", "constructor"];
+
+/** Key paths of forbidden keys anywhere in the raw JSON (JSON.parse keeps `__proto__` as an own key). */
+function forbiddenKeys(value: unknown, path: string[] = []): string[] {
+  if (Array.isArray(value)) return value.flatMap((v, i) => forbiddenKeys(v, [...path, String(i)]));
+  if (!isPlainObject(value)) return [];
+  return Object.keys(value).flatMap((key) =>
+    FORBIDDEN_KEYS.includes(key)
+      ? [`${[...path, key].join(".")}: a key named ${key} is not allowed (it could change how every object behaves); remove it`]
+      : forbiddenKeys(value[key], [...path, key]),
+  );
+}
+
 /** Turns raw JSON into a valid Config, or throws ConfigError listing every problem. */
 export function parseConfig(raw: unknown, file: string, env: NodeJS.ProcessEnv = {}): { config: Config; warnings: string[] } {
   if (!isPlainObject(raw)) throw new ConfigError(file, ["(root): expected a JSON object"]);
+  const forbidden = forbiddenKeys(raw);
+  if (forbidden.length > 0) throw new ConfigError(file, forbidden);
   const problems: string[] = [];
   const warnings: string[] = [];
   const migrated = migrateConfig(structuredClone(raw), warnings);
@@ -84,6 +100,7 @@ export async function writeFileAtomic(file: string, data: string, mode?: number)
   await rename(tmp, file);
 }
 
+/** Mode 600: config.json holds API keys and tokens. */
 export async function saveConfig(file: string, config: Config): Promise<void> {
-  await writeFileAtomic(file, `${JSON.stringify(config, null, 2)}\n`);
+  await writeFileAtomic(file, `${JSON.stringify(config, null, 2)}\n`, 0o600);
 }

@@ -104,6 +104,8 @@ const toolsSchema = z.object({
     })
     .prefault({}),
   restrictToWorkspace: z.boolean().default(true),
+  /** When restricted, file tools refuse a file with several names (a hard link may name one outside) unless this is on. */
+  allowHardLinks: z.boolean().default(false),
   maxToolResultChars: z.number().int().positive().default(16_000),
   ssrfWhitelist: z.array(addressOrCidr).default([]),
   mcpServers: z.record(z.string(), mcpServerSchema).default({}),

@@ -91,6 +91,24 @@ describe("config", () => {
     expect(warnings).toContain("tools.exec.restrict_to_workspace moved to tools.restrictToWorkspace");
   });
 
+  it("refuses __proto__ and constructor keys as config errors naming the key path", async () => {
+    const parsed = (text: string) => JSON.parse(text) as unknown;
+    expect(problemsOf(() => parseConfig(parsed('{"__proto__": {"polluted": true}}'), "c.json"))).toEqual([
+      "__proto__: a key named __proto__ is not allowed (it could change how every object behaves); remove it",
+    ]);
+    expect(problemsOf(() => parseConfig(parsed('{"agents": {"defaults": {"constructor": 1}}, "providers": {"x": {"__proto__": {}}}}'), "c.json"))).toEqual([
+      "agents.defaults.constructor: a key named constructor is not allowed (it could change how every object behaves); remove it",
+      "providers.x.__proto__: a key named __proto__ is not allowed (it could change how every object behaves); remove it",
+    ]);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    const home = await tempDir();
+    await writeFile(join(home, "config.json"), '{"tools": {"constructor": {"x": 1}}}');
+    const err = await loadConfig({ TROUPE_HOME: home }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).exitCode).toBe(2);
+    expect((err as Error).message).toMatch(/config error in .*config\.json: tools\.constructor: a key named constructor is not allowed/);
+  });
+
   it("says which file and where when the JSON does not parse", async () => {
     const home = await tempDir();
     await writeFile(join(home, "config.json"), '{\n  "agents": {\n    "defaults": { "model": "x", }\n  }\n}\n');

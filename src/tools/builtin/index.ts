@@ -33,7 +33,12 @@ export interface BuiltinToolDeps {
 export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
   const t = deps.config.tools;
   const env = deps.env ?? process.env;
-  const sandbox: Sandbox = { workspace: deps.workspace, restrict: t.restrictToWorkspace, readableRoots: [BUILTIN_SKILLS_DIR, deps.mediaDir] };
+  const sandbox: Sandbox = {
+    workspace: deps.workspace,
+    restrict: t.restrictToWorkspace,
+    readableRoots: [BUILTIN_SKILLS_DIR, deps.mediaDir],
+    allowHardLinks: t.allowHardLinks,
+  };
   const guard = createSsrfGuard(t.ssrfWhitelist);
   return [
     readFileTool(sandbox),
