@@ -107,7 +107,7 @@ describe("store", () => {
     async function fill(store: Store, key: string) {
       const { ops } = appendMessagesOps(newSessionMeta(key, 1), [{ role: "user", content: `hello from ${key}` }], null, 1);
       await store.batch([...ops, ...inboxPutOps({ id: `id-${key}`, sessionKey: key, channel: "api", chatId: key, senderId: "u", content: `queued for ${key}`, media: [], at: 1 }), openTurnOp(`turn-${key}`, key)]);
-      await createApiChannel(store).send({ deliveryId: `d-${key}`, channel: "api", chatId: key, content: `reply to ${key}`, media: [], answers: [], createdAt: 1, attempts: 0 }, () => undefined);
+      await createApiChannel(store).send({ deliveryId: `d-${key}`, channel: "api", chatId: key, content: `reply to ${key}`, media: [], answers: [], createdAt: 1, attempts: 0 }, async () => undefined);
     }
     async function records(store: Store, key: string) {
       const meta = (await listSessions(store)).find((m) => m.key === key)!;
@@ -131,7 +131,7 @@ describe("store", () => {
     it("the API channel files no reply under a chat id that is not a session key", async () => {
       const store = await openStore(join(await tempDir(), "store"));
       await fill(store, "api:victim");
-      const send = createApiChannel(store).send({ deliveryId: "d-evil", channel: "api", chatId: "api:victim\u0000x", content: "INJECTED", media: [], answers: [], createdAt: 2, attempts: 0 }, () => undefined);
+      const send = createApiChannel(store).send({ deliveryId: "d-evil", channel: "api", chatId: "api:victim\u0000x", content: "INJECTED", media: [], answers: [], createdAt: 2, attempts: 0 }, async () => undefined);
       await expect(send).rejects.toThrow(DeliveryRejectedError);
       await expect(send).rejects.toThrow(/control character \(U\+0000\)/);
       expect(await records(store, "api:victim")).toEqual(own("api:victim"));
