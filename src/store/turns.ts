@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Store, StoreOp } from "./store.js";
+import type { ListOptions, Store, StoreOp } from "./store.js";
 
 /**
  * A turn's durable record: the latest persisted XState snapshot plus a journal. The journal, not
@@ -71,8 +71,8 @@ export async function getTurn(store: Store, turnId: string): Promise<TurnRecord 
 }
 
 /** Every turn's record, without inputs (for listings). */
-export async function listTurns(store: Store): Promise<TurnRecord[]> {
-  return (await store.list("turns", turnRecordSchema)).map((r) => r.value);
+export async function listTurns(store: Store, opts: ListOptions = {}): Promise<TurnRecord[]> {
+  return (await store.list("turns", turnRecordSchema, opts)).map((r) => r.value);
 }
 
 export async function toolJournal(store: Store, turnId: string): Promise<Map<string, ToolJournalRecord>> {
@@ -96,7 +96,7 @@ export const openTurnOp = (turnId: string, sessionKey: string): StoreOp => ({ ty
 export const closeTurnOp = (turnId: string, sessionKey: string): StoreOp => ({ type: "del", sublevel: "meta", key: openKey(sessionKey, turnId) });
 
 /** Open turns, of one session or of all. */
-export async function listOpenTurns(store: Store, sessionKey?: string): Promise<Array<z.infer<typeof openTurnSchema>>> {
+export async function listOpenTurns(store: Store, sessionKey?: string, opts: ListOptions = {}): Promise<Array<z.infer<typeof openTurnSchema>>> {
   const prefix = sessionKey === undefined ? "open:" : `open:${sessionKey}\x00`;
-  return (await store.list("meta", openTurnSchema, { prefix })).map((r) => r.value);
+  return (await store.list("meta", openTurnSchema, { prefix, ...opts })).map((r) => r.value);
 }
