@@ -105,10 +105,12 @@ export function createReplyAccumulator(maxChars: number): ReplyAccumulator {
   /** The slot a (possibly index-less) tool-call delta belongs to, or undefined when over the limit. */
   function slotFor(tc: Record<string, unknown>, position: number, streamed: boolean): CallSlot | undefined {
     let index = typeof tc.index === "number" && Number.isInteger(tc.index) && tc.index >= 0 ? tc.index : undefined;
+    if (index === undefined && !streamed) index = position;
     if (index === undefined) {
-      // Without an index: a delta with an id starts a call; one without continues the last.
-      const startsCall = !streamed || asName(tc.id) !== undefined || lastIndex < 0;
-      index = startsCall ? (streamed ? lastIndex + 1 : position) : lastIndex;
+      // Streamed without an index: a delta continues the call with its id, a new id starts a call, no id continues the last.
+      const id = asName(tc.id);
+      const same = id === undefined ? undefined : [...calls.entries()].find(([, c]) => c.id === id)?.[0];
+      index = same ?? (id !== undefined || lastIndex < 0 ? lastIndex + 1 : lastIndex);
     }
     let slot = calls.get(index);
     if (!slot) {

@@ -203,6 +203,27 @@ describe("what the model sends is parsed at the boundary", () => {
     expect(outcomes.refused).toBeGreaterThan(0);
   }, 120_000);
 
+  it("assembles streamed tool calls that come without an index, and gives repeated ids their own", async () => {
+    const delta = (tc: Record<string, unknown>) => ({ id: "x", choices: [{ index: 0, delta: { tool_calls: [tc] }, finish_reason: null }] });
+    fake = await startFakeOpenAi([
+      {
+        rawChunks: [
+          delta({ id: "a", function: { name: "read_file", arguments: '{"pa' } }),
+          delta({ function: { arguments: 'th": "x"}' } }),
+          delta({ id: "b", function: { name: "list_dir", arguments: "{}" } }),
+          delta({ id: "b", function: { arguments: "" } }),
+          delta({ index: 5, id: "a", function: { name: "glob", arguments: "{}" } }),
+        ],
+      },
+    ]);
+    const r = await makeProvider(fake.url, true).chat(ask);
+    expect(r.toolCalls.map((c) => [c.id, c.name, c.arguments])).toEqual([
+      ["a", "read_file", { path: "x" }],
+      ["b", "list_dir", {}],
+      ["a_5", "glob", {}],
+    ]);
+  });
+
   it("says plainly what is wrong with a reply that has no choices", async () => {
     fake = await startFakeOpenAi([{ raw: { id: "x", choices: "nope" } }, { raw: { error: null, choices: [{ message: 5 }] } }]);
     await expect(makeProvider(fake.url, false).chat(ask)).rejects.toThrow(/model call to custom failed: the reply has no choices/);
