@@ -51,7 +51,7 @@ const agentDefaultsSchema = z.object({
   modelIdleTimeoutSeconds: z.number().positive().max(MAX_TIMER_SECONDS).default(60),
   /** One model call, its retries included, ends after this long. */
   modelTimeoutSeconds: z.number().positive().max(MAX_TIMER_SECONDS).default(600),
-  /** Reply text beyond this many characters is cut (with a note); tool-call arguments beyond it are refused. */
+  /** Reply text beyond this many characters is cut (with a note); a tool call whose arguments take the reply past it is refused. */
   maxReplyChars: z.number().int().positive().max(10_000_000).default(100_000),
 });
 

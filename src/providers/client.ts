@@ -39,7 +39,7 @@ export interface ProviderOptions {
   idleTimeoutMs?: number;
   /** agents.defaults.modelTimeoutSeconds: one call, retries included, ends after this long. */
   timeoutMs?: number;
-  /** agents.defaults.maxReplyChars: reply text beyond this is cut; tool-call arguments beyond it are refused. */
+  /** agents.defaults.maxReplyChars: reply text beyond this is cut; a tool call whose arguments take the reply past it is refused. */
   maxReplyChars?: number;
   logger?: Logger;
   now?: () => number;

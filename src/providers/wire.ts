@@ -78,7 +78,11 @@ const cutNote = (t: CappedText, max: number) =>
 interface CallSlot {
   id: string;
   name: string;
-  args: CappedText;
+  args: string;
+  /** Characters of arguments sent, kept or not. */
+  argsSent: number;
+  /** Over the budget: its arguments are dropped and the call is refused. */
+  refused: boolean;
 }
 
 /** One reply as it arrives, whole (a completion) or in chunks (a stream), within `maxChars` per text. */
@@ -101,6 +105,8 @@ export function createReplyAccumulator(maxChars: number): ReplyAccumulator {
   let finishReason: string | null = null;
   let usage: Usage = toUsage(undefined);
   let droppedCalls = 0;
+  // All tool calls of a reply share one budget, so many calls cannot add up to what one may not send.
+  let argsKept = 0;
 
   /** The slot a (possibly index-less) tool-call delta belongs to, or undefined when over the limit. */
   function slotFor(tc: Record<string, unknown>, position: number, streamed: boolean): CallSlot | undefined {
@@ -118,7 +124,7 @@ export function createReplyAccumulator(maxChars: number): ReplyAccumulator {
         droppedCalls++;
         return undefined;
       }
-      slot = { id: "", name: "", args: capped() };
+      slot = { id: "", name: "", args: "", argsSent: 0, refused: false };
       calls.set(index, slot);
     }
     lastIndex = Math.max(lastIndex, index);
@@ -134,7 +140,18 @@ export function createReplyAccumulator(maxChars: number): ReplyAccumulator {
     if (id) slot.id = id;
     const name = asName(fn.name);
     if (name) slot.name = (slot.name + name).slice(0, MAX_ID_CHARS);
-    append(slot.args, asArguments(fn.arguments), maxChars);
+    const piece = asArguments(fn.arguments);
+    slot.argsSent += piece.length;
+    if (slot.refused) return;
+    if (argsKept + piece.length > maxChars) {
+      // Refused whole: what it had kept goes back to the budget, for the calls after it.
+      slot.refused = true;
+      argsKept -= slot.args.length;
+      slot.args = "";
+      return;
+    }
+    argsKept += piece.length;
+    slot.args += piece;
   }
 
   const reason = (v: unknown) => (typeof v === "string" ? v.slice(0, MAX_ID_CHARS) : null);
@@ -176,7 +193,7 @@ export function createReplyAccumulator(maxChars: number): ReplyAccumulator {
           let id = c.id || `call_${i}`;
           if (seen.has(id)) id = `${id}_${i}`;
           seen.add(id);
-          if (c.args.total > maxChars) {
+          if (c.refused) {
             // The arguments are not kept (that is the point); "{}" keeps the history valid JSON for strict servers.
             return {
               id,
@@ -184,15 +201,15 @@ export function createReplyAccumulator(maxChars: number): ReplyAccumulator {
               rawArguments: "{}",
               arguments: null,
               argumentsError:
-                `the arguments are ${c.args.total} characters, over the limit of ${maxChars} (agents.defaults.maxReplyChars); ` +
+                `the arguments are ${c.argsSent} characters, over the limit of ${maxChars} for the tool calls of one reply (agents.defaults.maxReplyChars); ` +
                 "send less in one call, e.g. write a large file in several parts",
             };
           }
-          const parsed = parseToolArguments(c.args.text);
+          const parsed = parseToolArguments(c.args);
           return {
             id,
             name: c.name,
-            rawArguments: c.args.text,
+            rawArguments: c.args,
             arguments: "value" in parsed ? parsed.value : null,
             ...("error" in parsed ? { argumentsError: parsed.error } : {}),
           };

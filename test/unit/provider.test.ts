@@ -249,14 +249,28 @@ describe("what a turn keeps of a reply is bounded", () => {
     expect(deltas.join("").length).toBeLessThan(1200);
   });
 
-  it.each([false, true])("refuses a huge arguments string as an argumentsError (stream=%s)", async (stream) => {
-    fake = await startFakeOpenAi([{ toolCalls: [{ name: "write_file", arguments: { path: "x", content: bigArgs } }, { name: "read_file", arguments: { path: "y" } }] }]);
+  it.each([false, true])("refuses a huge arguments string as an argumentsError, the calls of one reply sharing the limit (stream=%s)", async (stream) => {
+    const medium = "m".repeat(560);
+    fake = await startFakeOpenAi([
+      {
+        toolCalls: [
+          { name: "write_file", arguments: { path: "x", content: bigArgs } },
+          { name: "read_file", arguments: { path: "y" } },
+          { name: "write_file", arguments: { path: "m1", content: medium } },
+          { name: "write_file", arguments: { path: "m2", content: medium } },
+        ],
+      },
+    ]);
     const r = await makeProvider(fake.url, stream, { maxReplyChars: 1000 }).chat(ask);
-    const [huge, small] = r.toolCalls;
+    const [huge, small, first, second] = r.toolCalls;
     expect(huge?.arguments).toBeNull();
-    expect(huge?.argumentsError).toMatch(/^the arguments are 2000\d\d characters, over the limit of 1000/);
+    expect(huge?.argumentsError).toMatch(/^the arguments are 2000\d\d characters, over the limit of 1000 for the tool calls of one reply/);
     expect(huge?.rawArguments.length).toBeLessThan(100);
+    // The refused call gave its share back: the calls after it still fit, until together they do not.
     expect(small?.arguments).toEqual({ path: "y" });
+    expect(first?.arguments).toEqual({ path: "m1", content: medium });
+    expect(second?.arguments).toBeNull();
+    expect(second?.argumentsError).toMatch(/^the arguments are 5\d\d characters, over the limit of 1000/);
     expect(chatMessageSchema.safeParse(assistantMessage(r)).success).toBe(true);
   });
 });
