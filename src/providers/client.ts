@@ -165,6 +165,7 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
         const text = added && visible(added);
         if (text) req.onDelta?.(text);
       }
+      idle.stop();
       // The SDK ends a stream quietly when it is aborted: a cut-off reply must not pass for a whole one.
       if (controller.signal.aborted) throw controller.signal.reason;
       return warnDropped(reply.finish(), reply.droppedCalls);
