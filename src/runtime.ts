@@ -66,6 +66,9 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
     temperature: d.temperature,
     reasoningEffort: d.reasoningEffort,
     stream: opts.stream ?? true,
+    idleTimeoutMs: d.modelIdleTimeoutSeconds * 1000,
+    timeoutMs: d.modelTimeoutSeconds * 1000,
+    maxReplyChars: d.maxReplyChars,
     logger,
   });
   const registry = createToolRegistry(

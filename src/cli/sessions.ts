@@ -1,7 +1,7 @@
 import { TroupeError } from "../errors.js";
 import type { DataPaths } from "../paths.js";
 import { sessionDetail, sessionsOverview, type SessionDetail, type SessionOverview } from "../store/session-view.js";
-import { openStore, type Store } from "../store/store.js";
+import { openStore, type CorruptRecord, type Store } from "../store/store.js";
 import { connectDaemon } from "./client.js";
 
 /** A time as `YYYY-MM-DD HH:MM` (UTC). */
@@ -57,14 +57,19 @@ export function sessionShowLines(s: SessionDetail): string[] {
   return lines;
 }
 
+/** One line per record a listing skipped because it is corrupt (for stderr: the listing itself stays clean). */
+export const corruptLines = (corrupt: CorruptRecord[] = []): string[] =>
+  corrupt.map((c) => `warning: skipped corrupt record ${c.sublevel}/${c.key} (${c.problem})`);
+
 /** `troupe sessions list`. */
 export async function listSessionsCommand(paths: DataPaths): Promise<number> {
-  const sessions = await withData(
+  const { sessions, corrupt } = await withData(
     paths,
-    async (get) => (await get<{ sessions: SessionOverview[] }>("/api/sessions")).sessions,
+    (get) => get<{ sessions: SessionOverview[]; corrupt?: CorruptRecord[] }>("/api/sessions"),
     (store) => sessionsOverview(store),
   );
   for (const line of sessionListLines(sessions)) console.log(line);
+  for (const line of corruptLines(corrupt)) console.error(line);
   return 0;
 }
 
@@ -80,5 +85,6 @@ export async function showSessionCommand(paths: DataPaths, key: string): Promise
   );
   if (!detail) throw new TroupeError(`no session ${key}; troupe sessions list shows them`);
   for (const line of sessionShowLines(detail)) console.log(line);
+  for (const line of corruptLines(detail.corrupt)) console.error(line);
   return 0;
 }

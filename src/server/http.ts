@@ -170,7 +170,9 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     }
     if (req.method === "GET" && path === "/api/sessions") {
       const live = new Set((daemon.tree.tree()?.children ?? []).map((c) => c.id));
-      return json(res, 200, { sessions: (await sessionsOverview(store)).map((m) => ({ ...m, active: live.has(`session:${m.key}`) })) });
+      const { sessions, corrupt } = await sessionsOverview(store);
+      for (const c of corrupt) daemon.logger.warn({ record: `${c.sublevel}/${c.key}`, problem: c.problem }, "corrupt record skipped in a session listing");
+      return json(res, 200, { sessions: sessions.map((m) => ({ ...m, active: live.has(`session:${m.key}`) })), corrupt });
     }
     if (req.method === "GET" && path === "/api/events") {
       const sse = openSse(res);

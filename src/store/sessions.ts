@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { addUsage, chatMessageSchema, usageSchema, ZERO_USAGE, type ChatMessage, type Usage } from "../providers/messages.js";
 import { KEY_END } from "../session-key.js";
-import type { Store, StoreOp } from "./store.js";
+import type { ListOptions, Store, StoreOp } from "./store.js";
 
 /**
  * A session is a conversation keyed `channel:chatId`. Its messages live under the current epoch;
@@ -42,8 +42,8 @@ export async function getSessionMeta(store: Store, key: string): Promise<Session
   return store.get("sessions", metaKey(key), sessionMetaSchema);
 }
 
-export async function listSessions(store: Store): Promise<SessionMeta[]> {
-  return (await store.list("sessions", sessionMetaSchema, { prefix: "meta:" })).map((r) => r.value);
+export async function listSessions(store: Store, opts: ListOptions = {}): Promise<SessionMeta[]> {
+  return (await store.list("sessions", sessionMetaSchema, { prefix: "meta:", ...opts })).map((r) => r.value);
 }
 
 function truncateForHistory(m: ChatMessage): ChatMessage {
@@ -84,8 +84,8 @@ export function newEpochOps(meta: SessionMeta, now: number): { ops: StoreOp[]; m
   return { ops: [{ type: "put", sublevel: "sessions", key: metaKey(meta.key), value: next }], meta: next };
 }
 
-export async function sessionMessages(store: Store, meta: SessionMeta, epoch = meta.epoch): Promise<StoredMessage[]> {
-  return (await store.list("sessions", storedMessageSchema, { prefix: msgPrefix(meta.key, epoch) })).map((r) => r.value);
+export async function sessionMessages(store: Store, meta: SessionMeta, epoch = meta.epoch, opts: ListOptions = {}): Promise<StoredMessage[]> {
+  return (await store.list("sessions", storedMessageSchema, { prefix: msgPrefix(meta.key, epoch), ...opts })).map((r) => r.value);
 }
 
 const sizeOf = (m: ChatMessage) =>

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { CorruptRecordError } from "../errors.js";
 import { chatMessageSchema } from "../providers/messages.js";
 import { KEY_END } from "../session-key.js";
-import type { Store, StoreOp } from "./store.js";
+import type { ListOptions, Store, StoreOp } from "./store.js";
 
 /**
  * A turn's durable record: the latest persisted XState snapshot plus a journal. The journal, not
@@ -115,8 +115,8 @@ export async function getTurn(store: Store, turnId: string): Promise<TurnRecord 
 }
 
 /** Every turn's record, without inputs (for listings). */
-export async function listTurns(store: Store): Promise<TurnRecord[]> {
-  return (await store.list("turns", turnRecordSchema)).map((r) => r.value);
+export async function listTurns(store: Store, opts: ListOptions = {}): Promise<TurnRecord[]> {
+  return (await store.list("turns", turnRecordSchema, opts)).map((r) => r.value);
 }
 
 /**
@@ -150,7 +150,7 @@ export const openTurnOp = (turnId: string, sessionKey: string): StoreOp => ({ ty
 export const closeTurnOp = (turnId: string, sessionKey: string): StoreOp => ({ type: "del", sublevel: "meta", key: openKey(sessionKey, turnId) });
 
 /** Open turns, of one session or of all. */
-export async function listOpenTurns(store: Store, sessionKey?: string): Promise<Array<z.infer<typeof openTurnSchema>>> {
+export async function listOpenTurns(store: Store, sessionKey?: string, opts: ListOptions = {}): Promise<Array<z.infer<typeof openTurnSchema>>> {
   const prefix = sessionKey === undefined ? "open:" : `open:${sessionKey}${KEY_END}`;
-  return (await store.list("meta", openTurnSchema, { prefix })).map((r) => r.value);
+  return (await store.list("meta", openTurnSchema, { prefix, ...opts })).map((r) => r.value);
 }

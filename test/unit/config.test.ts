@@ -75,6 +75,15 @@ describe("config", () => {
     expect(problemsOf(() => parseConfig([1, 2], "c.json"))).toEqual(["(root): expected a JSON object"]);
   });
 
+  it("bounds model calls by default, and refuses timeouts a timer cannot hold", () => {
+    const d = defaultConfig().agents.defaults;
+    expect([d.modelIdleTimeoutSeconds, d.modelTimeoutSeconds, d.maxReplyChars]).toEqual([60, 600, 100_000]);
+    const { config } = parseConfig({ agents: { defaults: { model_idle_timeout_seconds: 0.5, modelTimeoutSeconds: 30 } } }, "c.json");
+    expect([config.agents.defaults.modelIdleTimeoutSeconds, config.agents.defaults.modelTimeoutSeconds]).toEqual([0.5, 30]);
+    const problems = problemsOf(() => parseConfig({ agents: { defaults: { modelIdleTimeoutSeconds: 0, modelTimeoutSeconds: 1e12, sessionIdleSeconds: 1e10 } } }, "c.json"));
+    expect(problems.map((p) => p.split(":")[0])).toEqual(["agents.defaults.sessionIdleSeconds", "agents.defaults.modelIdleTimeoutSeconds", "agents.defaults.modelTimeoutSeconds"]);
+  });
+
   it("checks tool patterns and SSRF whitelist entries when the config loads", () => {
     const problems = problemsOf(() =>
       parseConfig({ tools: { exec: { denyPatterns: ["ok", "(unclosed"] }, ssrfWhitelist: ["10.0.0.0/8", "intranet"] } }, "c.json"),
