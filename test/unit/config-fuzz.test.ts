@@ -133,7 +133,7 @@ describe("config fuzz", () => {
       expect(({} as Record<string, unknown>).polluted, `case ${i}`).toBeUndefined();
     }
     // Both outcomes occur (most random configs are wrong somewhere, so fewer load).
-    expect(outcomes.loaded).toBeGreaterThan(10);
+    expect(outcomes.loaded).toBeGreaterThan(5);
     expect(outcomes.refused).toBeGreaterThan(100);
   }, 120_000);
 
