@@ -9,7 +9,7 @@ import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { startSubagentModel } from "../fixtures/subagent-model.js";
 import { replyTo, sendApi as send, startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
-import { sleep } from "../helpers/wait.js";
+import { sleep, until } from "../helpers/wait.js";
 
 /** Makes the store's next read of `sublevel` fail, as a disk error would. */
 function failNextGet(store: Store, sublevel: SublevelName): void {
@@ -51,7 +51,8 @@ describe("daemon: supervisor, session actors, turn limit", () => {
     ]);
     daemon = await startDaemon(await tmp(), fake.url);
     const first = await send(daemon, "c1", "first");
-    await sleep(100);
+    // Once the turn is at its first model call, the next message is injected into it.
+    await until(() => fake!.requests.length === 1, 10_000, "the first model call");
     const second = await send(daemon, "c1", "second");
     const reply = await replyTo(daemon, first);
     expect(reply.content).toBe("Both noted.");
