@@ -69,6 +69,7 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
     reasoningEffort: d.reasoningEffort,
     stream: opts.stream ?? true,
     logger,
+    secrets: secretsOf(config),
   });
   const registry = createToolRegistry(
     createBuiltinTools({ config, workspace, paths, store, bus, channels: () => opts.channelNames ?? ["cli"] }),

@@ -1,6 +1,7 @@
 import OpenAI, { APIError } from "openai";
 import type { Logger } from "pino";
 import { TroupeError } from "../errors.js";
+import { createRedactor } from "../log/redact.js";
 import { ZERO_USAGE, type ChatMessage, type ModelResponse, type ParsedToolCall } from "./messages.js";
 import { createThinkFilter, parseToolArguments, stripThink } from "./parse.js";
 import type { ResolvedProvider } from "./registry.js";
@@ -35,6 +36,8 @@ export interface ProviderOptions {
   stream?: boolean;
   backoff?: BackoffPolicy;
   logger?: Logger;
+  /** Known secrets (secretsOf(config)); this provider's own key is always among them. */
+  secrets?: Iterable<string>;
   now?: () => number;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
@@ -102,6 +105,9 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
   const now = opts.now ?? Date.now;
   const sleep = opts.sleep ?? abortableSleep;
   const stream = opts.stream ?? true;
+  // Some providers echo the key they were given ("Incorrect API key provided: sk-…"); the error
+  // becomes a reply and a stored message, so it is scrubbed as the logs are.
+  const redact = createRedactor([resolved.apiKey, ...(opts.secrets ?? [])]);
 
   async function once(req: ChatRequest): Promise<ModelResponse> {
     const body = {
@@ -168,7 +174,7 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
           if (!isRetryable(err) || attempt >= backoff.maxRetries) {
             const status = err instanceof APIError && err.status ? ` (HTTP ${err.status})` : "";
             const why = attempt > 0 ? ` after ${attempt + 1} attempts` : "";
-            throw new ModelCallError(`model call to ${resolved.spec.name} failed${why}${status}: ${(err as Error).message}`, { cause: err });
+            throw new ModelCallError(redact(`model call to ${resolved.spec.name} failed${why}${status}: ${(err as Error).message}`), { cause: err });
           }
           const delay = backoffDelay(backoff, attempt, err, now());
           opts.logger?.warn({ provider: resolved.spec.name, attempt: attempt + 1, delayMs: Math.round(delay), err: (err as Error).message }, "model call failed, retrying");
