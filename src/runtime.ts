@@ -29,6 +29,7 @@ import { secretsOf } from "./log/redact.js";
 import { createOpenAiProvider, type LlmProvider } from "./providers/client.js";
 import { resolveProvider } from "./providers/registry.js";
 import { openStore, type Store } from "./store/store.js";
+import { chooseExecSandbox } from "./tools/bwrap.js";
 import { createBuiltinTools } from "./tools/builtin/index.js";
 import { createToolRegistry, type ToolRegistry } from "./tools/registry.js";
 
@@ -56,6 +57,8 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
   const { config, paths, workspace } = loaded;
   // Resolve the provider first: a missing key should fail before anything is opened.
   const resolved = resolveProvider(config, paths.configFile);
+  // tools.exec.sandbox "bwrap" with no bwrap installed: the same, before the store is opened.
+  chooseExecSandbox(config.tools, process.env, paths.configFile);
   const logger = createLogger({ logsDir: paths.logsDir, secrets: secretsOf(config), console: opts.consoleLogs });
   await mkdir(workspace, { recursive: true });
   const store = await openStore(paths.storeDir);
@@ -70,9 +73,10 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
     timeoutMs: d.modelTimeoutSeconds * 1000,
     maxReplyChars: d.maxReplyChars,
     logger,
+    secrets: secretsOf(config),
   });
   const registry = createToolRegistry(
-    createBuiltinTools({ config, workspace, mediaDir: paths.mediaDir, store, bus, channels: () => opts.channelNames ?? ["cli"] }),
+    createBuiltinTools({ config, workspace, paths, store, bus, channels: () => opts.channelNames ?? ["cli"] }),
     { maxResultChars: config.tools.maxToolResultChars },
   );
   const conversation = createConversation({ config, store, provider, registry, workspace, bus, logger, durable: opts.durable });
@@ -130,7 +134,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   const d = loaded.config.agents.defaults;
   const limiter = createLimiter(d.maxConcurrentTurns);
   // Subagents get the built-in tools but message (they do not talk to the user); they cannot spawn (depth 1).
-  const subagentTools = createBuiltinTools({ config: loaded.config, workspace: loaded.workspace, mediaDir: loaded.paths.mediaDir, store, bus, channels: () => [] });
+  const subagentTools = createBuiltinTools({ config: loaded.config, workspace: loaded.workspace, paths: loaded.paths, store, bus, channels: () => [] });
   const subagents = createSubagentPool({
     config: loaded.config,
     store,

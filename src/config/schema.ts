@@ -110,6 +110,8 @@ const toolsSchema = z.object({
       allowedEnvKeys: z.array(z.string()).default([]),
       denyPatterns: z.array(regexString).default([]),
       allowPatterns: z.array(regexString).default([]),
+      /** With restrictToWorkspace: "auto" sandboxes commands with bubblewrap when bwrap is on PATH. */
+      sandbox: z.enum(["auto", "bwrap", "none"]).default("auto"),
     })
     .prefault({}),
   restrictToWorkspace: z.boolean().default(true),

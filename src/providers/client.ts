@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import { TroupeError } from "../errors.js";
 import type { ChatMessage, ModelResponse } from "./messages.js";
 import { createThinkFilter } from "./parse.js";
+import { createRedactor } from "../log/redact.js";
 import type { ResolvedProvider } from "./registry.js";
 import { backoffDelay, DEFAULT_BACKOFF, isRetryable, ModelTimeoutError, type BackoffPolicy } from "./retry.js";
 import { createReplyAccumulator, MAX_TOOL_CALLS } from "./wire.js";
@@ -42,6 +43,8 @@ export interface ProviderOptions {
   /** agents.defaults.maxReplyChars: reply text beyond this is cut; a tool call whose arguments take the reply past it is refused. */
   maxReplyChars?: number;
   logger?: Logger;
+  /** Known secrets (secretsOf(config)); this provider's own key is always among them. */
+  secrets?: Iterable<string>;
   now?: () => number;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
@@ -129,6 +132,9 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
   const now = opts.now ?? Date.now;
   const sleep = opts.sleep ?? abortableSleep;
   const stream = opts.stream ?? true;
+  // Some providers echo the key they were given ("Incorrect API key provided: sk-…"); the error
+  // becomes a reply and a stored message, so it is scrubbed as the logs are.
+  const redact = createRedactor([resolved.apiKey, ...(opts.secrets ?? [])]);
 
   /** One attempt. `signal` is the caller's abort or the call's timeout; a stall aborts only this attempt. */
   async function once(req: ChatRequest, signal: AbortSignal): Promise<ModelResponse> {
@@ -185,7 +191,7 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
   function failure(err: unknown, attempts: number): ModelCallError {
     const status = err instanceof APIError && err.status ? ` (HTTP ${err.status})` : "";
     const why = attempts > 1 ? ` after ${attempts} attempts` : "";
-    return new ModelCallError(`model call to ${resolved.spec.name} failed${why}${status}: ${(err as Error).message}`, { cause: err });
+    return new ModelCallError(redact(`model call to ${resolved.spec.name} failed${why}${status}: ${(err as Error).message}`), { cause: err });
   }
 
   return {

@@ -101,6 +101,20 @@ describe("OpenAI-compatible client", () => {
     expect(fake.requests).toHaveLength(3);
   });
 
+  it("redacts a key the provider echoes in its error, its own and every configured one", async () => {
+    fake = await startFakeOpenAi([
+      { status: 401, errorMessage: "Incorrect API key provided: own-key-0123456789. You can find your API key at https://example.com." },
+      { status: 400, errorMessage: "bad request; also saw other-key-abcdefgh" },
+    ]);
+    const p = createOpenAiProvider(
+      { spec: { name: "custom", displayName: "c", defaultApiBase: null, keywords: [] }, apiKey: "own-key-0123456789", apiBase: fake.url, extraHeaders: {}, model: "m" },
+      { maxTokens: 100, temperature: 0, stream: false, secrets: ["other-key-abcdefgh"] },
+    );
+    const ask = () => p.chat({ messages: [{ role: "user", content: "x" }], tools: [] });
+    await expect(ask()).rejects.toThrow("model call to custom failed (HTTP 401): 401 Incorrect API key provided: [REDACTED]. You can find your API key at https://example.com.");
+    await expect(ask()).rejects.toThrow("model call to custom failed (HTTP 400): 400 bad request; also saw [REDACTED]");
+  });
+
   it("gives up after the bounded retries, and at once on a 400", async () => {
     fake = await startFakeOpenAi([{ status: 500 }, { status: 500 }, { status: 500 }, { status: 400 }]);
     const p = make(fake.url, false);
