@@ -44,27 +44,32 @@ export async function startGateway(home: string, env: Record<string, string> = {
 }
 
 /**
- * POSTs a message and reads its event stream only as far as `accepted`: resolves with the message
- * id then, or undefined if the stream ends or breaks first (the process may die while answering).
+ * POSTs a message and follows its event stream: `accepted` resolves with the message id, or
+ * undefined if the stream ends or breaks first (the process may die while answering); `replied`
+ * resolves with whether the reply came on the stream.
  */
-export function postMessage(g: GatewayProcess, sessionKey: string, content: string): Promise<string | undefined> {
-  const abort = new AbortController();
-  return (async () => {
+export function sendMessage(g: GatewayProcess, sessionKey: string, content: string): { accepted: Promise<string | undefined>; replied: Promise<boolean> } {
+  let accept!: (id: string | undefined) => void;
+  const accepted = new Promise<string | undefined>((resolve) => (accept = resolve));
+  const replied = (async () => {
     const res = await fetch(`${g.url}/api/sessions/${encodeURIComponent(sessionKey)}/messages`, {
       method: "POST",
       headers: { ...g.auth, "content-type": "application/json" },
       body: JSON.stringify({ content }),
-      signal: abort.signal,
     });
     for await (const m of readSse(res.body!)) {
-      if (m.event === "accepted") return (m.data as { id: string }).id;
-      if (m.event === "error") return undefined;
+      if (m.event === "accepted") accept((m.data as { id: string }).id);
+      if (m.event === "reply") return true;
     }
-    return undefined;
+    return false;
   })()
-    .catch(() => undefined)
-    .finally(() => abort.abort());
+    .catch(() => false)
+    .finally(() => accept(undefined));
+  return { accepted, replied };
 }
+
+/** POSTs a message; resolves with its id once accepted, or undefined if the stream broke first. */
+export const postMessage = (g: GatewayProcess, sessionKey: string, content: string): Promise<string | undefined> => sendMessage(g, sessionKey, content).accepted;
 
 export async function getJson<T>(g: GatewayProcess, path: string): Promise<T> {
   const res = await fetch(`${g.url}${path}`, { headers: g.auth });

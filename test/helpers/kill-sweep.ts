@@ -9,7 +9,7 @@ import { listOpenTurns } from "../../src/store/turns.js";
 import { INTERRUPTED_RESULT } from "../../actors/run-tools.js";
 import { EFFECTS_LOG, outContent, outFile, TAG } from "../fixtures/effects-model.js";
 import { runCli } from "./cli.js";
-import { getJson, postMessage, startGateway, type GatewayProcess } from "./gateway.js";
+import { getJson, sendMessage, startGateway, type GatewayProcess } from "./gateway.js";
 import { sleep, until } from "./wait.js";
 
 /**
@@ -108,10 +108,11 @@ interface ActorsResponse {
 }
 interface DetailResponse {
   messages: Array<{ role: string; name?: string; content: string | null }>;
+  turns: Array<{ turnId: string; state: string; resumes: number }>;
 }
 
-/** The mean gap between one session's messages: some are injected into its running turn, some queue. */
-const GAP_MS = 120;
+/** The mean gap between one session's messages (0 to twice this): some are injected into its running turn at any stage of it, some queue, some find it idle. */
+const GAP_MS = 200;
 const pad = (n: number) => String(n).padStart(2, "0");
 const countBy = <T>(items: T[]) => items.reduce((m, x) => m.set(x, (m.get(x) ?? 0) + 1), new Map<T, number>());
 const extra = (counts: Map<unknown, number>) => [...counts.values()].reduce((s, n) => s + Math.max(0, n - 1), 0);
@@ -129,7 +130,7 @@ async function tally(workspace: string, posts: Posted[], accepted: Map<string, P
   // A message answered twice shows twice among the replies' `answers`, and its tag in two replies' text.
   const tagsAnswered = countBy(replies.flatMap((r) => [...new Set(tagsIn(r.content))]));
   f.duplicates = Math.max(extra(answers), extra(tagsAnswered));
-  if (f.duplicates) say(`  replies: ${JSON.stringify(replies.map((r) => ({ d: r.deliveryId, a: r.answers, c: r.content })))}`);
+  if (f.lost || f.duplicates) say(`  replies: ${JSON.stringify(replies.map((r) => ({ d: r.deliveryId, a: r.answers, c: r.content })))}`);
   const confirmedTags = new Set([...accepted.values()].map((p) => p.tag));
   f.answeredUnconfirmed = [...tagsAnswered.keys()].filter((t) => !confirmedTags.has(t)).length;
   for (const r of replies) {
@@ -164,10 +165,14 @@ export interface Sweep {
   log: string[];
 }
 
-export async function createSweep(home: string, rng: () => number, limits = { answerMs: 20_000, quietMs: 10_000 }): Promise<Sweep> {
+export async function createSweep(home: string, rng: () => number, opts: { verbose?: boolean; answerMs?: number; quietMs?: number } = {}): Promise<Sweep> {
+  const limits = { answerMs: opts.answerMs ?? 20_000, quietMs: opts.quietMs ?? 10_000 };
   const workspace = join(home, "workspace");
   const log: string[] = [];
-  const say = (line: string) => log.push(line);
+  const say = (line: string) => {
+    log.push(line);
+    if (opts.verbose) console.log(line);
+  };
   let gateway: GatewayProcess | undefined;
 
   /** Starts the gateway; a start that fails counts, and is tried once more. */
@@ -191,17 +196,22 @@ export async function createSweep(home: string, rng: () => number, limits = { an
     return landed && exit.signal === "SIGKILL";
   }
 
-  /** Posts the run's messages on a seeded schedule; `stopped()` ends it early. */
-  function send(g: GatewayProcess, spec: RunSpec, gapMs: number, stopped: () => boolean): { posts: Posted[]; done: Promise<void> } {
+  /**
+   * Posts the run's messages on a seeded schedule; `stopped()` ends it early. Open loop: a message
+   * every GAP_MS or so, so later ones come while the first one's turn runs. Closed loop: each session waits for its reply, then a moment, then sends the
+   * next, so it has a turn running whenever the kill comes, however long that takes.
+   */
+  function send(g: GatewayProcess, spec: RunSpec, stopped: () => boolean, closedLoop = false): { posts: Posted[]; done: Promise<void> } {
     const posts: Posted[] = [];
     const done = Promise.all(
       Array.from({ length: spec.sessions }, async (_, s) => {
         const key = `api:r${pad(spec.run)}-s${pad(s)}`;
         for (let m = 0; m < spec.messages && !stopped(); m++) {
           const tag = `job-r${pad(spec.run)}-s${pad(s)}-m${pad(m)}`;
-          posts.push({ key, tag, id: postMessage(g, key, `please do ${tag}`) });
-          // Later messages come while the first one's turn runs: some are injected into it, some queue.
-          await sleep(gapMs * (0.5 + rng()));
+          const sent = sendMessage(g, key, `please do ${tag}`);
+          posts.push({ key, tag, id: sent.accepted });
+          if (closedLoop) await sent.replied;
+          await sleep(closedLoop ? rng() * 150 : GAP_MS * 2 * rng());
         }
       }),
     ).then(() => undefined);
@@ -222,7 +232,7 @@ export async function createSweep(home: string, rng: () => number, limits = { an
   async function calibrate(spec: RunSpec): Promise<number> {
     const g = gateway ?? (gateway = await start(emptyFigures()));
     const t0 = Date.now();
-    const sent = send(g, spec, GAP_MS, () => false);
+    const sent = send(g, spec, () => false);
     await sent.done;
     const ids = await Promise.all(sent.posts.map((p) => p.id));
     const keys = [...new Set(sent.posts.map((p) => p.key))];
@@ -240,7 +250,7 @@ export async function createSweep(home: string, rng: () => number, limits = { an
   }
 
   async function killMidWork(g: GatewayProcess, spec: RunSpec) {
-    const sent = send(g, spec, GAP_MS, () => !alive(g));
+    const sent = send(g, spec, () => !alive(g));
     const delay = Math.round(rng() * spec.killWindowMs);
     await sleep(delay);
     const killed = await kill(g);
@@ -248,11 +258,11 @@ export async function createSweep(home: string, rng: () => number, limits = { an
     return { sent, killed };
   }
 
-  /** Traffic keeps coming while `troupe daemon stop` starts up and sends SIGTERM; the kill lands 0–300 ms into the shutdown. */
+  /** Sessions keep working while `troupe daemon stop` starts up and sends SIGTERM; the kill lands 0–300 ms into the shutdown. */
   async function killDuringStop(g: GatewayProcess, spec: RunSpec, f: Figures) {
     const stopping = () => g.output().includes("shutting down") || !alive(g);
     const cli = runCli(["daemon", "stop"], { TROUPE_HOME: home });
-    const sent = send(g, spec, 250, stopping);
+    const sent = send(g, spec, stopping, true);
     const seen = await within(async () => stopping(), 20_000, "the graceful shutdown to begin");
     const delay = Math.round(rng() * 300);
     await sleep(delay);
@@ -318,11 +328,17 @@ export async function createSweep(home: string, rng: () => number, limits = { an
     );
     replies = await mailbox(g2, keys);
 
-    Object.assign(f, await tally(workspace, sent.posts, accepted, replies, say));
+    const notes: string[] = [];
+    Object.assign(f, await tally(workspace, sent.posts, accepted, replies, (line) => notes.push(line)));
     f.stuck = quiet ? 0 : open + busy;
+    const bad = f.lost || f.duplicates || f.reruns || f.stuck || f.mismatched;
     for (const key of keys) {
       const detail = await getJson<DetailResponse>(g2, `/api/sessions/${encodeURIComponent(key)}`).catch(() => undefined);
       f.execInterrupted += detail?.messages.filter((m) => m.role === "tool" && m.name === "exec" && m.content === INTERRUPTED_RESULT).length ?? 0;
+      if (bad && detail) {
+        const users = detail.messages.filter((m) => m.role === "user").map((m) => m.content);
+        notes.push(`  ${key}: turns ${JSON.stringify(detail.turns.map((t) => `${t.turnId} ${t.state} resumed ${t.resumes}×`))}, user messages ${JSON.stringify(users)}`);
+      }
     }
     f.ms = Date.now() - t0;
 
@@ -330,7 +346,8 @@ export async function createSweep(home: string, rng: () => number, limits = { an
       `  posted ${f.posted}, accepted ${f.accepted}, answered ${f.answered} (+${f.answeredUnconfirmed} unconfirmed), replies ${replies.length}, ` +
         `exec interrupted ${f.execInterrupted}; lost ${f.lost}, duplicates ${f.duplicates}, reruns ${f.reruns}, stuck ${f.stuck}, missing writes ${f.missingWrites}`,
     );
-    if (f.lost || f.duplicates || f.reruns || f.stuck || f.mismatched) say(`  gateway output (tail):\n${g2.output().slice(-4_000)}`);
+    for (const line of notes) say(line);
+    if (bad) say(`  gateway output (tail):\n${g2.output().slice(-4_000)}`);
     return f;
   }
 
