@@ -8,6 +8,7 @@ import { ConfigError, StoreLockedError } from "../errors.js";
 import { dataPaths, type DataPaths } from "../paths.js";
 import { proxyAgent } from "../channels/telegram-net.js";
 import { resolveProvider } from "../providers/registry.js";
+import { showKey } from "../session-key.js";
 import { sessionsOverview } from "../store/session-view.js";
 import { openStore } from "../store/store.js";
 import { readPidfile } from "./pidfile.js";
@@ -163,9 +164,18 @@ async function checkStore(paths: DataPaths): Promise<CheckResult> {
     return fail("store", `${paths.storeDir} does not open: ${(err as Error).message}`, `move ${paths.storeDir} aside to start afresh, or restore a backup`);
   }
   try {
-    const sessions = await sessionsOverview(store);
+    // Listings skip corrupt records; the doctor's job is to name them.
+    const { sessions, corrupt } = await sessionsOverview(store);
+    const undelivered = (await store.list("outbox", z.unknown(), { onCorrupt: (r) => corrupt.push(r) })).length;
+    if (corrupt.length > 0) {
+      const first = corrupt[0]!;
+      return fail(
+        "store",
+        `${paths.storeDir}: ${corrupt.length} corrupt record(s), the first ${first.sublevel}/${showKey(first.key)}: ${first.problem}`,
+        "troupe sessions delete KEY removes a broken session",
+      );
+    }
     const interrupted = sessions.reduce((n, s) => n + s.interrupted, 0);
-    const undelivered = (await store.list("outbox", z.unknown())).length;
     return ok("store", `${paths.storeDir}: ${sessions.length} session(s), ${interrupted} interrupted turn(s), ${undelivered} undelivered message(s)`);
   } catch (err) {
     return fail("store", `${paths.storeDir}: ${(err as Error).message}`, "troupe sessions delete KEY removes a broken session");

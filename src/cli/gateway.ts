@@ -5,6 +5,7 @@ import { createRedactor, secretsOf } from "../log/redact.js";
 import { createDaemon } from "../runtime.js";
 import { startControlServer } from "../server/http.js";
 import { ensureToken } from "../server/token.js";
+import { chooseExecSandbox, sandboxNotice } from "../tools/bwrap.js";
 import { removePidfile, writePidfile } from "./pidfile.js";
 
 /** Past this, a shutdown that hangs is cut short. */
@@ -28,6 +29,8 @@ export async function runGateway(loaded: LoadedConfig, opts: { consoleLogs: bool
   const daemon = await createDaemon(loaded, { consoleLogs: opts.consoleLogs });
   // A rejection nobody handled is logged and the daemon serves on; an uncaught exception exits 1 (see crash.ts).
   installCrashHandlers({ logger: daemon.logger, redact: createRedactor(secretsOf(config)), name: "troupe gateway" });
+  const notice = sandboxNotice(chooseExecSandbox(config.tools, process.env, paths.configFile));
+  if (notice) daemon.logger.warn(notice);
   let server;
   try {
     const token = await ensureToken(paths.tokenFile);

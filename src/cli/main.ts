@@ -1,6 +1,7 @@
 import { Argument, Command } from "commander";
 import { TroupeError } from "../errors.js";
 import { dataPaths } from "../paths.js";
+import { parseSessionKey } from "../session-key.js";
 import { VERSION } from "../version.js";
 import { runAgent } from "./agent.js";
 import { daemonStatus, startDaemon, stopDaemon } from "./daemon.js";
@@ -54,6 +55,7 @@ program
     console.log(`${r.config} ${r.configFile}${r.config === "kept" ? "" : " (mode 600)"}`);
     console.log(`workspace ${r.workspace}: ${r.created.length} file(s) created, ${r.kept.length} kept`);
     for (const f of r.created) console.log(`  + ${f}`);
+    for (const w of r.warnings) console.error(w);
     if (r.config === "wrote" || r.config === "updated") console.log('next: troupe agent -m "Hello!" (troupe doctor checks that the provider answers)');
     if (!r.providerReady) {
       console.log(`next: give a provider key: export TROUPE_PROVIDERS__OPENAI__API_KEY=sk-... or set providers.openai.apiKey in ${r.configFile} (or run troupe onboard on a terminal to be asked)`);
@@ -73,7 +75,8 @@ program
   .option("-m, --message <text>", "send one message, print the reply and exit")
   .option("-s, --session <key>", "session key (channel:chatId)", "cli:direct")
   .action(async (opts: { message?: string; session: string }) => {
-    process.exitCode = await runAgent(await loadForCli(), opts);
+    const session = parseSessionKey(opts.session);
+    process.exitCode = await runAgent(await loadForCli(), { ...opts, session });
   });
 
 program
@@ -149,13 +152,13 @@ sessions
   .description("a session's transcript and turn history")
   .option("-a, --all", "also the messages before each /new (older epochs)")
   .action(async (key: string, opts: { all?: boolean }) => {
-    process.exitCode = await showSessionCommand((await loadForCli()).paths, key, { all: Boolean(opts.all) });
+    process.exitCode = await showSessionCommand((await loadForCli()).paths, parseSessionKey(key), { all: Boolean(opts.all) });
   });
 sessions
   .command("delete <key>")
   .description("delete a session: its messages (every epoch), turns, unanswered messages and subagents (refused while a turn of it runs)")
   .action(async (key: string) => {
-    process.exitCode = await deleteSessionCommand(dataPaths(process.env), key);
+    process.exitCode = await deleteSessionCommand(dataPaths(process.env), parseSessionKey(key));
   });
 
 program

@@ -1,4 +1,4 @@
-import { copyFile, mkdir, readdir, readFile } from "node:fs/promises";
+import { copyFile, mkdir, readdir, readFile, stat } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { join, relative } from "node:path";
 import { createInterface } from "node:readline";
@@ -17,6 +17,8 @@ export interface OnboardResult {
   kept: string[];
   configFile: string;
   workspace: string;
+  /** One line each, with the command that fixes it. */
+  warnings: string[];
 }
 
 /** The provider, endpoint, key and model a person chose. */
@@ -173,12 +175,30 @@ async function templateFiles(dir: string): Promise<string[]> {
 const CONFIG_MODE = 0o600;
 const configText = (config: unknown) => `${JSON.stringify(config, null, 2)}\n`;
 
+/** config.json holds API keys and the data dir the gateway token: only their owner should reach them. */
+async function privacyWarnings(loaded: LoadedConfig): Promise<string[]> {
+  const { configFile, dataDir } = loaded.paths;
+  const open = async (path: string) => {
+    const mode = (await stat(path).catch(() => undefined))?.mode;
+    return mode !== undefined && (mode & 0o077) !== 0 ? (mode & 0o777).toString(8) : undefined;
+  };
+  const warnings: string[] = [];
+  const configMode = await open(configFile);
+  if (configMode) warnings.push(`warning: ${configFile} (API keys, tokens) is open to other users (mode ${configMode}); run: chmod 600 ${configFile}`);
+  const dirMode = await open(dataDir);
+  if (dirMode) warnings.push(`warning: the data dir ${dataDir} is open to other users (mode ${dirMode}); run: chmod 700 ${dataDir}`);
+  return warnings;
+}
+
 /**
- * Writes config.json and fills the workspace, never overwriting a user's file. On a terminal
- * (`interactive`), when no provider is usable yet, it asks for the provider, key and model and
- * writes them (into the existing file too, keeping the rest of it); without one it writes defaults.
+ * Writes config.json (private to its owner) and fills the workspace, never overwriting a user's
+ * file. On a terminal (`interactive`), when no provider is usable yet, it asks for the provider, key
+ * and model and writes them (into the existing file too, keeping the rest of it); without one it
+ * writes defaults if there is no config.json.
  */
 export async function onboard(loaded: LoadedConfig, opts: { interactive?: boolean } = {}): Promise<OnboardResult> {
+  // A data dir created here is private; an existing one keeps its mode (and is warned about).
+  await mkdir(loaded.paths.dataDir, { recursive: true, mode: 0o700 });
   const file = loaded.paths.configFile;
   let config: OnboardResult["config"] = "kept";
   let ready = providerReady(loaded);
@@ -208,5 +228,6 @@ export async function onboard(loaded: LoadedConfig, opts: { interactive?: boolea
   await mkdir(join(loaded.workspace, "skills"), { recursive: true });
   await mkdir(loaded.paths.logsDir, { recursive: true });
   await mkdir(loaded.paths.mediaDir, { recursive: true });
-  return { config, providerReady: ready, created, kept, configFile: file, workspace: loaded.workspace };
+  const warnings = await privacyWarnings(loaded);
+  return { config, providerReady: ready, created, kept, configFile: file, workspace: loaded.workspace, warnings };
 }

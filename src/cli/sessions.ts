@@ -2,7 +2,7 @@ import { TroupeError } from "../errors.js";
 import type { DataPaths } from "../paths.js";
 import { sessionDetail, sessionsOverview, type SessionDetail, type SessionOverview } from "../store/session-view.js";
 import { deleteSessionOps, type SessionDeletion } from "../store/sessions.js";
-import { openStore, type Store } from "../store/store.js";
+import { openStore, type CorruptRecord, type Store } from "../store/store.js";
 import { connectDaemon, type DaemonClient } from "./client.js";
 
 /** A time as `YYYY-MM-DD HH:MM` (UTC). */
@@ -69,14 +69,19 @@ export function sessionShowLines(s: SessionDetail, opts: { all?: boolean } = {})
   return lines;
 }
 
+/** One line per record a listing skipped because it is corrupt (for stderr: the listing itself stays clean). */
+export const corruptLines = (corrupt: CorruptRecord[] = []): string[] =>
+  corrupt.map((c) => `warning: skipped corrupt record ${c.sublevel}/${c.key} (${c.problem})`);
+
 /** `troupe sessions list`. */
 export async function listSessionsCommand(paths: DataPaths): Promise<number> {
-  const sessions = await withData(
+  const { sessions, corrupt } = await withData(
     paths,
-    async (client) => (await client.get<{ sessions: SessionOverview[] }>("/api/sessions")).sessions,
+    (client) => client.get<{ sessions: SessionOverview[]; corrupt?: CorruptRecord[] }>("/api/sessions"),
     (store) => sessionsOverview(store),
   );
   for (const line of sessionListLines(sessions)) console.log(line);
+  for (const line of corruptLines(corrupt)) console.error(line);
   return 0;
 }
 
@@ -89,6 +94,7 @@ export async function showSessionCommand(paths: DataPaths, key: string, opts: { 
   );
   if (!detail) throw new TroupeError(`no session ${key}; troupe sessions list shows them`);
   for (const line of sessionShowLines(detail, opts)) console.log(line);
+  for (const line of corruptLines(detail.corrupt)) console.error(line);
   return 0;
 }
 

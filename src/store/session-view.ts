@@ -1,5 +1,5 @@
 import { allSessionMessages, getSessionMeta, listSessions, sessionMessages, type SessionMeta } from "./sessions.js";
-import type { Store } from "./store.js";
+import type { CorruptRecord, ListOptions, Store } from "./store.js";
 import { listSubagents } from "./subagents.js";
 import { listOpenTurns, listTurns } from "./turns.js";
 
@@ -19,16 +19,24 @@ export interface SessionOverview extends SessionMeta {
   resumed: number;
 }
 
+/** A listing skips corrupt records and names them here, so one bad record never hides the rest. */
+const collectCorrupt = (): ListOptions & { corrupt: CorruptRecord[] } => {
+  const corrupt: CorruptRecord[] = [];
+  return { corrupt, onCorrupt: (r) => corrupt.push(r) };
+};
+
 /** Every session with its interrupted and resumed turns: for `troupe sessions list` and GET /api/sessions. */
-export async function sessionsOverview(store: Store): Promise<SessionOverview[]> {
-  const open = await listOpenTurns(store);
+export async function sessionsOverview(store: Store): Promise<{ sessions: SessionOverview[]; corrupt: CorruptRecord[] }> {
+  const { corrupt, ...skip } = collectCorrupt();
+  const open = await listOpenTurns(store, undefined, skip);
   const resumed = new Map<string, number>();
-  for (const t of await listTurns(store)) if (t.resumes > 0) resumed.set(t.sessionKey, (resumed.get(t.sessionKey) ?? 0) + 1);
-  return (await listSessions(store)).map((meta) => ({
+  for (const t of await listTurns(store, skip)) if (t.resumes > 0) resumed.set(t.sessionKey, (resumed.get(t.sessionKey) ?? 0) + 1);
+  const sessions = (await listSessions(store, skip)).map((meta) => ({
     ...meta,
     interrupted: open.filter((t) => t.sessionKey === meta.key).length,
     resumed: resumed.get(meta.key) ?? 0,
   }));
+  return { sessions, corrupt };
 }
 
 /**
@@ -39,13 +47,16 @@ export async function sessionsOverview(store: Store): Promise<SessionOverview[]>
 export async function sessionDetail(store: Store, key: string, opts: { allEpochs?: boolean } = {}) {
   const meta = await getSessionMeta(store, key);
   if (!meta) return undefined;
-  const messages = opts.allEpochs ? await allSessionMessages(store, key) : (await sessionMessages(store, meta)).map((m) => ({ ...m, epoch: meta.epoch }));
-  const turns: TurnSummary[] = (await listTurns(store))
+  const { corrupt, ...skip } = collectCorrupt();
+  const messages = opts.allEpochs
+    ? await allSessionMessages(store, key, skip)
+    : (await sessionMessages(store, meta, meta.epoch, skip)).map((m) => ({ ...m, epoch: meta.epoch }));
+  const turns: TurnSummary[] = (await listTurns(store, skip))
     .filter((t) => t.sessionKey === key)
     .map((t) => ({ turnId: t.turnId, state: t.state, final: t.final, resumes: t.resumes, createdAt: t.createdAt, updatedAt: t.updatedAt }));
-  const subagents = (await listSubagents(store))
+  const subagents = (await listSubagents(store, skip))
     .filter((r) => r.origin.sessionKey === key)
     .map((r) => ({ id: r.id, label: r.label, status: r.status, createdAt: r.createdAt, finishedAt: r.finishedAt }));
-  return { ...meta, messages: messages.map((m) => ({ ...m.message, turnId: m.turnId, at: m.at, epoch: m.epoch })), turns, subagents };
+  return { ...meta, messages: messages.map((m) => ({ ...m.message, turnId: m.turnId, at: m.at, epoch: m.epoch })), turns, subagents, corrupt };
 }
 export type SessionDetail = NonNullable<Awaited<ReturnType<typeof sessionDetail>>>;

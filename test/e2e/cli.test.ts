@@ -131,6 +131,21 @@ describe("troupe CLI", () => {
     expect(await readFile(join(home, "config.json"), "utf8")).toBe(configBefore);
   });
 
+  it("onboard writes config.json private and warns about a config or data dir open to others; a __proto__ key is a config error", async () => {
+    const home = await tempDir();
+    const first = await runCli(["onboard"], { TROUPE_HOME: home });
+    expect(first.stderr).toBe("");
+    expect((await stat(join(home, "config.json"))).mode & 0o777).toBe(0o600);
+    await chmod(join(home, "config.json"), 0o644);
+    const second = await runCli(["onboard"], { TROUPE_HOME: home });
+    expect(second.code).toBe(0);
+    expect(second.stderr).toBe(`warning: ${join(home, "config.json")} (API keys, tokens) is open to other users (mode 644); run: chmod 600 ${join(home, "config.json")}\n`);
+    await writeFile(join(home, "config.json"), '{"agents": {"defaults": {"__proto__": {"model": "x"}}}}');
+    const bad = await runCli(["status"], { TROUPE_HOME: home });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe(`config error in ${join(home, "config.json")}: agents.defaults.__proto__: a key named __proto__ is not allowed (it could change how every object behaves); remove it\n`);
+  });
+
   it("status shows which providers have keys without printing a key", async () => {
     const home = await tempDir();
     await writeFile(join(home, "config.json"), JSON.stringify({ providers: { openai: { apiKey: "sk-secret-value-1234" }, groq: {} } }));

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { startFakeTelegram, type FakeTelegram } from "../fixtures/fake-telegram.js";
 import { runCli } from "../helpers/cli.js";
+import { openStore } from "../../src/store/store.js";
 import { writeHome } from "../helpers/daemon.js";
 import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
@@ -97,6 +98,20 @@ describe("troupe doctor", () => {
     expect(line(bad.stdout, "provider")).toMatch(/^skip +provider: needs a valid config/);
     expect(line(bad.stdout, "store")).toMatch(/^ok/);
     expect(line(bad.stdout, "disk")).toMatch(/^ok/);
+  });
+
+  it("a corrupt record in the store fails the store check, naming it (listings skip it, the doctor does not)", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "p" }));
+    const home = await tmp();
+    await writeHome(home, fake.url, { config: { gateway: { port: await freePort() } } });
+    const store = await openStore(join(home, "store"));
+    await store.batch([{ type: "put", sublevel: "sessions", key: "meta:api:x", value: { key: 42 } }], { sync: true });
+    await store.close();
+    const r = await runCli(["doctor"], { TROUPE_HOME: home });
+    expect(r.code).toBe(1);
+    expect(line(r.stdout, "store")).toMatch(/^FAIL +store: .*: 1 corrupt record\(s\), the first sessions\/"meta:api:x": /);
+    expect(r.stdout).toContain("troupe sessions delete KEY");
+    expect(line(r.stdout, "provider")).toMatch(/^ok/);
   });
 
   it("with the daemon running: its port and its store are ok, held by it", async () => {

@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createApiChannel } from "../../src/channels/api.js";
 import { inboxPutOps, sessionInbox } from "../../src/store/inbox.js";
-import { sessionDetail } from "../../src/store/session-view.js";
+import { KEY_END } from "../../src/session-key.js";
+import { sessionDetail, sessionsOverview } from "../../src/store/session-view.js";
 import { appendMessagesOps, deleteSessionOps, getSessionMeta, newEpochOps, newSessionMeta } from "../../src/store/sessions.js";
 import { openStore, type Store, type SublevelName } from "../../src/store/store.js";
 import { subagentPutOp, subagentSessionKey } from "../../src/store/subagents.js";
@@ -109,6 +110,36 @@ describe("deleting a session", () => {
       const now = await keys(store, name as SublevelName);
       expect(now.filter((k) => k.includes("api:ab") || k.includes("sa-6-x")).length, name).toBe(list.filter((k) => k.includes("api:ab") || k.includes("sa-6-x")).length);
     }
+    await store.close();
+  });
+
+  it("removes the session's records that no longer read, and is not stopped by another session's corrupt record", async () => {
+    const store = await openStore(join(await tempDir(), "store"));
+    await seed(store, "api:a", 1_000);
+    await seed(store, "api:ab", 2_000);
+    const bad = { bogus: true };
+    const mine = (k: string) => k === "meta:api:a" || k.includes(`api:a${KEY_END}`);
+    const message = (await keys(store, "sessions")).find((k) => k.startsWith(`msg:api:a${KEY_END}`))!;
+    const inbox = (await keys(store, "inbox")).find(mine)!;
+    await store.batch(
+      [
+        { type: "put", sublevel: "sessions", key: "meta:api:a", value: bad },
+        { type: "put", sublevel: "sessions", key: message, value: bad },
+        { type: "put", sublevel: "inbox", key: inbox, value: bad },
+        { type: "put", sublevel: "turns", key: "api:ab-t1", value: bad },
+      ],
+      { sync: true },
+    );
+
+    const deletion = await deleteSessionOps(store, "api:a");
+    expect(deletion?.counts).toEqual({ messages: 4, turns: 2, interrupted: 1, inbox: 1, subagents: 1 });
+    await store.batch(deletion!.ops, { sync: true });
+    expect((await keys(store, "sessions")).filter(mine)).toEqual([]);
+    expect((await keys(store, "inbox")).filter(mine)).toEqual([]);
+    expect((await keys(store, "meta")).filter(mine)).toEqual([]);
+    // The other session's corrupt turn is not this one's to delete.
+    expect(await keys(store, "turns")).toContain("api:ab-t1");
+    expect((await sessionsOverview(store)).corrupt).toEqual([expect.objectContaining({ sublevel: "turns", key: "api:ab-t1" })]);
     await store.close();
   });
 
