@@ -2,7 +2,6 @@ import { createReadStream } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { extname, join } from "node:path";
 import { Api, GrammyError, InputFile } from "grammy";
-import type { Message, Update } from "grammy/types";
 import OpenAI from "openai";
 import type { Logger } from "pino";
 import { createActor, fromPromise } from "xstate";
@@ -10,8 +9,9 @@ import { z } from "zod";
 import type { Bus } from "../src/bus/index.js";
 import type { Channel, ChannelInbound, ProgressUpdate } from "../src/channels/channel.js";
 import { DeliveryRejectedError, PermanentChannelError } from "../src/channels/channel.js";
-import { isAllowed, markdownToTelegramHtml, splitMessage, TELEGRAM_MAX_CHARS } from "../src/channels/telegram-format.js";
+import { markdownToTelegramHtml, splitMessage, TELEGRAM_MAX_CHARS } from "../src/channels/telegram-format.js";
 import { httpGet, pollError, proxyAgent } from "../src/channels/telegram-net.js";
+import { admit, readAllowFrom, type TelegramMessage } from "../src/channels/telegram-update.js";
 import type { Config } from "../src/config/schema.js";
 import type { OutboxRecord } from "../src/store/outbox.js";
 import type { Store } from "../src/store/store.js";
@@ -56,6 +56,8 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
   const api = new Api(cfg.token, { apiRoot: cfg.apiRoot, ...(agent ? { baseFetchConfig: { agent } as never } : {}) });
 
   const log = deps.logger?.child({ channel: "telegram" });
+  const allowFrom = readAllowFrom(cfg.allowFrom);
+  if (allowFrom.unusable.length) log?.warn({ entries: allowFrom.unusable }, "channels.telegram.allowFrom: these entries name no one (expected an id, a username, id|username or *); ignored");
   let me: { id: number; username: string } | undefined;
   let poller: ReturnType<typeof createActor<typeof telegramPollerMachine>> | undefined;
   const typing = new Map<string, NodeJS.Timeout>();
@@ -87,7 +89,7 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
   }
 
   /** The text and files of a message; media are downloaded to <data dir>/media/telegram. */
-  async function contentOf(m: Message): Promise<{ content: string; media: string[] }> {
+  async function contentOf(m: TelegramMessage): Promise<{ content: string; media: string[] }> {
     const parts = [m.text ?? m.caption ?? ""];
     const media: string[] = [];
     const attach = async (fileId: string, name: string, label: string) => {
@@ -112,32 +114,31 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
     return { content: parts.filter(Boolean).join("\n"), media };
   }
 
-  function addressedToUs(m: Message): { ok: boolean; text?: string } {
-    if (m.chat.type === "private" || cfg.groupPolicy === "open") return { ok: true };
-    const mention = me ? new RegExp(`@${me.username}\\b`, "i") : undefined;
-    const text = m.text ?? m.caption ?? "";
-    if (mention?.test(text)) return { ok: true, text: text.replace(mention, "").trim() };
-    return { ok: m.reply_to_message?.from?.id === me?.id };
-  }
-
-  async function handle(update: Update, accept: (m: ChannelInbound) => Promise<void>): Promise<void> {
-    const m = update.message;
-    if (!m?.from) return;
-    if (!isAllowed({ id: m.from.id, username: m.from.username }, cfg.allowFrom)) {
-      log?.info({ from: m.from.id, username: m.from.username }, "message from a sender not in channels.telegram.allowFrom; ignored");
-      return;
+  /**
+   * Takes one update in, or drops it with a log line; resolves with its update_id (undefined if it
+   * has none). Throws only when a message could not be taken: the poll then fetches it again.
+   */
+  async function handle(update: unknown, accept: (m: ChannelInbound) => Promise<void>): Promise<number | undefined> {
+    const admitted = admit(update, { allowFrom, groupPolicy: cfg.groupPolicy, bot: me });
+    if (!admitted.ok) {
+      const fields = { updateId: admitted.updateId, ...admitted.detail };
+      if (admitted.why === "malformed") log?.warn(fields, "telegram update dropped: malformed");
+      else if (admitted.why === "sender not allowed") log?.info(fields, "message from a sender not in channels.telegram.allowFrom; ignored");
+      else if (admitted.why === "not addressed") log?.debug(fields, "group message not addressed to the bot; ignored");
+      else log?.info(fields, `telegram update dropped: ${admitted.why}`);
+      return admitted.updateId;
     }
-    const addressed = addressedToUs(m);
-    if (!addressed.ok) return;
-    const { content, media } = await contentOf(addressed.text !== undefined ? { ...m, text: addressed.text } : m);
+    const m = admitted.message;
+    const { content, media } = await contentOf(admitted.text !== undefined ? { ...m, text: admitted.text } : m);
     const text = content.replace(/^\/start\b/, "/help").replace(new RegExp(`^(/\\w+)@${me?.username ?? "\\w+"}`), "$1");
     await accept({
       chatId: String(m.chat.id),
-      senderId: `${m.from.id}|${m.from.username ?? ""}`,
+      senderId: admitted.senderId,
       content: text,
       messageId: `${m.chat.id}:${m.message_id}`,
       media,
     });
+    return admitted.updateId;
   }
 
   const stopTyping = (chatId: string) => {
@@ -197,10 +198,11 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
         try {
           const stored = await deps.store.get("meta", OFFSET_KEY, offsetSchema);
           const updates = await api.getUpdates({ offset: stored?.offset, timeout, allowed_updates: ["message"] }, watchdog as Parameters<Api["getUpdates"]>[1]);
-          for (const update of updates) {
-            await handle(update, accept);
-            // Only now, with the message in the inbox, does the offset move past it.
-            await deps.store.batch([{ type: "put", sublevel: "meta", key: OFFSET_KEY, value: { offset: update.update_id + 1 } }], { sync: true });
+          // Read as unknown: each update is parsed by handle(), and one that does not parse is dropped, not thrown on.
+          for (const update of updates as unknown[]) {
+            const id = await handle(update, accept);
+            // Only now, with the message in the inbox (or dropped), does the offset move past it.
+            if (id !== undefined) await deps.store.batch([{ type: "put", sublevel: "meta", key: OFFSET_KEY, value: { offset: id + 1 } }], { sync: true });
           }
           return updates.length;
         } catch (err) {

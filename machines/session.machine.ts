@@ -251,10 +251,8 @@ export const sessionMachine = setup({
                   { type: "stop", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, text: "Stopping the running turn.", idle: false }) },
                 ],
               },
-              { guard: "isImmediate", actions: { type: "answerCommand", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, busy: true }) } },
-              // Handed to the turn as soon as it has started.
+              // Handed to the turn as soon as it has started. (Anything else: as in `active`.)
               { guard: "canInject", actions: assign({ current: ({ context, event }) => [...context.current, event.message] }) },
-              { actions: "enqueue" },
             ],
           },
         },
@@ -302,7 +300,6 @@ export const sessionMachine = setup({
                   { type: "stop", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, text: "Stopping the running turn.", idle: false }) },
                 ],
               },
-              { guard: "isImmediate", actions: { type: "answerCommand", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, busy: true }) } },
               {
                 guard: "canInject",
                 actions: enqueueActions(({ enqueue, event }) => {
@@ -311,7 +308,6 @@ export const sessionMachine = setup({
                   enqueue({ type: "inject", params: { message: event.message } });
                 }),
               },
-              { actions: "enqueue" },
             ],
           },
         },

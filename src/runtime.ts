@@ -13,6 +13,7 @@ import { channelActorId, supervisorMachine, type SupervisionPolicy } from "../ma
 import { createApiChannel } from "./channels/api.js";
 import type { Channel, ChannelInbound } from "./channels/channel.js";
 import { fault } from "./fault.js";
+import { parseSessionKey } from "./session-key.js";
 import { inboxDeleteOps, inboxPutOps, wasSeen } from "./store/inbox.js";
 import { sessionsToRecover } from "./store/recovery.js";
 import { spawnTool, subagentsTool } from "./tools/builtin/spawn.js";
@@ -28,6 +29,7 @@ import { secretsOf } from "./log/redact.js";
 import { createOpenAiProvider, type LlmProvider } from "./providers/client.js";
 import { resolveProvider } from "./providers/registry.js";
 import { openStore, type Store } from "./store/store.js";
+import { chooseExecSandbox } from "./tools/bwrap.js";
 import { createBuiltinTools } from "./tools/builtin/index.js";
 import { createToolRegistry, type ToolRegistry } from "./tools/registry.js";
 
@@ -55,6 +57,8 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
   const { config, paths, workspace } = loaded;
   // Resolve the provider first: a missing key should fail before anything is opened.
   const resolved = resolveProvider(config, paths.configFile);
+  // tools.exec.sandbox "bwrap" with no bwrap installed: the same, before the store is opened.
+  chooseExecSandbox(config.tools, process.env, paths.configFile);
   const logger = createLogger({ logsDir: paths.logsDir, secrets: secretsOf(config), console: opts.consoleLogs });
   await mkdir(workspace, { recursive: true });
   const store = await openStore(paths.storeDir);
@@ -65,10 +69,14 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
     temperature: d.temperature,
     reasoningEffort: d.reasoningEffort,
     stream: opts.stream ?? true,
+    idleTimeoutMs: d.modelIdleTimeoutSeconds * 1000,
+    timeoutMs: d.modelTimeoutSeconds * 1000,
+    maxReplyChars: d.maxReplyChars,
     logger,
+    secrets: secretsOf(config),
   });
   const registry = createToolRegistry(
-    createBuiltinTools({ config, workspace, mediaDir: paths.mediaDir, store, bus, channels: () => opts.channelNames ?? ["cli"] }),
+    createBuiltinTools({ config, workspace, paths, store, bus, channels: () => opts.channelNames ?? ["cli"] }),
     { maxResultChars: config.tools.maxToolResultChars },
   );
   const conversation = createConversation({ config, store, provider, registry, workspace, bus, logger, durable: opts.durable });
@@ -134,7 +142,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   const d = loaded.config.agents.defaults;
   const limiter = createLimiter(d.maxConcurrentTurns);
   // Subagents get the built-in tools but message (they do not talk to the user); they cannot spawn (depth 1).
-  const subagentTools = createBuiltinTools({ config: loaded.config, workspace: loaded.workspace, mediaDir: loaded.paths.mediaDir, store, bus, channels: () => [] });
+  const subagentTools = createBuiltinTools({ config: loaded.config, workspace: loaded.workspace, paths: loaded.paths, store, bus, channels: () => [] });
   const subagents = createSubagentPool({
     config: loaded.config,
     store,
@@ -208,7 +216,8 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   const accept = async (channel: string, inbound: ChannelInbound): Promise<string> => {
     if (!accepting) throw new TroupeError("troupe is shutting down; try again in a moment");
     const id = inbound.messageId ? `${channel}:${inbound.messageId}` : `${channel}:${randomUUID()}`;
-    const sessionKey = inbound.sessionKey ?? `${channel}:${inbound.chatId}`;
+    // Checked here, where every channel's messages come in: the store lists a session's records by its key.
+    const sessionKey = parseSessionKey(inbound.sessionKey ?? `${channel}:${inbound.chatId}`);
     const at = Date.now();
     // A platform redelivering a message we already took (same id) is not answered twice.
     if (inbound.messageId && (await wasSeen(store, id))) {

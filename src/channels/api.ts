@@ -1,6 +1,7 @@
 import { z } from "zod";
+import { KEY_END, parseSessionKey } from "../session-key.js";
 import type { Store } from "../store/store.js";
-import type { Channel } from "./channel.js";
+import { DeliveryRejectedError, type Channel } from "./channel.js";
 
 /** A reply delivered to an API chat; kept so a client that lost its event stream can fetch it. */
 export const apiReplySchema = z.object({
@@ -13,7 +14,7 @@ export const apiReplySchema = z.object({
 export type ApiReply = z.infer<typeof apiReplySchema>;
 
 const pad = (n: number) => String(n).padStart(15, "0");
-const prefix = (chatId: string) => `mail:${chatId}\x00`;
+const prefix = (chatId: string) => `mail:${chatId}${KEY_END}`;
 
 /** Replies delivered to an API chat, oldest first. */
 export async function apiReplies(store: Store, chatId: string): Promise<ApiReply[]> {
@@ -31,6 +32,12 @@ export function createApiChannel(store: Store): Channel {
     start: async () => {},
     stop: async () => {},
     async send(record) {
+      // An API chat is a session key; anything else (a model's message tool naming one) would be filed under another chat's mailbox prefix.
+      try {
+        parseSessionKey(record.chatId);
+      } catch (err) {
+        throw new DeliveryRejectedError((err as Error).message);
+      }
       const reply: ApiReply = { deliveryId: record.deliveryId, content: record.content, media: record.media, answers: record.answers, at: record.createdAt };
       await store.batch([{ type: "put", sublevel: "sessions", key: `${prefix(record.chatId)}${pad(record.createdAt)}:${record.deliveryId}`, value: reply }], { sync: true });
     },

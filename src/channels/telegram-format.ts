@@ -54,15 +54,3 @@ export function splitMessage(text: string, max = TELEGRAM_MAX_CHARS): string[] {
   if (rest.trim()) parts.push(rest);
   return parts;
 }
-
-/** Whether a sender may talk to the bot: allowFrom holds ids, usernames (with or without @), `id|username`, or "*". */
-export function isAllowed(sender: { id: number | string; username?: string }, allowFrom: string[]): boolean {
-  if (allowFrom.includes("*")) return true;
-  const id = String(sender.id);
-  const name = sender.username?.toLowerCase();
-  return allowFrom.some((entry) => {
-    const [a, b] = entry.split("|");
-    const candidates = [a, b].filter((x): x is string => Boolean(x)).map((x) => x.replace(/^@/, "").toLowerCase());
-    return candidates.includes(id) || (name !== undefined && candidates.includes(name));
-  });
-}

@@ -1,13 +1,24 @@
+import ipaddr from "ipaddr.js";
 import type { LoadedConfig } from "../config/index.js";
 import { installCrashHandlers } from "../log/crash.js";
 import { createRedactor, secretsOf } from "../log/redact.js";
 import { createDaemon } from "../runtime.js";
 import { startControlServer } from "../server/http.js";
 import { ensureToken } from "../server/token.js";
+import { chooseExecSandbox, sandboxNotice } from "../tools/bwrap.js";
 import { removePidfile, writePidfile } from "./pidfile.js";
 
 /** Past this, a shutdown that hangs is cut short. */
 const SHUTDOWN_LIMIT_MS = 15_000;
+
+/** Whether a host is reachable from this machine only (127.0.0.0/8, ::1, localhost). */
+export function isLoopback(host: string): boolean {
+  if (host === "localhost") return true;
+  const bare = host.replace(/^\[|\]$/g, "");
+  if (!ipaddr.isValid(bare)) return false;
+  const addr = ipaddr.process(bare);
+  return addr.range() === "loopback";
+}
 
 /**
  * `troupe gateway`: the daemon in the foreground. SIGTERM or SIGINT stops taking work, lets running
@@ -18,6 +29,8 @@ export async function runGateway(loaded: LoadedConfig, opts: { consoleLogs: bool
   const daemon = await createDaemon(loaded, { consoleLogs: opts.consoleLogs });
   // A rejection nobody handled is logged and the daemon serves on; an uncaught exception exits 1 (see crash.ts).
   installCrashHandlers({ logger: daemon.logger, redact: createRedactor(secretsOf(config)), name: "troupe gateway" });
+  const notice = sandboxNotice(chooseExecSandbox(config.tools, process.env, paths.configFile));
+  if (notice) daemon.logger.warn(notice);
   let server;
   try {
     const token = await ensureToken(paths.tokenFile);
@@ -25,6 +38,11 @@ export async function runGateway(loaded: LoadedConfig, opts: { consoleLogs: bool
   } catch (err) {
     await daemon.shutdown();
     throw err;
+  }
+  if (!isLoopback(config.gateway.host)) {
+    const warning = `gateway.host is ${config.gateway.host}, not a loopback address: the control API is reachable from other machines (each request still needs the token in ${paths.tokenFile}); set gateway.host to 127.0.0.1 unless you mean that`;
+    console.error(`warning: ${warning}`);
+    daemon.logger.warn(warning);
   }
   await writePidfile(paths, { pid: process.pid, url: server.url, startedAt: Date.now() });
   daemon.logger.info({ url: server.url, pid: process.pid }, "gateway listening");

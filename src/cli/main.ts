@@ -1,13 +1,14 @@
-import { Command } from "commander";
+import { Argument, Command } from "commander";
 import { TroupeError } from "../errors.js";
+import { dataPaths } from "../paths.js";
+import { parseSessionKey } from "../session-key.js";
 import { VERSION } from "../version.js";
 import { runAgent } from "./agent.js";
 import { daemonStatus, startDaemon, stopDaemon } from "./daemon.js";
 import { runGateway } from "./gateway.js";
 import { showLogs } from "./logs.js";
 import { installService, uninstallService } from "./service.js";
-import { listSessionsCommand, showSessionCommand } from "./sessions.js";
-import { dataPaths } from "../paths.js";
+import { deleteSessionCommand, listSessionsCommand, showSessionCommand } from "./sessions.js";
 import { loadForCli } from "./load.js";
 import { onboard } from "./onboard.js";
 import { statusLines } from "./status.js";
@@ -22,17 +23,43 @@ const program = new Command()
   .name("troupe")
   .description("A personal AI agent runtime, run as a supervised actor system")
   .version(VERSION, "-v, --version")
-  .showHelpAfterError();
+  .showHelpAfterError()
+  .addHelpText(
+    "after",
+    () => `
+Examples:
+  troupe onboard                     write config.json and the workspace (on a terminal: asks for provider, key, model)
+  troupe agent -m "What is in my workspace?"
+  troupe agent                       chat; /new, /stop, /status, /help; Ctrl-C cancels a turn, Ctrl-D exits
+  troupe daemon start                run in the background, then: troupe daemon status, troupe daemon logs -f
+  troupe sessions show cli:direct --all
+  troupe doctor                      check config, provider, port, Telegram, store and disk
+  source <(troupe completion bash)   tab completion (zsh: troupe completion zsh)
+
+Data dir: ${dataPaths(process.env).dataDir} (config.json, store/, logs/, workspace/)
+
+Environment:
+  TROUPE_HOME                        the data dir (default ~/.troupe)
+  TROUPE_<KEY>__<KEY>=value          overrides a config key, __ between levels, e.g.
+                                     TROUPE_PROVIDERS__OPENAI__API_KEY=sk-...  TROUPE_AGENTS__DEFAULTS__MODEL=gpt-4o
+  TROUPE_LOG_LEVEL                   log level: trace, debug, info (default), warn, error
+  TROUPE_DEBUG=1                     print the stack trace of an unexpected error
+  \${VAR} in config.json              is read from the environment (troupe daemon install-service keeps them)`,
+  );
 
 program
   .command("onboard")
-  .description("write config.json with defaults and fill the workspace from templates (never overwrites)")
+  .description("write config.json (on a terminal: asks for provider, key and model) and fill the workspace from templates (never overwrites)")
   .action(async () => {
-    const r = await onboard(await loadForCli());
-    console.log(`${r.configCreated ? "created" : "kept"} ${r.configFile}`);
+    const r = await onboard(await loadForCli(), { interactive: Boolean(process.stdin.isTTY && process.stdout.isTTY) });
+    console.log(`${r.config} ${r.configFile}${r.config === "kept" ? "" : " (mode 600)"}`);
     console.log(`workspace ${r.workspace}: ${r.created.length} file(s) created, ${r.kept.length} kept`);
     for (const f of r.created) console.log(`  + ${f}`);
-    if (r.configCreated) console.log("next: set a provider key, e.g. providers.openai.apiKey in config.json");
+    for (const w of r.warnings) console.error(w);
+    if (r.config === "wrote" || r.config === "updated") console.log('next: troupe agent -m "Hello!" (troupe doctor checks that the provider answers)');
+    if (!r.providerReady) {
+      console.log(`next: give a provider key: export TROUPE_PROVIDERS__OPENAI__API_KEY=sk-... or set providers.openai.apiKey in ${r.configFile} (or run troupe onboard on a terminal to be asked)`);
+    }
   });
 
 program
@@ -49,7 +76,8 @@ program
   .option("-s, --session <key>", "session key (channel:chatId)", "cli:direct")
   .option("--no-markdown", "print replies as plain text on a terminal too")
   .action(async (opts: { message?: string; session: string; markdown: boolean }) => {
-    process.exitCode = await runAgent(await loadForCli(), opts);
+    const session = parseSessionKey(opts.session);
+    process.exitCode = await runAgent(await loadForCli(), { ...opts, session });
   });
 
 program
@@ -97,19 +125,20 @@ daemon
     if (!Number.isInteger(lines) || lines < 0) throw new TroupeError(`--lines must be a whole number, not ${opts.lines}`);
     process.exitCode = await showLogs(dataPaths(), { follow: Boolean(opts.follow), lines });
   });
+// The service commands need the data dir and the names of config.json's ${VAR}s, not a config that loads in this shell.
 daemon
   .command("install-service")
-  .description("install a systemd user unit (Restart=always) and start it")
+  .description("install a systemd user unit for this data dir (Restart=always) with an EnvironmentFile for config.json's ${VAR}s, and start it")
   .option("--dry-run", "print the unit instead of installing it")
   .action(async (opts: { dryRun?: boolean }) => {
-    process.exitCode = await installService((await loadForCli()).paths, { dryRun: Boolean(opts.dryRun) });
+    process.exitCode = await installService(dataPaths(process.env), { dryRun: Boolean(opts.dryRun) });
   });
 daemon
   .command("uninstall-service")
-  .description("stop and remove the systemd user unit")
+  .description("stop and remove this data dir's systemd user unit")
   .option("--dry-run", "say what would be done")
   .action(async (opts: { dryRun?: boolean }) => {
-    process.exitCode = await uninstallService({ dryRun: Boolean(opts.dryRun) });
+    process.exitCode = await uninstallService(dataPaths(process.env), { dryRun: Boolean(opts.dryRun) });
   });
 
 const sessions = program.command("sessions").description("conversations, their transcripts and turn history (with or without a running daemon)");
@@ -122,8 +151,32 @@ sessions
 sessions
   .command("show <key>")
   .description("a session's transcript and turn history")
+  .option("-a, --all", "also the messages before each /new (older epochs)")
+  .action(async (key: string, opts: { all?: boolean }) => {
+    process.exitCode = await showSessionCommand(dataPaths(), parseSessionKey(key), { all: Boolean(opts.all) });
+  });
+sessions
+  .command("delete <key>")
+  .description("delete a session: its messages (every epoch), turns, unanswered messages and subagents (refused while a turn of it runs)")
   .action(async (key: string) => {
-    process.exitCode = await showSessionCommand(dataPaths(), key);
+    process.exitCode = await deleteSessionCommand(dataPaths(process.env), parseSessionKey(key));
+  });
+
+program
+  .command("doctor")
+  .description("check config, provider (one tiny request), gateway port, Telegram, store and disk; exit 1 if anything failed")
+  .action(async () => {
+    const { doctor } = await import("./doctor.js");
+    process.exitCode = await doctor(process.env);
+  });
+
+program
+  .command("completion")
+  .description("print a shell completion script: source <(troupe completion bash)")
+  .addArgument(new Argument("<shell>", "the shell").choices(["bash", "zsh"]))
+  .action(async (shell: string) => {
+    const { completionScript } = await import("./completion.js");
+    process.stdout.write(completionScript(program, shell));
   });
 
 /** A data dir troupe may not write to (permissions, a read-only disk) is said in one line, whichever file it was. */

@@ -1,8 +1,9 @@
 import { TroupeError } from "../errors.js";
 import type { DataPaths } from "../paths.js";
 import { sessionDetail, sessionsOverview, type SessionDetail, type SessionOverview } from "../store/session-view.js";
-import { openStore, type Store } from "../store/store.js";
-import { connectDaemon } from "./client.js";
+import { deleteSessionOps, type SessionDeletion } from "../store/sessions.js";
+import { openStore, type CorruptRecord, type Store } from "../store/store.js";
+import { connectDaemon, type DaemonClient } from "./client.js";
 
 /** A time as `YYYY-MM-DD HH:MM` (UTC). */
 export const when = (ms: number) => new Date(ms).toISOString().replace("T", " ").slice(0, 16);
@@ -11,10 +12,10 @@ const oneLine = (text: string, max = 200) => {
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 };
 
-/** Reads through the running daemon when there is one (it holds the store), else from the store directly. */
-async function withData<T>(paths: DataPaths, viaApi: (get: <R>(path: string) => Promise<R>) => Promise<T>, direct: (store: Store) => Promise<T>): Promise<T> {
+/** Goes through the running daemon when there is one (it holds the store), else to the store directly. */
+async function withData<T>(paths: DataPaths, viaApi: (client: DaemonClient) => Promise<T>, direct: (store: Store) => Promise<T>): Promise<T> {
   const client = await connectDaemon(paths);
-  if (client) return viaApi((path) => client.get(path));
+  if (client) return viaApi(client);
   const store = await openStore(paths.storeDir);
   try {
     return await direct(store);
@@ -38,9 +39,20 @@ export function sessionListLines(sessions: SessionOverview[]): string[] {
   return [header, ...rows].map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join("  "));
 }
 
-export function sessionShowLines(s: SessionDetail): string[] {
+/** 404 from the daemon means there is no such session. */
+const unlessMissing = (err: Error) => {
+  if (/\b404\b/.test(err.message)) return undefined;
+  throw err;
+};
+
+export function sessionShowLines(s: SessionDetail, opts: { all?: boolean } = {}): string[] {
   const lines = [`session ${s.key}: ${s.turns.length} turn(s), ${s.usage.totalTokens} tokens, epoch ${s.epoch}`, "", "transcript:"];
+  let epoch: number | undefined;
   for (const m of s.messages) {
+    if (opts.all && m.epoch !== epoch) {
+      epoch = m.epoch;
+      lines.push(`epoch ${epoch} (${epoch === s.epoch ? "current" : "before /new"}):`);
+    }
     if (m.role === "assistant" && m.tool_calls?.length) {
       lines.push(`  assistant → ${m.tool_calls.map((c) => `${c.function.name}(${oneLine(c.function.arguments, 80)})`).join(", ")}`);
       if (m.content) lines.push(`  assistant: ${oneLine(m.content)}`);
@@ -59,28 +71,55 @@ export function sessionShowLines(s: SessionDetail): string[] {
   return lines;
 }
 
+/** One line per record a listing skipped because it is corrupt (for stderr: the listing itself stays clean). */
+export const corruptLines = (corrupt: CorruptRecord[] = []): string[] =>
+  corrupt.map((c) => `warning: skipped corrupt record ${c.sublevel}/${c.key} (${c.problem})`);
+
 /** `troupe sessions list`. */
 export async function listSessionsCommand(paths: DataPaths): Promise<number> {
-  const sessions = await withData(
+  const { sessions, corrupt } = await withData(
     paths,
-    async (get) => (await get<{ sessions: SessionOverview[] }>("/api/sessions")).sessions,
+    (client) => client.get<{ sessions: SessionOverview[]; corrupt?: CorruptRecord[] }>("/api/sessions"),
     (store) => sessionsOverview(store),
   );
   for (const line of sessionListLines(sessions)) console.log(line);
+  for (const line of corruptLines(corrupt)) console.error(line);
   return 0;
 }
 
-/** `troupe sessions show KEY`. */
-export async function showSessionCommand(paths: DataPaths, key: string): Promise<number> {
+/** `troupe sessions show KEY [--all]`: --all adds the epochs before each /new. */
+export async function showSessionCommand(paths: DataPaths, key: string, opts: { all?: boolean } = {}): Promise<number> {
   const detail = await withData(
     paths,
-    async (get) => get<SessionDetail>(`/api/sessions/${encodeURIComponent(key)}`).catch((err: Error) => {
-      if (/404/.test(err.message)) return undefined;
-      throw err;
-    }),
-    (store) => sessionDetail(store, key),
+    async (client) => client.get<SessionDetail>(`/api/sessions/${encodeURIComponent(key)}${opts.all ? "?all=1" : ""}`).catch(unlessMissing),
+    (store) => sessionDetail(store, key, { allEpochs: opts.all }),
   );
   if (!detail) throw new TroupeError(`no session ${key}; troupe sessions list shows them`);
-  for (const line of sessionShowLines(detail)) console.log(line);
+  for (const line of sessionShowLines(detail, opts)) console.log(line);
+  for (const line of corruptLines(detail.corrupt)) console.error(line);
+  return 0;
+}
+
+/**
+ * `troupe sessions delete KEY`: through the daemon when it runs (which refuses while a turn of the
+ * session runs), else in the store.
+ */
+export async function deleteSessionCommand(paths: DataPaths, key: string): Promise<number> {
+  const counts = await withData(
+    paths,
+    async (client) => client.delete<SessionDeletion["counts"]>(`/api/sessions/${encodeURIComponent(key)}`).catch(unlessMissing),
+    async (store) => {
+      const deletion = await deleteSessionOps(store, key);
+      if (deletion) await store.batch(deletion.ops, { sync: true });
+      return deletion?.counts;
+    },
+  );
+  if (!counts) throw new TroupeError(`no session ${key}; troupe sessions list shows them`);
+  const also = [
+    counts.interrupted ? `${counts.interrupted} interrupted turn(s) discarded` : "",
+    counts.inbox ? `${counts.inbox} unanswered message(s)` : "",
+    counts.subagents ? `${counts.subagents} subagent(s)` : "",
+  ].filter(Boolean);
+  console.log(`deleted session ${key}: ${counts.messages} message(s), ${counts.turns} turn(s)${also.length ? `, ${also.join(", ")}` : ""}`);
   return 0;
 }

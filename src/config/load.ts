@@ -43,9 +43,43 @@ function describeIssue(issue: { path: PropertyKey[]; message: string }): string 
   return `${path}: ${issue.message}`;
 }
 
+/** Deeper than any real config: past it the recursive steps below would run out of stack. */
+const MAX_DEPTH = 32;
+
+/** The path of the first value nested deeper than `max`, found without recursion. */
+function tooDeep(raw: unknown, max: number): string | undefined {
+  const stack: Array<{ value: unknown; path: string[] }> = [{ value: raw, path: [] }];
+  while (stack.length > 0) {
+    const { value, path } = stack.pop()!;
+    if (path.length > max) return path.slice(0, max + 1).join(".");
+    if (typeof value === "object" && value !== null) {
+      for (const [k, v] of Object.entries(value)) stack.push({ value: v, path: [...path, k] });
+    }
+  }
+  return undefined;
+}
+
+/** Keys that would reach Object.prototype when the config is copied or walked. */
+const FORBIDDEN_KEYS = ["__proto__", "constructor"];
+
+/** Key paths of forbidden keys anywhere in the raw JSON (JSON.parse keeps `__proto__` as an own key). */
+function forbiddenKeys(value: unknown, path: string[] = []): string[] {
+  if (Array.isArray(value)) return value.flatMap((v, i) => forbiddenKeys(v, [...path, String(i)]));
+  if (!isPlainObject(value)) return [];
+  return Object.keys(value).flatMap((key) =>
+    FORBIDDEN_KEYS.includes(key)
+      ? [`${[...path, key].join(".")}: a key named ${key} is not allowed (it could change how every object behaves); remove it`]
+      : forbiddenKeys(value[key], [...path, key]),
+  );
+}
+
 /** Turns raw JSON into a valid Config, or throws ConfigError listing every problem. */
 export function parseConfig(raw: unknown, file: string, env: NodeJS.ProcessEnv = {}): { config: Config; warnings: string[] } {
   if (!isPlainObject(raw)) throw new ConfigError(file, ["(root): expected a JSON object"]);
+  const deep = tooDeep(raw, MAX_DEPTH);
+  if (deep) throw new ConfigError(file, [`${deep}: nested more than ${MAX_DEPTH} levels deep`]);
+  const forbidden = forbiddenKeys(raw);
+  if (forbidden.length > 0) throw new ConfigError(file, forbidden);
   const problems: string[] = [];
   const warnings: string[] = [];
   const migrated = migrateConfig(structuredClone(raw), warnings);
@@ -75,7 +109,8 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
   try {
     text = await readFile(paths.configFile, "utf8");
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+    const e = err as NodeJS.ErrnoException;
+    if (e.code !== "ENOENT") throw new ConfigError(paths.configFile, [`cannot read it (${e.code ?? e.message})`]);
   }
   const raw = text === undefined ? {} : parseJsonFile(text, paths.configFile);
   const { config, warnings } = parseConfig(raw, paths.configFile, env);
@@ -93,6 +128,7 @@ export async function writeFileAtomic(file: string, data: string, mode?: number)
   await rename(tmp, file);
 }
 
+/** Mode 600: config.json holds API keys and tokens. */
 export async function saveConfig(file: string, config: Config): Promise<void> {
-  await writeFileAtomic(file, `${JSON.stringify(config, null, 2)}\n`);
+  await writeFileAtomic(file, `${JSON.stringify(config, null, 2)}\n`, 0o600);
 }

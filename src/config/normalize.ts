@@ -29,10 +29,12 @@ export function normalizeKeys(schema: z.ZodType, value: unknown, path: string[],
     def = defOf(schema);
   }
   if (def.type === "object" && def.shape && isPlainObject(value)) {
+    const shape = def.shape;
     const out: Record<string, unknown> = {};
     for (const [key, v] of Object.entries(value)) {
-      const name = key in def.shape ? key : snakeToCamel(key);
-      const field = def.shape[name];
+      // Own fields only: `key in shape` would take "constructor" or "__proto__" from Object.prototype for a field.
+      const name = Object.hasOwn(shape, key) ? key : snakeToCamel(key);
+      const field = Object.hasOwn(shape, name) ? shape[name] : undefined;
       if (!field) {
         unknownKeys.push([...path, key].join("."));
         continue;
@@ -43,9 +45,12 @@ export function normalizeKeys(schema: z.ZodType, value: unknown, path: string[],
   }
   if (def.type === "record" && def.valueType && isPlainObject(value)) {
     const valueType = def.valueType;
-    return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [k, normalizeKeys(valueType, v, [...path, k], unknownKeys)]),
-    );
+    const entries = Object.entries(value).filter(([k]) => {
+      // A JSON "__proto__" key is an own key here, but no object can hold it as one: report it rather than drop it silently.
+      if (k === "__proto__") unknownKeys.push([...path, k].join("."));
+      return k !== "__proto__";
+    });
+    return Object.fromEntries(entries.map(([k, v]) => [k, normalizeKeys(valueType, v, [...path, k], unknownKeys)]));
   }
   if (def.type === "array" && def.element && Array.isArray(value)) {
     const element = def.element;

@@ -33,6 +33,8 @@ const httpUrl = z.string().superRefine((s, ctx) => {
   const example = s.includes("://") ? "https://api.example.com/v1" : `http://${s}`;
   ctx.addIssue({ code: "custom", message: `${JSON.stringify(s)} is not an http(s) URL (e.g. ${example})` });
 });
+/** Node fires a timer longer than 2^31-1 ms at once, so durations that become timers stay below it. */
+const MAX_TIMER_SECONDS = 2_147_483;
 
 const providerSchema = z.object({
   apiKey: z.string().default(""),
@@ -58,7 +60,13 @@ const agentDefaultsSchema = z.object({
   reasoningEffort: z.enum(["low", "medium", "high"]).nullable().default(null),
   timezone: z.string().default("UTC"),
   /** Idle sessions passivate (actor stopped, state kept in LevelDB) after this many seconds. */
-  sessionIdleSeconds: z.number().int().positive().default(300),
+  sessionIdleSeconds: z.number().int().positive().max(MAX_TIMER_SECONDS).default(300),
+  /** A model call that receives no byte for this long is abandoned and retried. */
+  modelIdleTimeoutSeconds: z.number().positive().max(MAX_TIMER_SECONDS).default(60),
+  /** One model call, its retries included, ends after this long. */
+  modelTimeoutSeconds: z.number().positive().max(MAX_TIMER_SECONDS).default(600),
+  /** Reply text beyond this many characters is cut (with a note); a tool call whose arguments take the reply past it is refused. */
+  maxReplyChars: z.number().int().positive().max(10_000_000).default(100_000),
 });
 
 const telegramSchema = z.object({
@@ -116,9 +124,13 @@ const toolsSchema = z.object({
       allowedEnvKeys: z.array(z.string()).default([]),
       denyPatterns: z.array(regexString).default([]),
       allowPatterns: z.array(regexString).default([]),
+      /** With restrictToWorkspace: "auto" sandboxes commands with bubblewrap when bwrap is on PATH. */
+      sandbox: z.enum(["auto", "bwrap", "none"]).default("auto"),
     })
     .prefault({}),
   restrictToWorkspace: z.boolean().default(true),
+  /** When restricted, file tools refuse a file with several names (a hard link may name one outside) unless this is on. */
+  allowHardLinks: z.boolean().default(false),
   maxToolResultChars: z.number().int().positive().default(16_000),
   ssrfWhitelist: z.array(addressOrCidr).default([]),
   mcpServers: z.record(z.string(), mcpServerSchema).default({}),

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import pino, { type Logger } from "pino";
 import pretty from "pino-pretty";
 import { createRedactor } from "./redact.js";
+import { createRotatingFile, type RotationOptions } from "./rotating-file.js";
 
 export type { Logger };
 
@@ -12,14 +13,19 @@ export interface LoggerOptions {
   level?: string;
   /** Also write pretty lines to the console (on a TTY, or `troupe gateway` in the foreground). */
   console?: boolean;
+  /** Size cap of logs/troupe.log and how many files are kept (default LOG_ROTATION). */
+  rotate?: RotationOptions;
 }
 
-/** JSON lines to <logs>/troupe.log, pretty on the console when asked; secrets redacted in both. */
+/** troupe.log is rolled over at 10 MB into troupe.log.1 … troupe.log.4: at most 50 MB of logs. */
+export const LOG_ROTATION: RotationOptions = { maxBytes: 10 * 1024 * 1024, maxFiles: 5 };
+
+/** JSON lines to <logs>/troupe.log (size-capped, rolled over), pretty on the console when asked; secrets redacted in both. */
 export function createLogger(opts: LoggerOptions): Logger {
   mkdirSync(opts.logsDir, { recursive: true });
   const redact = createRedactor(opts.secrets ?? []);
   const streams: pino.StreamEntry[] = [
-    { level: "trace", stream: pino.destination({ dest: join(opts.logsDir, "troupe.log"), mkdir: true, sync: true }) },
+    { level: "trace", stream: createRotatingFile(join(opts.logsDir, "troupe.log"), opts.rotate ?? LOG_ROTATION) },
   ];
   if (opts.console) {
     streams.push({ level: "trace", stream: pretty({ colorize: Boolean(process.stdout.isTTY), destination: 2, sync: true }) });

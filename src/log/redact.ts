@@ -29,12 +29,13 @@ export function createRedactor(knownSecrets: Iterable<string>): (text: string) =
 /** Every api key and token in a config, for createRedactor. */
 export function secretsOf(config: {
   providers: Record<string, { apiKey: string }>;
-  channels: { telegram: { token: string } };
+  channels: { telegram: { token: string; transcription: { apiKey: string } } };
   tools: { web: { search: { apiKey: string } } };
 }): string[] {
   return [
     ...Object.values(config.providers).map((p) => p.apiKey),
     config.channels.telegram.token,
+    config.channels.telegram.transcription.apiKey,
     config.tools.web.search.apiKey,
   ].filter(Boolean);
 }

@@ -1,10 +1,12 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai";
 import type { Logger } from "pino";
 import { TroupeError } from "../errors.js";
-import { ZERO_USAGE, type ChatMessage, type ModelResponse, type ParsedToolCall } from "./messages.js";
-import { createThinkFilter, parseToolArguments, stripThink } from "./parse.js";
+import type { ChatMessage, ModelResponse } from "./messages.js";
+import { createThinkFilter } from "./parse.js";
+import { createRedactor } from "../log/redact.js";
 import type { ResolvedProvider } from "./registry.js";
-import { backoffDelay, DEFAULT_BACKOFF, isRetryable, type BackoffPolicy } from "./retry.js";
+import { backoffDelay, DEFAULT_BACKOFF, isRetryable, ModelTimeoutError, type BackoffPolicy } from "./retry.js";
+import { createReplyAccumulator, MAX_TOOL_CALLS } from "./wire.js";
 
 export interface ToolSchema {
   type: "function";
@@ -34,10 +36,22 @@ export interface ProviderOptions {
   reasoningEffort?: "low" | "medium" | "high" | null;
   stream?: boolean;
   backoff?: BackoffPolicy;
+  /** agents.defaults.modelIdleTimeoutSeconds: an attempt that receives no byte for this long is abandoned and retried. */
+  idleTimeoutMs?: number;
+  /** agents.defaults.modelTimeoutSeconds: one call, retries included, ends after this long. */
+  timeoutMs?: number;
+  /** agents.defaults.maxReplyChars: reply text beyond this is cut; a tool call whose arguments take the reply past it is refused. */
+  maxReplyChars?: number;
   logger?: Logger;
+  /** Known secrets (secretsOf(config)); this provider's own key is always among them. */
+  secrets?: Iterable<string>;
   now?: () => number;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
+
+export const DEFAULT_IDLE_TIMEOUT_MS = 60_000;
+export const DEFAULT_TIMEOUT_MS = 600_000;
+export const DEFAULT_MAX_REPLY_CHARS = 100_000;
 
 export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -54,41 +68,53 @@ export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> 
   });
 }
 
-interface Accumulated {
-  content: string;
-  reasoning: string;
-  calls: Map<number, { id: string; name: string; args: string }>;
-  finishReason: string | null;
-  usage: ModelResponse["usage"];
+const seconds = (ms: number) => `${Number((ms / 1000).toFixed(3))} s`;
+
+/** An AbortController that also aborts (with the same reason) when `parent` does. */
+function childController(parent?: AbortSignal): { controller: AbortController; dispose: () => void } {
+  const controller = new AbortController();
+  if (!parent) return { controller, dispose: () => {} };
+  const onAbort = () => controller.abort(parent.reason);
+  if (parent.aborted) onAbort();
+  else parent.addEventListener("abort", onAbort, { once: true });
+  return { controller, dispose: () => parent.removeEventListener("abort", onAbort) };
 }
 
-function finish(acc: Accumulated): ModelResponse {
-  const toolCalls: ParsedToolCall[] = [...acc.calls.entries()]
-    .sort(([a], [b]) => a - b)
-    .map(([i, c]) => {
-      const parsed = parseToolArguments(c.args);
-      return {
-        id: c.id || `call_${i}`,
-        name: c.name,
-        rawArguments: c.args,
-        arguments: "value" in parsed ? parsed.value : null,
-        ...("error" in parsed ? { argumentsError: parsed.error } : {}),
-      };
-    });
-  return {
-    content: stripThink(acc.content),
-    toolCalls,
-    ...(acc.reasoning ? { reasoningContent: acc.reasoning } : {}),
-    finishReason: acc.finishReason,
-    usage: acc.usage,
+/**
+ * Calls `onIdle` once no `touch()` came for `ms`. One timer, re-armed only when it fires early, so
+ * a touch per received chunk costs a timestamp, not a timer.
+ */
+function idleWatch(ms: number, onIdle: () => void, now: () => number = Date.now) {
+  let last = now();
+  let timer: NodeJS.Timeout;
+  const arm = (delay: number) => {
+    timer = setTimeout(() => {
+      const quiet = now() - last;
+      if (quiet >= ms) onIdle();
+      else arm(ms - quiet);
+    }, delay);
+  };
+  arm(ms);
+  return { touch: () => void (last = now()), stop: () => clearTimeout(timer) };
+}
+
+/** A fetch that reports every received byte (headers, then each body chunk) to `touch`. */
+function watchedFetch(touch: () => void): typeof fetch {
+  return async (input, init) => {
+    const res = await fetch(input, init);
+    touch();
+    if (!res.body) return res;
+    const body = res.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, out) {
+          touch();
+          out.enqueue(chunk);
+        },
+      }),
+    );
+    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
   };
 }
-
-type Usage = { prompt_tokens?: number; completion_tokens?: number; total_tokens?: number } | null | undefined;
-const toUsage = (u: Usage): ModelResponse["usage"] =>
-  u
-    ? { promptTokens: u.prompt_tokens ?? 0, completionTokens: u.completion_tokens ?? 0, totalTokens: u.total_tokens ?? 0 }
-    : ZERO_USAGE;
 
 /** The first system error code (ECONNREFUSED, ENOTFOUND…) in an error's causes: the SDK says only "Connection error." */
 function systemCode(err: unknown, depth = 0): string | undefined {
@@ -120,6 +146,8 @@ const NETWORK_CAUSES: Record<string, string> = {
 export function describeModelError(err: unknown, resolved: Pick<ResolvedProvider, "spec" | "apiBase" | "model">): string {
   const where = resolved.apiBase;
   const key = `providers.${resolved.spec.name}`;
+  // Our own timeouts already name the endpoint and which limit ran out.
+  if (err instanceof ModelTimeoutError) return err.message;
   if (err instanceof APIConnectionTimeoutError) return `timed out waiting for ${where}`;
   if (err instanceof APIError && err.status) {
     const body = (err.error as { message?: unknown } | undefined)?.message;
@@ -148,19 +176,27 @@ export function describeModelError(err: unknown, resolved: Pick<ResolvedProvider
 }
 
 export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderOptions): LlmProvider {
+  const idleTimeoutMs = opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const maxReplyChars = opts.maxReplyChars ?? DEFAULT_MAX_REPLY_CHARS;
   const client = new OpenAI({
     apiKey: resolved.apiKey,
     baseURL: resolved.apiBase,
     defaultHeaders: resolved.extraHeaders,
     maxRetries: 0, // retries are ours: visible in logs, bounded, abortable
-    timeout: 600_000,
+    // The SDK's timeout ends when the headers arrive; ours (below) covers the body and the retries too.
+    timeout: Math.max(1, Math.ceil(timeoutMs)),
   });
   const backoff = opts.backoff ?? DEFAULT_BACKOFF;
   const now = opts.now ?? Date.now;
   const sleep = opts.sleep ?? abortableSleep;
   const stream = opts.stream ?? true;
+  // Some providers echo the key they were given ("Incorrect API key provided: sk-…"); the error
+  // becomes a reply and a stored message, so it is scrubbed as the logs are.
+  const redact = createRedactor([resolved.apiKey, ...(opts.secrets ?? [])]);
 
-  async function once(req: ChatRequest): Promise<ModelResponse> {
+  /** One attempt. `signal` is the caller's abort or the call's timeout; a stall aborts only this attempt. */
+  async function once(req: ChatRequest, signal: AbortSignal): Promise<ModelResponse> {
     const body = {
       model: resolved.model,
       messages: req.messages as OpenAI.Chat.ChatCompletionMessageParam[],
@@ -169,67 +205,82 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
       ...(req.tools.length ? { tools: req.tools, tool_choice: "auto" as const } : {}),
       ...(opts.reasoningEffort ? { reasoning_effort: opts.reasoningEffort } : {}),
     };
-    const acc: Accumulated = { content: "", reasoning: "", calls: new Map(), finishReason: null, usage: ZERO_USAGE };
-    if (!stream) {
-      const r = await client.chat.completions.create({ ...body, stream: false }, { signal: req.signal });
-      const choice = r.choices[0];
-      const msg = choice?.message as (OpenAI.Chat.ChatCompletionMessage & { reasoning_content?: string }) | undefined;
-      acc.content = msg?.content ?? "";
-      acc.reasoning = msg?.reasoning_content ?? "";
-      msg?.tool_calls?.forEach((c, i) => {
-        if (c.type === "function") acc.calls.set(i, { id: c.id, name: c.function.name, args: c.function.arguments });
-      });
-      acc.finishReason = choice?.finish_reason ?? null;
-      acc.usage = toUsage(r.usage);
-      const visible = stripThink(acc.content);
-      if (visible) req.onDelta?.(visible);
-      return finish(acc);
-    }
-    const chunks = await client.chat.completions.create(
-      { ...body, stream: true, stream_options: { include_usage: true } },
-      { signal: req.signal },
+    const { controller, dispose } = childController(signal);
+    const idle = idleWatch(idleTimeoutMs, () =>
+      controller.abort(new ModelTimeoutError(`no data from ${resolved.apiBase} for ${seconds(idleTimeoutMs)} (model idle timeout); the call was abandoned`, true)),
     );
-    const visible = createThinkFilter();
-    for await (const chunk of chunks) {
-      if (chunk.usage) acc.usage = toUsage(chunk.usage);
-      const choice = chunk.choices[0];
-      if (!choice) continue;
-      const delta = choice.delta as typeof choice.delta & { reasoning_content?: string };
-      if (delta.content) {
-        acc.content += delta.content;
-        const text = visible(delta.content);
+    // A client per attempt only to give it a fetch that feeds this attempt's idle watch.
+    const watched = client.withOptions({ fetch: watchedFetch(idle.touch) });
+    const reply = createReplyAccumulator(maxReplyChars);
+    try {
+      if (!stream) {
+        const raw: unknown = await watched.chat.completions.create({ ...body, stream: false }, { signal: controller.signal });
+        reply.completion(raw);
+        const response = reply.finish();
+        if (response.content) req.onDelta?.(response.content);
+        return warnDropped(response, reply.droppedCalls);
+      }
+      const chunks = await watched.chat.completions.create(
+        { ...body, stream: true, stream_options: { include_usage: true } },
+        { signal: controller.signal },
+      );
+      const visible = createThinkFilter();
+      for await (const chunk of chunks as AsyncIterable<unknown>) {
+        const added = reply.chunk(chunk);
+        const text = added && visible(added);
         if (text) req.onDelta?.(text);
       }
-      if (delta.reasoning_content) acc.reasoning += delta.reasoning_content;
-      for (const tc of delta.tool_calls ?? []) {
-        const slot = acc.calls.get(tc.index) ?? { id: "", name: "", args: "" };
-        if (tc.id) slot.id = tc.id;
-        if (tc.function?.name) slot.name += tc.function.name;
-        if (tc.function?.arguments) slot.args += tc.function.arguments;
-        acc.calls.set(tc.index, slot);
-      }
-      if (choice.finish_reason) acc.finishReason = choice.finish_reason;
+      idle.stop();
+      // The SDK ends a stream quietly when it is aborted: a cut-off reply must not pass for a whole one.
+      if (controller.signal.aborted) throw controller.signal.reason;
+      return warnDropped(reply.finish(), reply.droppedCalls);
+    } catch (err) {
+      throw controller.signal.aborted ? controller.signal.reason : err;
+    } finally {
+      idle.stop();
+      dispose();
     }
-    return finish(acc);
+  }
+
+  function warnDropped(response: ModelResponse, dropped: number): ModelResponse {
+    if (dropped) opts.logger?.warn({ provider: resolved.spec.name, dropped, kept: MAX_TOOL_CALLS }, "model asked for too many tool calls at once; the rest were dropped");
+    return response;
+  }
+
+  function failure(err: unknown, attempts: number): ModelCallError {
+    const why = attempts > 1 ? ` after ${attempts} attempts` : "";
+    return new ModelCallError(redact(`model call to ${resolved.spec.name} failed${why}: ${describeModelError(err, resolved)}`), { cause: err });
   }
 
   return {
     name: resolved.spec.name,
     model: resolved.model,
     async chat(req) {
-      for (let attempt = 0; ; attempt++) {
-        try {
-          return await once(req);
-        } catch (err) {
-          if (req.signal?.aborted) throw err;
-          if (!isRetryable(err) || attempt >= backoff.maxRetries) {
-            const why = attempt > 0 ? ` after ${attempt + 1} attempts` : "";
-            throw new ModelCallError(`model call to ${resolved.spec.name} failed${why}: ${describeModelError(err, resolved)}`, { cause: err });
+      const { controller: call, dispose } = childController(req.signal);
+      const deadline = setTimeout(
+        () => call.abort(new ModelTimeoutError(`no complete reply from ${resolved.apiBase} within ${seconds(timeoutMs)} (model timeout)`, false)),
+        timeoutMs,
+      );
+      try {
+        for (let attempt = 0; ; attempt++) {
+          try {
+            return await once(req, call.signal);
+          } catch (err) {
+            if (req.signal?.aborted) throw err;
+            if (!isRetryable(err) || attempt >= backoff.maxRetries) throw failure(err, attempt + 1);
+            const delay = backoffDelay(backoff, attempt, err, now());
+            opts.logger?.warn({ provider: resolved.spec.name, attempt: attempt + 1, delayMs: Math.round(delay), err: (err as Error).message }, "model call failed, retrying");
+            try {
+              await sleep(delay, call.signal);
+            } catch (slept) {
+              if (req.signal?.aborted) throw slept;
+              throw failure(call.signal.reason ?? slept, attempt + 1);
+            }
           }
-          const delay = backoffDelay(backoff, attempt, err, now());
-          opts.logger?.warn({ provider: resolved.spec.name, attempt: attempt + 1, delayMs: Math.round(delay), err: (err as Error).message }, "model call failed, retrying");
-          await sleep(delay, req.signal);
         }
+      } finally {
+        clearTimeout(deadline);
+        dispose();
       }
     },
   };

@@ -35,10 +35,12 @@ export const usageSchema = z.object({
 });
 export type Usage = z.infer<typeof usageSchema>;
 export const ZERO_USAGE: Usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+/** Running totals stay safe integers however long a session lives (the schema above rejects anything else). */
+const sum = (a: number, b: number) => Math.min(a + b, Number.MAX_SAFE_INTEGER);
 export const addUsage = (a: Usage, b: Usage): Usage => ({
-  promptTokens: a.promptTokens + b.promptTokens,
-  completionTokens: a.completionTokens + b.completionTokens,
-  totalTokens: a.totalTokens + b.totalTokens,
+  promptTokens: sum(a.promptTokens, b.promptTokens),
+  completionTokens: sum(a.completionTokens, b.completionTokens),
+  totalTokens: sum(a.totalTokens, b.totalTokens),
 });
 
 /** A tool call as the model asked for it, its arguments parsed (or the reason they could not be). */

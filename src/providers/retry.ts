@@ -1,7 +1,19 @@
 import { APIConnectionError, APIError } from "openai";
+import { TroupeError } from "../errors.js";
 
-/** Which failures of a model call are worth another try: rate limits, server errors, the network. */
+/** The endpoint went quiet for the idle time (retryable), or the whole call ran past its timeout (not). */
+export class ModelTimeoutError extends TroupeError {
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+  ) {
+    super(message);
+  }
+}
+
+/** Which failures of a model call are worth another try: rate limits, server errors, the network, a stall. */
 export function isRetryable(err: unknown): boolean {
+  if (err instanceof ModelTimeoutError) return err.retryable;
   if (err instanceof APIConnectionError) return true;
   if (err instanceof APIError) return err.status === 429 || err.status === 408 || (err.status ?? 0) >= 500;
   const code = (err as { code?: string }).code;

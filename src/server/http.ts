@@ -5,9 +5,14 @@ import { z } from "zod";
 import { apiReplies } from "../channels/api.js";
 import { TroupeError } from "../errors.js";
 import type { Daemon } from "../runtime.js";
+import { sessionActorId } from "../../machines/supervisor.machine.js";
+import { InvalidSessionKeyError, parseSessionKey } from "../session-key.js";
 import { sessionDetail, sessionsOverview } from "../store/session-view.js";
+import { deleteSessionOps } from "../store/sessions.js";
+import { listOpenTurns } from "../store/turns.js";
 import { VERSION } from "../version.js";
 import type { ActorNode } from "./actor-tree.js";
+import { allowedHosts, hostAllowed } from "./host-check.js";
 import { openSse } from "./sse.js";
 import { tokenMatches } from "./token.js";
 
@@ -27,19 +32,72 @@ class HttpError extends Error {
 
 const messageBody = z.object({ content: z.string().trim().min(1, "content must not be empty") }).strict();
 const MAX_BODY_BYTES = 1024 * 1024;
+/** How long the rest of a refused body is read (and dropped) before the connection is cut. */
+const LINGER_MS = 5_000;
+
+const tooLarge = () => new HttpError(413, `body too large: the limit is 1 MiB (${MAX_BODY_BYTES} bytes)`);
+const declaredLength = (req: IncomingMessage) => Number(req.headers["content-length"] ?? 0);
+
+/** The body, up to the limit: refused by its Content-Length before any of it is read, or as soon as a chunked body passes it. */
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  if (declaredLength(req) > MAX_BODY_BYTES) return Promise.reject(tooLarge());
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = () => req.off("data", onData).off("end", onEnd).off("error", onError);
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= MAX_BODY_BYTES) return void chunks.push(chunk);
+      done();
+      chunks.length = 0;
+      reject(tooLarge());
+    };
+    const onEnd = () => {
+      done();
+      resolve(Buffer.concat(chunks));
+    };
+    const onError = (err: Error) => {
+      done();
+      reject(err);
+    };
+    req.on("data", onData).on("end", onEnd).on("error", onError);
+  });
+}
+
+/**
+ * What a client still sends of a refused body is read and dropped, never kept, so that it gets to
+ * read the 413: closing the connection under a client that is still sending resets it, and the
+ * answer is lost. A client still sending after LINGER_MS is cut off.
+ */
+function dropRest(req: IncomingMessage): void {
+  if (req.complete) return;
+  const cut = setTimeout(() => req.socket.destroy(), LINGER_MS).unref();
+  req.once("close", () => clearTimeout(cut)).once("end", () => clearTimeout(cut));
+  req.resume();
+}
 
 async function readJson(req: IncomingMessage): Promise<unknown> {
-  let size = 0;
-  const chunks: Buffer[] = [];
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) throw new HttpError(413, "body too large (limit 1 MiB)");
-    chunks.push(chunk);
-  }
+  const body = await readBody(req);
   try {
-    return JSON.parse(Buffer.concat(chunks).toString("utf8") || "null");
+    return JSON.parse(body.toString("utf8") || "null");
   } catch {
     throw new HttpError(400, "body is not valid JSON");
+  }
+}
+
+/** The session key in a path segment: percent-decoded and checked. */
+function sessionKeyOf(segment: string): string {
+  let key: string;
+  try {
+    key = decodeURIComponent(segment);
+  } catch {
+    throw new HttpError(400, `malformed percent-encoding in the path: ${segment}`);
+  }
+  try {
+    return parseSessionKey(key);
+  } catch (err) {
+    if (err instanceof InvalidSessionKeyError) throw new HttpError(400, err.message);
+    throw err;
   }
 }
 
@@ -56,7 +114,8 @@ const json = (res: ServerResponse, status: number, body: unknown) => {
 /**
  * The loopback control API: health, the live actor tree, sessions and their history, messages in
  * (answered as server-sent events) and a stream of actor events. Everything but /health needs the
- * bearer token from <data dir>/gateway.token.
+ * bearer token from <data dir>/gateway.token. It answers only requests addressed to its own host
+ * (see allowedHosts) and sends no CORS headers: a web page gets nothing from it.
  */
 export async function startControlServer(daemon: Daemon, opts: { host: string; port: number; token: string }): Promise<ControlServer> {
   const startedAt = Date.now();
@@ -92,8 +151,14 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     );
   }
 
+  let allowed = new Set<string>();
+
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? "/", "http://localhost");
+    if (!hostAllowed(allowed, req.headers.host)) {
+      throw new HttpError(421, `this server answers requests for ${[...allowed][0]}, not Host ${JSON.stringify(req.headers.host ?? "")} (refused against DNS rebinding)`);
+    }
+    if (!req.url?.startsWith("/")) throw new HttpError(400, "the request target must be a path");
+    const url = new URL(`http://localhost${req.url}`);
     const path = url.pathname;
     if (req.method === "GET" && path === "/health") {
       return json(res, 200, { ok: true, version: VERSION, pid: process.pid, dataDir: daemon.loaded.paths.dataDir, uptimeMs: Date.now() - startedAt });
@@ -109,7 +174,9 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     }
     if (req.method === "GET" && path === "/api/sessions") {
       const live = new Set((daemon.tree.tree()?.children ?? []).map((c) => c.id));
-      return json(res, 200, { sessions: (await sessionsOverview(store)).map((m) => ({ ...m, active: live.has(`session:${m.key}`) })) });
+      const { sessions, corrupt } = await sessionsOverview(store);
+      for (const c of corrupt) daemon.logger.warn({ record: `${c.sublevel}/${c.key}`, problem: c.problem }, "corrupt record skipped in a session listing");
+      return json(res, 200, { sessions: sessions.map((m) => ({ ...m, active: live.has(`session:${m.key}`) })), corrupt });
     }
     if (req.method === "GET" && path === "/api/events") {
       const sse = openSse(res);
@@ -123,11 +190,19 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
       return;
     }
     if (sessionMatch) {
-      const key = decodeURIComponent(sessionMatch[1]!);
+      const key = sessionKeyOf(sessionMatch[1]!);
       if (req.method === "GET" && !sessionMatch[2]) {
-        const detail = await sessionDetail(store, key);
+        const detail = await sessionDetail(store, key, { allEpochs: url.searchParams.get("all") === "1" });
         if (!detail) throw new HttpError(404, `no session ${key}`);
         return json(res, 200, detail);
+      }
+      if (req.method === "DELETE" && !sessionMatch[2]) {
+        if (await sessionBusy(daemon, key)) throw new HttpError(409, `a turn of session ${key} is running; /stop it or wait for it to finish, then delete it`);
+        const deletion = await deleteSessionOps(store, key);
+        if (!deletion) throw new HttpError(404, `no session ${key}`);
+        await store.batch(deletion.ops, { sync: true });
+        daemon.logger.info({ sessionKey: key, ...deletion.counts }, "session deleted");
+        return json(res, 200, { deleted: key, ...deletion.counts });
       }
       if (req.method === "GET" && sessionMatch[2] === "/replies") return json(res, 200, { replies: await apiReplies(store, key) });
       if (req.method === "POST" && sessionMatch[2] === "/messages") {
@@ -138,13 +213,20 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     throw new HttpError(404, `no route ${req.method} ${path}`);
   }
 
-  const server = createServer((req, res) => {
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
     route(req, res).catch((err: unknown) => {
       const status = err instanceof HttpError ? err.status : 500;
       if (status === 500) daemon.logger.error({ err }, "control API error");
       if (!res.headersSent) json(res, status, { error: err instanceof Error ? err.message : String(err) });
       else res.end();
+      if (status === 413) dropRest(req);
     });
+  };
+  const server = createServer(handle);
+  // A client that asks before sending its body (`Expect: 100-continue`, as curl does past 1 MiB) is told at once when it is too large.
+  server.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
+    if (declaredLength(req) <= MAX_BODY_BYTES) res.writeContinue();
+    handle(req, res);
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", (err: NodeJS.ErrnoException) =>
@@ -157,6 +239,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     server.listen(opts.port, opts.host, () => resolve());
   });
   const { port } = server.address() as AddressInfo;
+  allowed = allowedHosts(opts.host, port);
   return {
     url: `http://${opts.host.includes(":") ? `[${opts.host}]` : opts.host}:${port}`,
     close: () =>
@@ -165,6 +248,20 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * Whether work of a session is under way: its actor is doing anything but waiting for a message
+ * (loading, a turn waiting for a slot or running), a turn of it is open (running, or about to
+ * resume), or a subagent it spawned runs.
+ */
+async function sessionBusy(daemon: Daemon, key: string): Promise<boolean> {
+  const ref = daemon.supervisor.getSnapshot().children[sessionActorId(key)];
+  const snapshot = ref?.getSnapshot() as { status: string; value: unknown } | undefined;
+  if (snapshot?.status === "active" && snapshot.value !== "idle") return true;
+  // A corrupt open-turn record names no turn that could be running; deleting the session removes it.
+  if ((await listOpenTurns(daemon.store, key, { onCorrupt: () => {} })).length > 0) return true;
+  return daemon.subagents.active().some((a) => a.record.origin.sessionKey === key);
 }
 
 /** Subagents are turn actors of the pool; the tree shows them under the session that spawned them. */

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { KEY_END } from "../session-key.js";
 import type { Store, StoreOp } from "./store.js";
 
 /**
@@ -18,7 +19,8 @@ export const inboxRecordSchema = z.object({
 });
 export type InboxRecord = z.infer<typeof inboxRecordSchema>;
 
-const key = (sessionKey: string, id: string) => `${sessionKey}\x00${id}`;
+/** KEY_END (never in a valid key) ends the session key, so one session's listing holds no other's messages. */
+const key = (sessionKey: string, id: string) => `${sessionKey}${KEY_END}${id}`;
 const seenKey = (id: string) => `seen:${id}`;
 
 /** The write that takes a message in; `seen` stays behind so a redelivered message is recognised. */
@@ -38,7 +40,7 @@ export async function wasSeen(store: Store, id: string): Promise<boolean> {
 
 /** A session's unanswered messages, oldest first. */
 export async function sessionInbox(store: Store, sessionKey: string): Promise<InboxRecord[]> {
-  const rows = await store.list("inbox", inboxRecordSchema, { prefix: `${sessionKey}\x00` });
+  const rows = await store.list("inbox", inboxRecordSchema, { prefix: `${sessionKey}${KEY_END}` });
   return rows.map((r) => r.value).sort((a, b) => a.at - b.at || a.id.localeCompare(b.id));
 }
 

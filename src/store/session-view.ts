@@ -1,5 +1,5 @@
-import { getSessionMeta, listSessions, sessionMessages, type SessionMeta } from "./sessions.js";
-import type { Store } from "./store.js";
+import { allSessionMessages, getSessionMeta, listSessions, sessionMessages, type SessionMeta } from "./sessions.js";
+import type { CorruptRecord, ListOptions, Store } from "./store.js";
 import { listSubagents } from "./subagents.js";
 import { listOpenTurns, listTurns } from "./turns.js";
 
@@ -21,34 +21,49 @@ export interface SessionOverview extends SessionMeta {
   lastTurnState: string | null;
 }
 
+/** A listing skips corrupt records and names them here, so one bad record never hides the rest. */
+const collectCorrupt = (): ListOptions & { corrupt: CorruptRecord[] } => {
+  const corrupt: CorruptRecord[] = [];
+  return { corrupt, onCorrupt: (r) => corrupt.push(r) };
+};
+
 /** Every session with its interrupted and resumed turns: for `troupe sessions list` and GET /api/sessions. */
-export async function sessionsOverview(store: Store): Promise<SessionOverview[]> {
-  const open = await listOpenTurns(store);
+export async function sessionsOverview(store: Store): Promise<{ sessions: SessionOverview[]; corrupt: CorruptRecord[] }> {
+  const { corrupt, ...skip } = collectCorrupt();
+  const open = await listOpenTurns(store, undefined, skip);
   const resumed = new Map<string, number>();
   const last = new Map<string, { createdAt: number; state: string }>();
-  for (const t of await listTurns(store)) {
+  for (const t of await listTurns(store, skip)) {
     if (t.resumes > 0) resumed.set(t.sessionKey, (resumed.get(t.sessionKey) ?? 0) + 1);
     if ((last.get(t.sessionKey)?.createdAt ?? -1) <= t.createdAt) last.set(t.sessionKey, t);
   }
-  return (await listSessions(store)).map((meta) => ({
+  const sessions = (await listSessions(store, skip)).map((meta) => ({
     ...meta,
     interrupted: open.filter((t) => t.sessionKey === meta.key).length,
     resumed: resumed.get(meta.key) ?? 0,
     lastTurnState: last.get(meta.key)?.state ?? null,
   }));
+  return { sessions, corrupt };
 }
 
-/** One session's transcript (current epoch) and turn history, or undefined if there is no such session. */
-export async function sessionDetail(store: Store, key: string) {
+/**
+ * One session's transcript and turn history, or undefined if there is no such session. The
+ * transcript is the current epoch's, or with allEpochs those before each /new too; every message
+ * says its epoch.
+ */
+export async function sessionDetail(store: Store, key: string, opts: { allEpochs?: boolean } = {}) {
   const meta = await getSessionMeta(store, key);
   if (!meta) return undefined;
-  const messages = await sessionMessages(store, meta);
-  const turns: TurnSummary[] = (await listTurns(store))
+  const { corrupt, ...skip } = collectCorrupt();
+  const messages = opts.allEpochs
+    ? await allSessionMessages(store, key, skip)
+    : (await sessionMessages(store, meta, meta.epoch, skip)).map((m) => ({ ...m, epoch: meta.epoch }));
+  const turns: TurnSummary[] = (await listTurns(store, skip))
     .filter((t) => t.sessionKey === key)
     .map((t) => ({ turnId: t.turnId, state: t.state, final: t.final, resumes: t.resumes, createdAt: t.createdAt, updatedAt: t.updatedAt }));
-  const subagents = (await listSubagents(store))
+  const subagents = (await listSubagents(store, skip))
     .filter((r) => r.origin.sessionKey === key)
     .map((r) => ({ id: r.id, label: r.label, status: r.status, createdAt: r.createdAt, finishedAt: r.finishedAt }));
-  return { ...meta, messages: messages.map((m) => ({ ...m.message, turnId: m.turnId, at: m.at })), turns, subagents };
+  return { ...meta, messages: messages.map((m) => ({ ...m.message, turnId: m.turnId, at: m.at, epoch: m.epoch })), turns, subagents, corrupt };
 }
 export type SessionDetail = NonNullable<Awaited<ReturnType<typeof sessionDetail>>>;

@@ -1,6 +1,9 @@
 import { z } from "zod";
 import { addUsage, chatMessageSchema, usageSchema, ZERO_USAGE, type ChatMessage, type Usage } from "../providers/messages.js";
-import type { Store, StoreOp } from "./store.js";
+import { KEY_END } from "../session-key.js";
+import type { ListOptions, Store, StoreOp } from "./store.js";
+import { listSubagents, subagentSessionKey } from "./subagents.js";
+import { closeTurnOp, listOpenTurns, listTurns } from "./turns.js";
 
 /**
  * A session is a conversation keyed `channel:chatId`. Its messages live under the current epoch;
@@ -32,7 +35,9 @@ export const HISTORY_TOOL_RESULT_CHARS = 4000;
 
 const pad = (n: number, width: number) => String(n).padStart(width, "0");
 const metaKey = (key: string) => `meta:${key}`;
-const msgPrefix = (key: string, epoch: number) => `msg:${key}\x00${pad(epoch, 6)}:`;
+/** KEY_END (never in a valid key) ends the key, so a listing of `api:a` holds nothing of `api:ab`. */
+const msgKeyPrefix = (key: string) => `msg:${key}${KEY_END}`;
+const msgPrefix = (key: string, epoch: number) => `${msgKeyPrefix(key)}${pad(epoch, 6)}:`;
 
 export function newSessionMeta(key: string, now: number): SessionMeta {
   return { key, epoch: 0, nextSeq: 0, createdAt: now, updatedAt: now, usage: ZERO_USAGE, turns: 0 };
@@ -42,8 +47,8 @@ export async function getSessionMeta(store: Store, key: string): Promise<Session
   return store.get("sessions", metaKey(key), sessionMetaSchema);
 }
 
-export async function listSessions(store: Store): Promise<SessionMeta[]> {
-  return (await store.list("sessions", sessionMetaSchema, { prefix: "meta:" })).map((r) => r.value);
+export async function listSessions(store: Store, opts: ListOptions = {}): Promise<SessionMeta[]> {
+  return (await store.list("sessions", sessionMetaSchema, { prefix: "meta:", ...opts })).map((r) => r.value);
 }
 
 function truncateForHistory(m: ChatMessage): ChatMessage {
@@ -85,8 +90,69 @@ export function newEpochOps(meta: SessionMeta, now: number): { ops: StoreOp[]; m
   return { ops: [{ type: "put", sublevel: "sessions", key: metaKey(meta.key), value: next }], meta: next };
 }
 
-export async function sessionMessages(store: Store, meta: SessionMeta, epoch = meta.epoch): Promise<StoredMessage[]> {
-  return (await store.list("sessions", storedMessageSchema, { prefix: msgPrefix(meta.key, epoch) })).map((r) => r.value);
+export async function sessionMessages(store: Store, meta: SessionMeta, epoch = meta.epoch, opts: ListOptions = {}): Promise<StoredMessage[]> {
+  return (await store.list("sessions", storedMessageSchema, { prefix: msgPrefix(meta.key, epoch), ...opts })).map((r) => r.value);
+}
+
+/** Every epoch's messages (those before each /new too), oldest first, each with its epoch. */
+export async function allSessionMessages(store: Store, key: string, opts: ListOptions = {}): Promise<Array<StoredMessage & { epoch: number }>> {
+  const prefix = msgKeyPrefix(key);
+  const rows = await store.list("sessions", storedMessageSchema, { prefix, ...opts });
+  return rows.map((r) => ({ ...r.value, epoch: Number(r.key.slice(prefix.length, prefix.length + 6)) }));
+}
+
+export interface SessionDeletion {
+  ops: StoreOp[];
+  counts: { messages: number; turns: number; interrupted: number; inbox: number; subagents: number };
+}
+
+const anyValue = z.unknown();
+
+/**
+ * The ops that delete a session: its meta and the messages of every epoch, its turns with their
+ * journal and open-turn index, its unanswered messages, the replies kept for it as an API chat, and
+ * its subagents with their own transcripts. Undefined when there is nothing of it. The caller makes
+ * sure no turn of it runs (the daemon refuses; without a daemon none can).
+ *
+ * Records in the session's own key ranges go whether or not they still read (a corrupt one is the
+ * likeliest reason to delete a session); a corrupt record among all turns or subagents cannot be
+ * told to be this session's, so it is skipped, not a reason to refuse.
+ */
+export async function deleteSessionOps(store: Store, key: string): Promise<SessionDeletion | undefined> {
+  const del = (sublevel: StoreOp["sublevel"], k: string): StoreOp => ({ type: "del", sublevel, key: k });
+  const keysOf = async (sublevel: StoreOp["sublevel"], prefix: string, limit?: number) => {
+    const keys: string[] = [];
+    const rows = await store.list(sublevel, anyValue, { prefix, limit, onCorrupt: (r) => keys.push(r.key) });
+    return [...rows.map((r) => r.key), ...keys];
+  };
+  const skip: ListOptions = { onCorrupt: () => {} };
+
+  // The meta key has no KEY_END: the exact key, if there, is the first under its own prefix.
+  const meta = (await keysOf("sessions", metaKey(key), 1)).filter((k) => k === metaKey(key));
+  const messages = await keysOf("sessions", msgKeyPrefix(key));
+  // The API channel keeps an API chat's replies under mail:<chatId> (channels/api.ts); an API chat's id is its session key.
+  const mail = await keysOf("sessions", `mail:${key}${KEY_END}`);
+  const turns = (await listTurns(store, skip)).filter((t) => t.sessionKey === key);
+  const openCorrupt: string[] = [];
+  const open = await listOpenTurns(store, key, { onCorrupt: (r) => openCorrupt.push(r.key) });
+  const inbox = await keysOf("inbox", `${key}${KEY_END}`);
+  const subagents = (await listSubagents(store, skip)).filter((r) => r.origin.sessionKey === key);
+  if (!meta.length && !messages.length && !turns.length && !open.length && !openCorrupt.length && !inbox.length && !mail.length && !subagents.length) {
+    return undefined;
+  }
+
+  const ops: StoreOp[] = [...meta, ...messages, ...mail].map((k) => del("sessions", k));
+  for (const t of turns) {
+    ops.push(del("turns", t.turnId), ...(await keysOf("journal", `${t.turnId}:`)).map((k) => del("journal", k)));
+  }
+  ops.push(...open.map((t) => closeTurnOp(t.turnId, key)), ...openCorrupt.map((k) => del("meta", k)), ...inbox.map((k) => del("inbox", k)));
+  for (const r of subagents) {
+    ops.push(del("subagents", r.id), ...((await deleteSessionOps(store, subagentSessionKey(r.id)))?.ops ?? []));
+  }
+  return {
+    ops,
+    counts: { messages: messages.length, turns: turns.length, interrupted: open.length, inbox: inbox.length, subagents: subagents.length },
+  };
 }
 
 const sizeOf = (m: ChatMessage) =>

@@ -16,6 +16,21 @@ type Db = Level<string, unknown>;
 const makeSub = (db: Db, name: string) => db.sublevel<string, unknown>(name, { valueEncoding: "json" });
 type Sub = ReturnType<typeof makeSub>;
 
+/** A stored record that does not match its schema (or is not JSON), as a listing reports it. */
+export interface CorruptRecord {
+  sublevel: SublevelName;
+  key: string;
+  problem: string;
+}
+
+export interface ListOptions {
+  /**
+   * Given, a corrupt record is skipped and reported here, so one bad record cannot break a listing.
+   * Without it a corrupt record fails the whole list with CorruptRecordError.
+   */
+  onCorrupt?: (record: CorruptRecord) => void;
+}
+
 export interface Store {
   readonly path: string;
   get<S extends z.ZodType>(sublevel: SublevelName, key: string, schema: S): Promise<z.infer<S> | undefined>;
@@ -23,7 +38,7 @@ export interface Store {
   list<S extends z.ZodType>(
     sublevel: SublevelName,
     schema: S,
-    opts?: { prefix?: string; limit?: number },
+    opts?: { prefix?: string; limit?: number } & ListOptions,
   ): Promise<Array<{ key: string; value: z.infer<S> }>>;
   /** One atomic batch across sublevels. With sync it goes through the group-commit writer. */
   batch(ops: StoreOp[], opts?: { sync?: boolean }): Promise<void>;
@@ -47,16 +62,34 @@ function isLocked(err: unknown): boolean {
   return e.code === "LEVEL_LOCKED" || e.cause?.code === "LEVEL_LOCKED";
 }
 
-export async function openStore(path: string): Promise<Store> {
-  await mkdir(path, { recursive: true });
+/**
+ * The least key above every key that starts with `prefix`, or undefined when there is none. LevelDB
+ * orders keys by their UTF-8 bytes, that is by code point: the prefix with its last code point
+ * raised by one. (`prefix + "\xff"` would miss keys whose next character is above U+00FF.)
+ */
+export function prefixEnd(prefix: string): string | undefined {
+  const chars = [...prefix];
+  while (chars.length > 0) {
+    const c = chars.pop()!.codePointAt(0)!;
+    if (c < 0x10ffff) return chars.join("") + String.fromCodePoint(c + 1 >= 0xd800 && c + 1 <= 0xdfff ? 0xe000 : c + 1);
+  }
+  return undefined;
+}
+
+/**
+ * Opens the store (LevelDB allows one process at a time). readOnly (`troupe doctor`): a missing store
+ * is not created, no holder file is written and writes are refused.
+ */
+export async function openStore(path: string, opts: { readOnly?: boolean } = {}): Promise<Store> {
+  if (!opts.readOnly) await mkdir(path, { recursive: true });
   const db: Db = new Level<string, unknown>(path, { valueEncoding: "json" });
   try {
-    await db.open();
+    await db.open({ createIfMissing: !opts.readOnly });
   } catch (err) {
     if (isLocked(err)) throw new StoreLockedError(path, await readHolderPid(path));
     throw err;
   }
-  await writeFile(join(path, HOLDER_FILE), JSON.stringify({ pid: process.pid, since: new Date().toISOString() }));
+  if (!opts.readOnly) await writeFile(join(path, HOLDER_FILE), JSON.stringify({ pid: process.pid, since: new Date().toISOString() }));
 
   const subs = new Map<SublevelName, Sub>(SUBLEVELS.map((name) => [name, makeSub(db, name)]));
   const sub = (name: SublevelName): Sub => subs.get(name) as Sub;
@@ -68,32 +101,48 @@ export async function openStore(path: string): Promise<Store> {
     );
   const synced = createGroupCommit<StoreOp>((ops) => db.batch(toLevelOps(ops), { sync: true }));
 
-  function parse<S extends z.ZodType>(sublevel: SublevelName, key: string, value: unknown, schema: S): z.infer<S> {
-    const result = schema.safeParse(value);
-    if (!result.success) {
-      throw new CorruptRecordError(`record ${sublevel}/${key} does not match its schema: ${result.error.issues[0]?.message}`);
+  /** Values are read as text and decoded here, so an undecodable one is a corrupt record, not a LEVEL_DECODE_ERROR. */
+  function parse<S extends z.ZodType>(sublevel: SublevelName, key: string, text: string, schema: S): { value: z.infer<S> } | { corrupt: CorruptRecord } {
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      return { corrupt: { sublevel, key, problem: "not valid JSON" } };
     }
-    return result.data;
+    const result = schema.safeParse(value);
+    if (result.success) return { value: result.data };
+    const issue = result.error.issues[0];
+    const where = issue?.path.length ? `${issue.path.map(String).join(".")}: ` : "";
+    return { corrupt: { sublevel, key, problem: `${where}${issue?.message ?? "does not match its schema"}` } };
   }
+  const raise = (c: CorruptRecord) => new CorruptRecordError(`record ${c.sublevel}/${c.key} does not match its schema: ${c.problem}`);
 
   return {
     path,
     commitStats: synced.stats,
     async get(sublevel, key, schema) {
-      const value = await sub(sublevel).get(key);
-      return value === undefined ? undefined : parse(sublevel, key, value, schema);
+      const text = (await sub(sublevel).get(key, { valueEncoding: "utf8" })) as string | undefined;
+      if (text === undefined) return undefined;
+      const parsed = parse(sublevel, key, text, schema);
+      if ("corrupt" in parsed) throw raise(parsed.corrupt);
+      return parsed.value;
     },
     async list(sublevel, schema, opts = {}) {
-      const range = opts.prefix === undefined ? {} : { gte: opts.prefix, lt: `${opts.prefix}\xff` };
+      const end = opts.prefix === undefined ? undefined : prefixEnd(opts.prefix);
+      const range = { ...(opts.prefix ? { gte: opts.prefix } : {}), ...(end !== undefined ? { lt: end } : {}) };
       const out: Array<{ key: string; value: z.infer<typeof schema> }> = [];
-      for await (const [key, value] of sub(sublevel).iterator({ ...range, limit: opts.limit ?? -1 })) {
-        out.push({ key, value: parse(sublevel, key, value, schema) });
+      for await (const [key, text] of sub(sublevel).iterator<string, string>({ ...range, limit: opts.limit ?? -1, valueEncoding: "utf8" })) {
+        const parsed = parse(sublevel, key, text, schema);
+        if ("value" in parsed) out.push({ key, value: parsed.value });
+        else if (opts.onCorrupt) opts.onCorrupt(parsed.corrupt);
+        else throw raise(parsed.corrupt);
       }
       return out;
     },
-    async batch(ops, opts = {}) {
+    async batch(ops, batchOpts = {}) {
+      if (opts.readOnly) throw new Error(`the store at ${path} was opened read-only`);
       if (ops.length === 0) return;
-      if (opts.sync) return synced.commit(ops);
+      if (batchOpts.sync) return synced.commit(ops);
       await db.batch(toLevelOps(ops));
     },
     async close() {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Store, StoreOp } from "./store.js";
+import type { ListOptions, Store, StoreOp } from "./store.js";
 
 /** A subagent: a task handed off by a session's turn, run as its own checkpointed turn. */
 export const subagentRecordSchema = z.object({
@@ -29,6 +29,6 @@ export const subagentPutOp = (record: SubagentRecord): StoreOp => ({ type: "put"
 
 export const getSubagent = (store: Store, id: string) => store.get("subagents", id, subagentRecordSchema);
 
-export async function listSubagents(store: Store): Promise<SubagentRecord[]> {
-  return (await store.list("subagents", subagentRecordSchema)).map((r) => r.value).sort((a, b) => a.createdAt - b.createdAt);
+export async function listSubagents(store: Store, opts: ListOptions = {}): Promise<SubagentRecord[]> {
+  return (await store.list("subagents", subagentRecordSchema, opts)).map((r) => r.value).sort((a, b) => a.createdAt - b.createdAt);
 }

@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { CorruptRecordError } from "../errors.js";
 import { chatMessageSchema } from "../providers/messages.js";
-import type { Store, StoreOp } from "./store.js";
+import { KEY_END } from "../session-key.js";
+import type { ListOptions, Store, StoreOp } from "./store.js";
 
 /**
  * A turn's durable record: the latest persisted XState snapshot plus a journal. The journal, not
@@ -114,8 +115,8 @@ export async function getTurn(store: Store, turnId: string): Promise<TurnRecord 
 }
 
 /** Every turn's record, without inputs (for listings). */
-export async function listTurns(store: Store): Promise<TurnRecord[]> {
-  return (await store.list("turns", turnRecordSchema)).map((r) => r.value);
+export async function listTurns(store: Store, opts: ListOptions = {}): Promise<TurnRecord[]> {
+  return (await store.list("turns", turnRecordSchema, opts)).map((r) => r.value);
 }
 
 /**
@@ -142,14 +143,14 @@ export async function stateJournal(store: Store, turnId: string): Promise<Array<
  * Turns that have started and not reached a final state, indexed so that recovery at start reads
  * only these, not every turn ever run. Written with a turn's first checkpoint, removed with its last.
  */
-const openKey = (sessionKey: string, turnId: string) => `open:${sessionKey}\x00${turnId}`;
+const openKey = (sessionKey: string, turnId: string) => `open:${sessionKey}${KEY_END}${turnId}`;
 const openTurnSchema = z.object({ turnId: z.string(), sessionKey: z.string() });
 
 export const openTurnOp = (turnId: string, sessionKey: string): StoreOp => ({ type: "put", sublevel: "meta", key: openKey(sessionKey, turnId), value: { turnId, sessionKey } });
 export const closeTurnOp = (turnId: string, sessionKey: string): StoreOp => ({ type: "del", sublevel: "meta", key: openKey(sessionKey, turnId) });
 
 /** Open turns, of one session or of all. */
-export async function listOpenTurns(store: Store, sessionKey?: string): Promise<Array<z.infer<typeof openTurnSchema>>> {
-  const prefix = sessionKey === undefined ? "open:" : `open:${sessionKey}\x00`;
-  return (await store.list("meta", openTurnSchema, { prefix })).map((r) => r.value);
+export async function listOpenTurns(store: Store, sessionKey?: string, opts: ListOptions = {}): Promise<Array<z.infer<typeof openTurnSchema>>> {
+  const prefix = sessionKey === undefined ? "open:" : `open:${sessionKey}${KEY_END}`;
+  return (await store.list("meta", openTurnSchema, { prefix, ...opts })).map((r) => r.value);
 }

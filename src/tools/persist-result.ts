@@ -13,13 +13,18 @@ const safe = (s: string) => s.replace(/[^\w.-]+/g, "_").slice(0, 80);
  */
 export async function persistLongResult(result: string, toolName: string, ctx: ToolContext, maxChars: number): Promise<string> {
   if (result.length <= maxChars) return result;
+  const name = safe(toolName);
+  const head = `${result.slice(0, maxChars)}\n\n[${name} output truncated: ${result.length} chars in all, ${maxChars} shown.`;
   const dir = join(ctx.workspace, TOOL_RESULTS_DIR);
   const file = join(dir, `${safe(ctx.turnId)}-${safe(ctx.callId)}.txt`);
-  await mkdir(dir, { recursive: true });
-  await writeFile(file, result, "utf8");
+  try {
+    await mkdir(dir, { recursive: true });
+    await writeFile(file, result, "utf8");
+  } catch (err) {
+    // The cap matters more than the copy: without it the whole result would go into the checkpoint.
+    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    return `${head} The full output could not be saved (${code}).]`;
+  }
   const relative = join(TOOL_RESULTS_DIR, `${safe(ctx.turnId)}-${safe(ctx.callId)}.txt`);
-  return (
-    `${result.slice(0, maxChars)}\n\n[${toolName} output truncated: ${result.length} chars in all, ${maxChars} shown. ` +
-    `The full output is saved at ${relative} in the workspace; read it with read_file (offset/limit) or search it with grep.]`
-  );
+  return `${head} The full output is saved at ${relative} in the workspace; read it with read_file (offset/limit) or search it with grep.]`;
 }

@@ -44,9 +44,12 @@ function validate(tool: Tool, args: Record<string, unknown>): { ok: true; args: 
 }
 
 export interface ToolRegistryOptions {
-  /** tools.maxToolResultChars: longer results are saved to a file and cut. */
+  /** tools.maxToolResultChars: longer results (errors too) are saved to a file and cut. */
   maxResultChars?: number;
 }
+
+/** The schema default of tools.maxToolResultChars, for a registry made without a config. */
+export const DEFAULT_MAX_RESULT_CHARS = 16_000;
 
 export function createToolRegistry(tools: Tool[] = [], opts: ToolRegistryOptions = {}): ToolRegistry {
   const byName = new Map<string, Tool>();
@@ -72,20 +75,25 @@ export function createToolRegistry(tools: Tool[] = [], opts: ToolRegistryOptions
         .map((t) => ({ type: "function", function: { name: t.name, description: t.description, parameters: schemaOf(t) } }));
     },
     async execute(name, args, ctx, argumentsError) {
+      // Whatever comes back goes into the turn's checkpoint and the journal: every path is capped,
+      // an error's text before its hint, so the hint stays in view.
+      const cap = (text: string) => persistLongResult(text, name, ctx, opts.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS);
+      const fail = async (message: string) => withHint(await cap(message));
       const tool = byName.get(name);
-      if (!tool) return withHint(`tool "${name}" not found. Available tools: ${registry.names().join(", ")}`);
-      if (argumentsError || args === null) return withHint(`could not parse the arguments for ${name}: ${argumentsError ?? "no arguments"}`);
+      if (!tool) return fail(`tool "${name}" not found. Available tools: ${registry.names().join(", ")}`);
+      if (argumentsError || args === null) return fail(`could not parse the arguments for ${name}: ${argumentsError ?? "no arguments"}`);
       const checked = validate(tool, castArguments(args, schemaOf(tool)));
-      if (!checked.ok) return withHint(checked.error);
+      if (!checked.ok) return fail(checked.error);
+      let result: unknown;
       try {
-        const result = await tool.execute(checked.args, ctx);
-        if (result === "") return "(no output)";
-        return opts.maxResultChars ? await persistLongResult(result, name, ctx, opts.maxResultChars) : result;
+        result = await tool.execute(checked.args, ctx);
       } catch (err) {
         if (ctx.signal.aborted) throw err;
-        const message = err instanceof ToolError ? err.message : `${name} failed: ${(err as Error).message}`;
-        return withHint(message);
+        return fail(err instanceof ToolError ? err.message : `${name} failed: ${(err as Error).message}`);
       }
+      // An MCP server's answer is not typed by us: anything but text is spelled out.
+      const text = typeof result === "string" ? result : (JSON.stringify(result) ?? "");
+      return text === "" ? "(no output)" : cap(text);
     },
   };
   tools.forEach((t) => registry.register(t));

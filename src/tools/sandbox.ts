@@ -1,4 +1,4 @@
-import { realpathSync } from "node:fs";
+import { readlinkSync, realpathSync, statSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { expandHome } from "../paths.js";
 import { ToolError } from "./contract.js";
@@ -10,16 +10,40 @@ export interface Sandbox {
   restrict: boolean;
   /** Directories that are readable (never writable) even when restricted: built-in skills, media. */
   readableRoots: string[];
+  /**
+   * tools.allowHardLinks. A hard link is a second name for a file, wherever the first one is: when
+   * restricted, a regular file with more than one name is refused unless this is on.
+   */
+  allowHardLinks: boolean;
 }
 
-/** realpath of the longest existing prefix, with the rest appended: a path that will exist later resolves too. */
-export function realpathLoose(path: string): string {
+/** As many symlinks as Linux follows in one lookup; past this a chain is a loop. */
+const MAX_SYMLINKS = 40;
+
+const readlinkOrUndefined = (path: string): string | undefined => {
+  try {
+    return readlinkSync(path);
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * realpath of the longest existing prefix, with the rest appended: a path that will exist later
+ * resolves too. A dangling symlink is followed to what it names (a write through it lands there).
+ */
+export function realpathLoose(path: string, hops = 0): string {
   let current = path;
   const rest: string[] = [];
   for (;;) {
     try {
       return join(realpathSync(current), ...rest.reverse());
     } catch {
+      const target = readlinkOrUndefined(current);
+      if (target !== undefined) {
+        if (hops >= MAX_SYMLINKS) throw new ToolError(`too many levels of symbolic links at ${current} (a symlink loop?)`);
+        return realpathLoose(join(resolve(dirname(current), target), ...rest.reverse()), hops + 1);
+      }
       const parent = dirname(current);
       if (parent === current) return path;
       rest.push(basename(current));
@@ -33,10 +57,29 @@ export function isInside(path: string, root: string): boolean {
   return rel === "" || (!rel.startsWith(`..${sep}`) && rel !== ".." && !isAbsolute(rel));
 }
 
+/** The real paths a restricted tool may reach. */
+function allowedRoots(sandbox: Sandbox, access: "read" | "write"): string[] {
+  return [sandbox.workspace, ...(access === "read" ? sandbox.readableRoots : [])].map((r) => realpathLoose(resolve(r)));
+}
+
+const RESTRICTED = "tools.restrictToWorkspace is on, so tools only reach files inside the workspace";
+
+/** Refuses a regular file with several names (when restricted and hard links are not allowed). */
+function assertSingleName(sandbox: Sandbox, path: string, shown: string): void {
+  if (sandbox.allowHardLinks) return;
+  const info = statSync(path, { throwIfNoEntry: false });
+  if (!info?.isFile() || info.nlink <= 1) return;
+  throw new ToolError(
+    `access denied: ${shown} is a hard link (${info.nlink} names for one file), and its other name may be outside the workspace. ` +
+      `${RESTRICTED}, so files with more than one link are refused; set tools.allowHardLinks to true to allow them.`,
+  );
+}
+
 /**
  * Resolves a path a tool was given: `~` is the user's home, relative paths are taken against the
- * workspace. When restricted, the real path (symlinks followed) must be inside the workspace, or
- * for reads inside one of the readable roots; an escape is refused with a ToolError.
+ * workspace. When restricted, the real path (symlinks followed, dangling ones too) must be inside
+ * the workspace, or for reads inside one of the readable roots, and a regular file must have one
+ * name only (see allowHardLinks); an escape is refused with a ToolError.
  */
 export function resolveToolPath(sandbox: Sandbox, input: string, access: "read" | "write"): string {
   if (input.includes("\0")) throw new ToolError(`path contains a NUL byte: ${JSON.stringify(input)}`);
@@ -44,12 +87,65 @@ export function resolveToolPath(sandbox: Sandbox, input: string, access: "read" 
   const path = isAbsolute(expanded) ? resolve(expanded) : resolve(sandbox.workspace, expanded);
   if (!sandbox.restrict) return path;
   const real = realpathLoose(path);
-  const roots = [sandbox.workspace, ...(access === "read" ? sandbox.readableRoots : [])].map((r) => realpathLoose(resolve(r)));
-  if (roots.some((root) => isInside(real, root))) return path;
-  const via = real === path ? "" : ` (it resolves to ${real})`;
+  if (!allowedRoots(sandbox, access).some((root) => isInside(real, root))) {
+    const via = real === path ? "" : ` (it resolves to ${real})`;
+    throw new ToolError(`access denied: ${input} is outside the workspace ${sandbox.workspace}${via}. ${RESTRICTED}; use a path inside it.`);
+  }
+  assertSingleName(sandbox, path, input);
+  return path;
+}
+
+/** The real path of a path that exists, else of what it will be (see realpathLoose); undefined for a symlink loop. */
+function realOrUndefined(path: string): string | undefined {
+  try {
+    return realpathSync.native(path);
+  } catch {
+    try {
+      return realpathLoose(path);
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** Paths checked per turn of the event loop: sync calls skip the thread pool, batches keep the loop turning. */
+const CHECK_BATCH = 256;
+
+/** Keeps the paths a search found whose real path is inside the allowed roots (all of them when not restricted). */
+export async function keepReachable(sandbox: Sandbox, paths: string[], access: "read" | "write"): Promise<string[]> {
+  if (!sandbox.restrict) return paths;
+  const roots = allowedRoots(sandbox, access);
+  const kept: string[] = [];
+  for (let i = 0; i < paths.length; i += CHECK_BATCH) {
+    if (i > 0) await new Promise((resolve) => setImmediate(resolve));
+    for (const path of paths.slice(i, i + CHECK_BATCH)) {
+      const real = realOrUndefined(path);
+      if (real !== undefined && roots.some((root) => isInside(real, root))) kept.push(path);
+    }
+  }
+  return kept;
+}
+
+/** Whether a search must skip this file: it has several names and hard links are not allowed. */
+export function isRefusedHardLink(sandbox: Sandbox, info: { isFile(): boolean; nlink: number }): boolean {
+  return sandbox.restrict && !sandbox.allowHardLinks && info.isFile() && info.nlink > 1;
+}
+
+/**
+ * Refuses a glob pattern that names files outside the directory searched: an absolute one, or one
+ * climbing with `..` (also inside braces or extglobs). Results are checked by real path anyway;
+ * this says why up front.
+ */
+export function assertPatternInside(sandbox: Sandbox, pattern: string): void {
+  if (!sandbox.restrict) return;
+  const why = isAbsolute(pattern.trim())
+    ? "is absolute"
+    : /(^|[^\w.-])\.\.(?=$|[^\w.-])/.test(pattern)
+      ? "climbs out of the search directory with `..`"
+      : undefined;
+  if (!why) return;
   throw new ToolError(
-    `access denied: ${input} is outside the workspace ${sandbox.workspace}${via}. ` +
-      "tools.restrictToWorkspace is on, so tools only reach files inside the workspace; use a path inside it.",
+    `glob pattern ${pattern} ${why}. ${RESTRICTED}; give a relative pattern (e.g. **/*.ts) and, to search elsewhere inside the workspace, the path parameter.`,
   );
 }
 

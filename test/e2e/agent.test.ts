@@ -64,6 +64,18 @@ describe("troupe agent (real process, fake model over loopback)", () => {
     expect(fake.requests[0]?.body.model).toBe("fake-model");
   });
 
+  it("refuses a session key with a control character before doing anything, saying why", async () => {
+    fake = await startFakeOpenAi([{ content: "never" }]);
+    const dir = await home(fake.url);
+    const r = await runCli(["agent", "-m", "hi", "--session", "cli:a\u0001b"], { TROUPE_HOME: dir });
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim()).toBe('invalid session key "cli:a\\u{1}b": it must be printable text, but has a control character (U+0001) at position 5');
+    const show = await runCli(["sessions", "show", "cli:a\nb"], { TROUPE_HOME: dir });
+    expect(show.code).toBe(1);
+    expect(show.stderr.trim()).toMatch(/^invalid session key "cli:a\\u\{a\}b": .*control character \(U\+000A\)/);
+    expect(fake.requests).toHaveLength(0);
+  });
+
   it("a model that keeps failing ends the turn with an apology on stderr and exit 1, not a crash", async () => {
     fake = await startFakeOpenAi([{ status: 401 }]);
     const dir = await home(fake.url);

@@ -146,6 +146,7 @@ describe("troupe daemon (real processes over loopback)", () => {
     expect(r.stdout).toContain(`Environment=TROUPE_HOME=${dir}`);
     expect(r.stdout).toMatch(/ExecStart=\S+node\S* \S+bin\/troupe\.js gateway --detached/);
     expect(r.stdout).toContain("Restart=always");
-    expect(r.stdout).toContain("systemctl --user daemon-reload && systemctl --user enable --now troupe.service");
+    // A unit per data dir: this one is not ~/.troupe, so its name carries the dir's.
+    expect(r.stdout).toMatch(/systemctl --user daemon-reload && systemctl --user enable --now troupe-[\w-]+\.service/);
   });
 });

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
+import { readSse } from "../../src/server/sse.js";
 import { TROUPE_BIN } from "./cli.js";
 
 export interface GatewayProcess {
@@ -12,8 +13,8 @@ export interface GatewayProcess {
   output: () => string;
 }
 
-/** Starts `troupe gateway` as a real process and waits until it listens. */
-export async function startGateway(home: string, env: Record<string, string> = {}): Promise<GatewayProcess> {
+/** Starts `troupe gateway` as a real process and waits until it listens (killing it after `timeoutMs`). */
+export async function startGateway(home: string, env: Record<string, string> = {}, timeoutMs = 60_000): Promise<GatewayProcess> {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("TROUPE_")));
   const proc = spawn(process.execPath, [TROUPE_BIN, "gateway"], { env: { ...clean, TROUPE_HOME: home, ...env } });
   let out = "";
@@ -21,11 +22,16 @@ export async function startGateway(home: string, env: Record<string, string> = {
   proc.stderr!.on("data", (c: Buffer) => (out += c.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.once("exit", (code, signal) => resolve({ code, signal })));
   const url = await new Promise<string>((resolve, reject) => {
+    const deadline = Date.now() + timeoutMs;
     const timer = setInterval(() => {
       const m = /troupe gateway on (http:\/\/\S+) /.exec(out);
       if (m) {
         clearInterval(timer);
         resolve(m[1]!);
+      } else if (Date.now() > deadline) {
+        clearInterval(timer);
+        proc.kill("SIGKILL");
+        reject(new Error(`gateway did not listen within ${timeoutMs} ms:\n${out}`));
       }
     }, 25);
     void exited.then(() => {
@@ -37,16 +43,33 @@ export async function startGateway(home: string, env: Record<string, string> = {
   return { proc, url, auth: { authorization: `Bearer ${token}` }, exited, output: () => out };
 }
 
-/** POSTs a message and ignores the event stream (the process may die while answering). */
-export function postMessage(g: GatewayProcess, sessionKey: string, content: string): void {
-  void fetch(`${g.url}/api/sessions/${encodeURIComponent(sessionKey)}/messages`, {
-    method: "POST",
-    headers: { ...g.auth, "content-type": "application/json" },
-    body: JSON.stringify({ content }),
-  })
-    .then((res) => res.text())
-    .catch(() => undefined);
+/**
+ * POSTs a message and follows its event stream: `accepted` resolves with the message id, or
+ * undefined if the stream ends or breaks first (the process may die while answering); `replied`
+ * resolves with whether the reply came on the stream.
+ */
+export function sendMessage(g: GatewayProcess, sessionKey: string, content: string): { accepted: Promise<string | undefined>; replied: Promise<boolean> } {
+  let accept!: (id: string | undefined) => void;
+  const accepted = new Promise<string | undefined>((resolve) => (accept = resolve));
+  const replied = (async () => {
+    const res = await fetch(`${g.url}/api/sessions/${encodeURIComponent(sessionKey)}/messages`, {
+      method: "POST",
+      headers: { ...g.auth, "content-type": "application/json" },
+      body: JSON.stringify({ content }),
+    });
+    for await (const m of readSse(res.body!)) {
+      if (m.event === "accepted") accept((m.data as { id: string }).id);
+      if (m.event === "reply") return true;
+    }
+    return false;
+  })()
+    .catch(() => false)
+    .finally(() => accept(undefined));
+  return { accepted, replied };
 }
+
+/** POSTs a message; resolves with its id once accepted, or undefined if the stream broke first. */
+export const postMessage = (g: GatewayProcess, sessionKey: string, content: string): Promise<string | undefined> => sendMessage(g, sessionKey, content).accepted;
 
 export async function getJson<T>(g: GatewayProcess, path: string): Promise<T> {
   const res = await fetch(`${g.url}${path}`, { headers: g.auth });

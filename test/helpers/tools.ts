@@ -6,7 +6,7 @@ export function toolCtx(workspace: string, over: Partial<ToolContext> = {}): Too
   return { workspace, sessionKey: "cli:direct", turnId: "t1", callId: "c1", idempotencyKey: "cli:direct:t1:c1", signal: new AbortController().signal, channel: "cli", chatId: "direct", ...over };
 }
 
-export const sandboxOf = (workspace: string, readableRoots: string[] = []): Sandbox => ({ workspace, restrict: true, readableRoots });
+export const sandboxOf = (workspace: string, readableRoots: string[] = []): Sandbox => ({ workspace, restrict: true, readableRoots, allowHardLinks: false });
 
 /** Runs tools the way a turn does: through the registry, so errors come back as text with the hint. */
 export function runner(tools: Tool[], workspace: string, maxResultChars?: number) {

@@ -2,13 +2,14 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Daemon } from "../../src/runtime.js";
-import { sessionInbox } from "../../src/store/inbox.js";
+import { InvalidSessionKeyError } from "../../src/session-key.js";
+import { sessionInbox, sessionsWithInbox } from "../../src/store/inbox.js";
 import type { Store, SublevelName } from "../../src/store/store.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { startSubagentModel } from "../fixtures/subagent-model.js";
 import { replyTo, sendApi as send, startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
-import { sleep } from "../helpers/wait.js";
+import { sleep, until } from "../helpers/wait.js";
 
 /** Makes the store's next read of `sublevel` fail, as a disk error would. */
 function failNextGet(store: Store, sublevel: SublevelName): void {
@@ -50,7 +51,8 @@ describe("daemon: supervisor, session actors, turn limit", () => {
     ]);
     daemon = await startDaemon(await tmp(), fake.url);
     const first = await send(daemon, "c1", "first");
-    await sleep(100);
+    // Once the turn is at its first model call, the next message is injected into it.
+    await until(() => fake!.requests.length === 1, 10_000, "the first model call");
     const second = await send(daemon, "c1", "second");
     const reply = await replyTo(daemon, first);
     expect(reply.content).toBe("Both noted.");
@@ -62,6 +64,20 @@ describe("daemon: supervisor, session actors, turn limit", () => {
     const third = await send(daemon, "c1", "third");
     expect((await replyTo(daemon, third)).content).toBe("Third answered.");
     expect(fake.maxInFlight()).toBe(1);
+  });
+
+  it("refuses a channel message whose session key is not printable text: nothing is stored or started", async () => {
+    fake = await startFakeOpenAi([{ content: "never" }]);
+    daemon = await startDaemon(await tmp(), fake.url);
+    const d = daemon;
+    await expect(d.accept("api", { chatId: "victim\u0000000000:evil", senderId: "u", content: "INJECTED" })).rejects.toThrow(
+      /invalid session key "api:victim\\u\{0\}000000:evil": .*control character \(U\+0000\)/,
+    );
+    await expect(d.accept("telegram", { chatId: "42", senderId: "u", content: "x", sessionKey: "telegram:42\n" })).rejects.toThrow(InvalidSessionKeyError);
+    await expect(d.accept("api", { chatId: "x".repeat(300), senderId: "u", content: "x" })).rejects.toThrow(/at most 200 characters/);
+    expect(await sessionsWithInbox(d.store)).toEqual([]);
+    expect(sessionIds(d)).toEqual([]);
+    expect(fake.requests).toHaveLength(0);
   });
 
   it("/status answers at once while a turn runs, and /stop cancels it", async () => {

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { Daemon } from "../../src/runtime.js";
 import { pendingOutbox, queueDelivery } from "../../src/store/outbox.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
-import { startFakeTelegram, type FakeTelegram } from "../fixtures/fake-telegram.js";
+import { startFakeTelegram, telegramFuzzCase, type FakeTelegram } from "../fixtures/fake-telegram.js";
 import { startFakeWeb } from "../fixtures/fake-web.js";
 import { startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
@@ -86,6 +86,81 @@ describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () =
     expect(fake!.requests).toHaveLength(1);
     expect(String(fake!.requests[0]?.body.messages.at(-1)?.content)).toMatch(/\n\nwhat time is it\?$/);
   });
+
+  it("drops malformed and unexpected updates at once, each with a log line, and answers the next message without a stall", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "ok" }));
+    const home = await start();
+    // The baseline, in the same run: a message with nothing before it.
+    let t0 = Date.now();
+    tg!.message("first");
+    await until(() => tg!.sent()[0]);
+    const baseline = Date.now() - t0;
+    const alice = { id: 42, is_bot: false, first_name: "a", username: "alice" };
+    const chat = (id: number) => ({ id, type: "private" });
+    const msg = (n: number, body: Record<string, unknown>) => ({ message_id: 900 + n, date: 0, ...body });
+    const junk = [
+      { message: msg(1, { from: alice, text: "no chat" }) },
+      { message: msg(2, { from: alice, chat: null, text: "chat is null" }) },
+      { message: msg(3, { from: { ...alice, username: 7 }, chat: chat(51), text: "a numeric username" }) },
+      { message: msg(4, { from: { ...alice, username: { name: "alice" } }, chat: chat(52), text: "an object username" }) },
+      { message: msg(5, { from: { ...alice, id: "42" }, chat: chat(53), text: "a string id" }) },
+      { message: msg(6, { from: alice, chat: chat(54), sticker: { file_id: "s", file_unique_id: "s" } }) },
+      { edited_message: msg(7, { from: alice, chat: chat(55), text: "edited" }) },
+      { channel_post: msg(8, { chat: { id: -56, type: "channel", title: "c" }, text: "a post" }) },
+      { callback_query: { id: "q", from: alice, chat_instance: "i", data: "d" } },
+      { message: msg(9, { chat: chat(57), sender_chat: { id: -58, type: "channel", title: "c" }, text: "as a channel" }) },
+      { message: null },
+    ];
+    const junkIds = junk.map((u) => tg!.update(u));
+    t0 = Date.now();
+    const last = tg!.message("after the junk");
+    await until(() => tg!.sent()[1], 20_000, "the message after the junk to be answered");
+    const latency = Date.now() - t0;
+    expect(latency, `answered ${latency} ms after ${junk.length} malformed updates (baseline ${baseline} ms)`).toBeLessThan(3_000);
+    // Only alice's two good messages were answered; the offset moved past everything.
+    expect(tg!.sent().map((s) => s.chat_id)).toEqual(["42", "42"]);
+    await until(() => tg!.calls.some((c) => c.method === "getUpdates" && c.body.offset === last + 1), 5_000, "the offset past the last update");
+    const log = (await readFile(join(home, "logs/troupe.log"), "utf8"))
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { msg: string; updateId?: number });
+    expect(log.filter((l) => /update dropped/.test(l.msg)).map((l) => l.updateId)).toEqual(junkIds);
+    expect(log.filter((l) => /backing off/.test(l.msg))).toEqual([]);
+  });
+
+  it("fuzz (seeded): no sender outside allowFrom is ever answered, and polling never stalls", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "ok" }));
+    for (const seed of [1, 2, 3, 4, 5, 6]) {
+      const { allowFrom, updates } = telegramFuzzCase(seed, 40);
+      const what = `seed ${seed}, allowFrom ${JSON.stringify(allowFrom)}`;
+      tg = await startFakeTelegram(TOKEN);
+      await start({ allowFrom });
+      // What the channel took in: a message is in the inbox (and on the bus) before the offset moves past it.
+      const taken = new Set<string>();
+      const sub = daemon!.bus.ofType("inbound").subscribe((e) => void (e.channel === "telegram" && taken.add(e.chatId)));
+      const t0 = Date.now();
+      let last = 0;
+      for (const u of updates) last = tg.update(u.body);
+      const drained = await until(() => tg!.calls.some((c) => c.method === "getUpdates" && c.body.offset === last + 1), 20_000).then(
+        () => true,
+        () => false,
+      );
+      const expected = updates.filter((u) => u.answer).map((u) => String(u.chatId));
+      const answered = () => new Set(tg!.calls.filter((c) => /^send/.test(c.method)).map((c) => String(c.body.chat_id)));
+      if (drained) await until(() => expected.every((c) => answered().has(c)) || undefined, 30_000, `${what}: every granted message answered`);
+      const leaks = updates.filter((u) => !u.answer && (taken.has(String(u.chatId)) || answered().has(String(u.chatId))));
+      expect(leaks.map((u) => `${u.shape} from ${u.sender}`), `${what}: answered outside allowFrom`).toEqual([]);
+      expect(drained, `${what}: polling stalled before the offset passed every update`).toBe(true);
+      const polls = tg.calls.filter((c) => c.method === "getUpdates" && c.at >= t0).map((c) => c.at);
+      const gaps = polls.slice(1).map((at, i) => at - polls[i]!);
+      expect(Math.max(0, ...gaps), `${what}: the longest gap between getUpdates calls`).toBeLessThan(3_000);
+      sub.unsubscribe();
+      await daemon!.shutdown();
+      daemon = undefined;
+      await tg.close();
+      tg = undefined;
+    }
+  }, 180_000);
 
   it("falls back to plain text when Telegram rejects the HTML, and splits long replies", async () => {
     const long = Array.from({ length: 400 }, (_, i) => `line ${i}: ${"word ".repeat(4).trim()}`).join("\n");

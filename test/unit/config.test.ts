@@ -75,6 +75,15 @@ describe("config", () => {
     expect(problemsOf(() => parseConfig([1, 2], "c.json"))).toEqual(["(root): expected a JSON object"]);
   });
 
+  it("bounds model calls by default, and refuses timeouts a timer cannot hold", () => {
+    const d = defaultConfig().agents.defaults;
+    expect([d.modelIdleTimeoutSeconds, d.modelTimeoutSeconds, d.maxReplyChars]).toEqual([60, 600, 100_000]);
+    const { config } = parseConfig({ agents: { defaults: { model_idle_timeout_seconds: 0.5, modelTimeoutSeconds: 30 } } }, "c.json");
+    expect([config.agents.defaults.modelIdleTimeoutSeconds, config.agents.defaults.modelTimeoutSeconds]).toEqual([0.5, 30]);
+    const problems = problemsOf(() => parseConfig({ agents: { defaults: { modelIdleTimeoutSeconds: 0, modelTimeoutSeconds: 1e12, sessionIdleSeconds: 1e10 } } }, "c.json"));
+    expect(problems.map((p) => p.split(":")[0])).toEqual(["agents.defaults.sessionIdleSeconds", "agents.defaults.modelIdleTimeoutSeconds", "agents.defaults.modelTimeoutSeconds"]);
+  });
+
   it("checks tool patterns and SSRF whitelist entries when the config loads", () => {
     const problems = problemsOf(() =>
       parseConfig({ tools: { exec: { denyPatterns: ["ok", "(unclosed"] }, ssrfWhitelist: ["10.0.0.0/8", "intranet"] } }, "c.json"),
@@ -89,6 +98,24 @@ describe("config", () => {
     const { config, warnings } = parseConfig({ tools: { exec: { restrict_to_workspace: false } } }, "c.json");
     expect(config.tools.restrictToWorkspace).toBe(false);
     expect(warnings).toContain("tools.exec.restrict_to_workspace moved to tools.restrictToWorkspace");
+  });
+
+  it("refuses __proto__ and constructor keys as config errors naming the key path", async () => {
+    const parsed = (text: string) => JSON.parse(text) as unknown;
+    expect(problemsOf(() => parseConfig(parsed('{"__proto__": {"polluted": true}}'), "c.json"))).toEqual([
+      "__proto__: a key named __proto__ is not allowed (it could change how every object behaves); remove it",
+    ]);
+    expect(problemsOf(() => parseConfig(parsed('{"agents": {"defaults": {"constructor": 1}}, "providers": {"x": {"__proto__": {}}}}'), "c.json"))).toEqual([
+      "agents.defaults.constructor: a key named constructor is not allowed (it could change how every object behaves); remove it",
+      "providers.x.__proto__: a key named __proto__ is not allowed (it could change how every object behaves); remove it",
+    ]);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    const home = await tempDir();
+    await writeFile(join(home, "config.json"), '{"tools": {"constructor": {"x": 1}}}');
+    const err = await loadConfig({ TROUPE_HOME: home }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).exitCode).toBe(2);
+    expect((err as Error).message).toMatch(/config error in .*config\.json: tools\.constructor: a key named constructor is not allowed/);
   });
 
   it("says which file and where when the JSON does not parse", async () => {

@@ -25,14 +25,17 @@ describe("log redaction", () => {
     const config = defaultConfig();
     config.providers.custom = { apiKey: "plainkey-98765", apiBase: null, extraHeaders: null };
     config.channels.telegram.token = "tg-token-value";
+    config.channels.telegram.transcription.apiKey = "whisper-key-value";
     const log = createLogger({ logsDir, secrets: secretsOf(config) });
     log.info({ apiKey: "plainkey-98765", url: "http://x/?k=plainkey-98765" }, "calling with tg-token-value");
+    log.warn("transcription refused whisper-key-value");
     log.flush();
     const lines = (await readFile(join(logsDir, "troupe.log"), "utf8")).trim().split("\n");
     const entry = JSON.parse(lines[0] as string) as Record<string, unknown>;
     expect(entry.msg).toBe("calling with [REDACTED]");
     expect(entry.apiKey).toBe("[REDACTED]");
     expect(entry.url).toBe("http://x/?k=[REDACTED]");
-    expect(lines.join("\n")).not.toMatch(/plainkey-98765|tg-token-value/);
+    expect(JSON.parse(lines[1] as string)).toMatchObject({ msg: "transcription refused [REDACTED]" });
+    expect(lines.join("\n")).not.toMatch(/plainkey-98765|tg-token-value|whisper-key-value/);
   });
 });

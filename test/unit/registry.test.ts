@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -61,6 +61,56 @@ describe("long tool results", () => {
     expect(out).toMatch(/\[dump output truncated: \d+ chars in all, 100 shown\. The full output is saved at \.tool-results\/t9-call_1\.txt in the workspace/);
     expect(await readFile(join(ws, ".tool-results/t9-call_1.txt"), "utf8")).toBe(long);
     expect(await registry.execute("dump", {}, { ...ctx, workspace: ws })).not.toBe(long);
+  });
+});
+
+describe("every tool result is capped before the turn keeps it", () => {
+  const tmp = useTempDirs();
+  const huge = "e".repeat(1_000_000);
+  const max = 200;
+  /** Longest a capped result can be: the head, the note after it, and for an error the hint. */
+  const bound = max + 400 + TOOL_ERROR_HINT.length;
+  const tools = [
+    defineTool({ name: "explode", description: "Fails loudly.", parameters: z.object({}), execute: async () => { throw new Error(huge); } }),
+    defineTool({ name: "strict", description: "Validates.", parameters: z.object({ n: z.number().refine(() => false, huge) }), execute: async () => "never" }),
+    defineTool({ name: "dump", description: "Dumps.", parameters: z.object({}), execute: async () => huge }),
+  ];
+
+  it.each([
+    ["a tool that throws a huge error", "explode", {}, undefined],
+    ["a validation message that is huge", "strict", { n: 1 }, undefined],
+    ["a huge arguments error", "dump", null, huge],
+    ["an unknown tool with a huge name", huge, {}, undefined],
+  ])("%s", async (_what, name, args, argumentsError) => {
+    const ws = await tmp();
+    const registry = createToolRegistry(tools, { maxResultChars: max });
+    const out = await registry.execute(name, args, { ...ctx, workspace: ws, callId: "c1" }, argumentsError);
+    expect(out.length).toBeLessThan(bound);
+    expect(out.startsWith("Error: ")).toBe(true);
+    expect(out.endsWith(TOOL_ERROR_HINT)).toBe(true);
+  });
+
+  it("keeps a huge error whole in a file, like a huge result", async () => {
+    const ws = await tmp();
+    const out = await createToolRegistry(tools, { maxResultChars: max }).execute("explode", {}, { ...ctx, workspace: ws, turnId: "t1", callId: "c2" });
+    expect(out).toMatch(/\[explode output truncated: \d+ chars in all, 200 shown\. The full output is saved at \.tool-results\/t1-c2\.txt/);
+    expect(await readFile(join(ws, ".tool-results/t1-c2.txt"), "utf8")).toBe(`explode failed: ${huge}`);
+  });
+
+  it("caps at 16,000 characters when no limit is configured", async () => {
+    const out = await createToolRegistry(tools).execute("dump", {}, { ...ctx, workspace: await tmp() });
+    expect(out.length).toBeGreaterThan(16_000);
+    expect(out.length).toBeLessThan(16_400);
+  });
+
+  it("still caps when the full result cannot be saved", async () => {
+    const dir = await tmp();
+    const notADir = join(dir, "file");
+    await writeFile(notADir, "");
+    const out = await createToolRegistry(tools, { maxResultChars: max }).execute("dump", {}, { ...ctx, workspace: notADir });
+    expect(out.startsWith(huge.slice(0, max))).toBe(true);
+    expect(out).toMatch(/\[dump output truncated: 1000000 chars in all, 200 shown\. The full output could not be saved \(.*\)\.\]$/);
+    expect(out.length).toBeLessThan(bound);
   });
 });
 

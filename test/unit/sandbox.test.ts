@@ -1,4 +1,4 @@
-import { mkdir, symlink, writeFile } from "node:fs/promises";
+import { link, mkdir, symlink, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -45,6 +45,17 @@ describe("sandbox", () => {
     expect(() => resolveToolPath(sb, "secret-link", "read")).toThrow(/outside the workspace/);
     // A file that does not exist yet under an escaping link is refused too.
     expect(() => resolveToolPath(sb, "escape/new.txt", "write")).toThrow(/outside the workspace/);
+  });
+
+  it("follows a dangling symlink to what it names, and refuses hard links only when restricted", async () => {
+    const { ws, outside } = await layout();
+    await symlink(join(outside, "not-yet.txt"), join(ws, "dangling"));
+    await link(join(outside, "secret.txt"), join(ws, "sub/hard.txt"));
+    const sb = sandboxOf(ws);
+    expect(() => resolveToolPath(sb, "dangling", "write")).toThrow(/dangling is outside the workspace .*\(it resolves to .*outside\/not-yet\.txt\)/);
+    expect(() => resolveToolPath(sb, "sub/hard.txt", "read")).toThrow(/sub\/hard\.txt is a hard link \(2 names for one file\)/);
+    expect(resolveToolPath({ ...sb, allowHardLinks: true }, "sub/hard.txt", "read")).toBe(join(ws, "sub/hard.txt"));
+    expect(resolveToolPath({ ...sb, restrict: false }, "sub/hard.txt", "write")).toBe(join(ws, "sub/hard.txt"));
   });
 
   it("lets readable roots be read but never written", async () => {

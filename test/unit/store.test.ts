@@ -1,11 +1,18 @@
 import { spawn } from "node:child_process";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { Level } from "level";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { CorruptRecordError, StoreLockedError } from "../../src/errors.js";
+import { apiReplies, createApiChannel } from "../../src/channels/api.js";
+import { DeliveryRejectedError } from "../../src/channels/channel.js";
 import { createGroupCommit } from "../../src/store/group-commit.js";
-import { openStore } from "../../src/store/store.js";
+import { inboxPutOps, sessionInbox, sessionsWithInbox } from "../../src/store/inbox.js";
+import { sessionDetail, sessionsOverview } from "../../src/store/session-view.js";
+import { appendMessagesOps, listSessions, newSessionMeta, sessionMessages } from "../../src/store/sessions.js";
+import { openStore, type CorruptRecord, type Store } from "../../src/store/store.js";
+import { listOpenTurns, openTurnOp } from "../../src/store/turns.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
 const rec = z.object({ n: z.number() });
@@ -34,6 +41,54 @@ describe("store", () => {
 
     await store.batch([{ type: "put", sublevel: "meta", key: "bad", value: { n: "not a number" } }]);
     await expect(store.get("meta", "bad", rec)).rejects.toBeInstanceOf(CorruptRecordError);
+    await store.close();
+  });
+
+  it("a listing can skip corrupt records (schema or JSON) and report them instead of failing", async () => {
+    const path = join(await tempDir(), "store");
+    const first = await openStore(path);
+    await first.batch([
+      { type: "put", sublevel: "cron", key: "a", value: { n: 1 } },
+      { type: "put", sublevel: "cron", key: "b", value: { n: 2.5, extra: true } },
+      { type: "put", sublevel: "cron", key: "c", value: { n: "three" } },
+      { type: "put", sublevel: "cron", key: "e", value: { n: 5 } },
+    ]);
+    await first.close();
+    // A value that is not even JSON, as a torn or foreign write could leave.
+    const raw = new Level<string, string>(path);
+    await raw.sublevel<string, string>("cron", { valueEncoding: "utf8" }).put("d", "{not json");
+    await raw.close();
+
+    const store = await openStore(path);
+    await expect(store.list("cron", rec)).rejects.toThrow(/^record cron\/c does not match its schema: n: .*expected number/);
+    await expect(store.get("cron", "d", rec)).rejects.toBeInstanceOf(CorruptRecordError);
+    const corrupt: CorruptRecord[] = [];
+    const rows = await store.list("cron", rec, { onCorrupt: (c) => corrupt.push(c) });
+    expect(rows.map((r) => [r.key, r.value.n])).toEqual([["a", 1], ["b", 2.5], ["e", 5]]);
+    expect(corrupt.map((c) => [c.sublevel, c.key])).toEqual([["cron", "c"], ["cron", "d"]]);
+    expect(corrupt[1]?.problem).toBe("not valid JSON");
+    await store.close();
+  });
+
+  it("one corrupt session record leaves the session overview and detail standing, and names it", async () => {
+    const store = await openStore(join(await tempDir(), "store"));
+    const good = appendMessagesOps(newSessionMeta("api:good", 1), [{ role: "user", content: "hi" }, { role: "assistant", content: "hello" }], "t1", 2, { promptTokens: 3, completionTokens: 4, totalTokens: 7 }, true);
+    // What a fractional token count from a model used to leave behind.
+    const bad = { ...newSessionMeta("api:bad", 1), usage: { promptTokens: 1.5, completionTokens: 0, totalTokens: 1.5 } };
+    await store.batch([
+      ...good.ops,
+      { type: "put", sublevel: "sessions", key: "meta:api:bad", value: bad },
+      { type: "put", sublevel: "sessions", key: `msg:api:good\x00000000:000000005`, value: { message: { role: "tool", tool_call_id: 42, content: "x" }, turnId: "t1", at: 3 } },
+      { type: "put", sublevel: "turns", key: "t-bad", value: { turnId: "t-bad" } },
+    ]);
+    const overview = await sessionsOverview(store);
+    expect(overview.sessions.map((s) => [s.key, s.usage.totalTokens, s.turns])).toEqual([["api:good", 7, 1]]);
+    expect(overview.corrupt.map((c) => `${c.sublevel}/${c.key}`)).toEqual(["turns/t-bad", "sessions/meta:api:bad"]);
+    expect(overview.corrupt[1]?.problem).toMatch(/^usage\.promptTokens: .*int/);
+
+    const detail = await sessionDetail(store, "api:good");
+    expect(detail?.messages.map((m) => m.content)).toEqual(["hi", "hello"]);
+    expect(detail?.corrupt.map((c) => `${c.sublevel}/${c.key}`)).toEqual(["sessions/msg:api:good\x00000000:000000005", "turns/t-bad"]);
     await store.close();
   });
 
@@ -95,5 +150,63 @@ describe("store", () => {
     } finally {
       child.kill("SIGKILL");
     }
+  });
+
+  describe("a session's records are listed by its key alone", () => {
+    /** Every record a session keeps under its key: messages, an unanswered message, an open turn, an API reply. */
+    async function fill(store: Store, key: string) {
+      const { ops } = appendMessagesOps(newSessionMeta(key, 1), [{ role: "user", content: `hello from ${key}` }], null, 1);
+      await store.batch([...ops, ...inboxPutOps({ id: `id-${key}`, sessionKey: key, channel: "api", chatId: key, senderId: "u", content: `queued for ${key}`, media: [], at: 1 }), openTurnOp(`turn-${key}`, key)]);
+      await createApiChannel(store).send({ deliveryId: `d-${key}`, channel: "api", chatId: key, content: `reply to ${key}`, media: [], answers: [], createdAt: 1, attempts: 0 }, async () => undefined);
+    }
+    async function records(store: Store, key: string) {
+      const meta = (await listSessions(store)).find((m) => m.key === key)!;
+      return {
+        messages: (await sessionMessages(store, meta)).map((m) => m.message.content),
+        inbox: (await sessionInbox(store, key)).map((r) => r.content),
+        open: (await listOpenTurns(store, key)).map((t) => t.turnId),
+        replies: (await apiReplies(store, key)).map((r) => r.content),
+      };
+    }
+    const own = (key: string) => ({ messages: [`hello from ${key}`], inbox: [`queued for ${key}`], open: [`turn-${key}`], replies: [`reply to ${key}`] });
+
+    it("api:a does not list api:ab's or api:a:b's, nor they its", async () => {
+      const store = await openStore(join(await tempDir(), "store"));
+      const keys = ["api:a", "api:ab", "api:a:b", "api:a 0", "api:"];
+      for (const key of keys) await fill(store, key);
+      for (const key of keys) expect(await records(store, key), key).toEqual(own(key));
+      await store.close();
+    });
+
+    it("the API channel files no reply under a chat id that is not a session key", async () => {
+      const store = await openStore(join(await tempDir(), "store"));
+      await fill(store, "api:victim");
+      const send = createApiChannel(store).send({ deliveryId: "d-evil", channel: "api", chatId: "api:victim\u0000x", content: "INJECTED", media: [], answers: [], createdAt: 2, attempts: 0 }, async () => undefined);
+      await expect(send).rejects.toThrow(DeliveryRejectedError);
+      await expect(send).rejects.toThrow(/control character \(U\+0000\)/);
+      expect(await records(store, "api:victim")).toEqual(own("api:victim"));
+      await store.close();
+    });
+
+    it("lists every session, whatever characters its key has", async () => {
+      const store = await openStore(join(await tempDir(), "store"));
+      // Keys whose first character sorts above U+00FF (as UTF-8 bytes) after the listing's prefix.
+      const keys = ["api:x", "日本:x", "ā", "🎉:x", "\uffee"];
+      for (const key of keys) await fill(store, key);
+      expect((await listSessions(store)).map((m) => m.key).sort()).toEqual([...keys].sort());
+      expect((await listOpenTurns(store)).map((t) => t.sessionKey).sort()).toEqual([...keys].sort());
+      expect((await sessionsWithInbox(store)).sort()).toEqual([...keys].sort());
+      for (const key of keys) expect(await records(store, key), key).toEqual(own(key));
+      await store.close();
+    });
+
+    it("lists by any prefix, exactly", async () => {
+      const store = await openStore(join(await tempDir(), "store"));
+      const keys = ["p\u00fe", "p\u00ff", "p\u0100", "p\uffff", "p\u{10ffff}", "q", "p"];
+      await store.batch(keys.map((key, n) => ({ type: "put" as const, sublevel: "meta" as const, key, value: { n } })));
+      expect((await store.list("meta", rec, { prefix: "p" })).map((r) => r.key)).toEqual(["p", "p\u00fe", "p\u00ff", "p\u0100", "p\uffff", "p\u{10ffff}"]);
+      expect((await store.list("meta", rec, { prefix: "p\u00ff" })).map((r) => r.key)).toEqual(["p\u00ff"]);
+      await store.close();
+    });
   });
 });

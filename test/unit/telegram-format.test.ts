@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isAllowed, markdownToTelegramHtml, splitMessage } from "../../src/channels/telegram-format.js";
+import { markdownToTelegramHtml, splitMessage } from "../../src/channels/telegram-format.js";
 
 describe("markdown → Telegram HTML", () => {
   it.each([
@@ -34,18 +34,5 @@ describe("splitting long messages", () => {
     expect(parts.length).toBeGreaterThan(2);
     for (const p of parts) expect((p.match(/```/g) ?? []).length % 2).toBe(0);
     expect(parts[1]?.startsWith("```python\n")).toBe(true);
-  });
-});
-
-describe("allowFrom", () => {
-  const alice = { id: 42, username: "Alice" };
-  it("accepts ids, usernames with or without @, id|username pairs and *", () => {
-    expect(isAllowed(alice, ["42"])).toBe(true);
-    expect(isAllowed(alice, ["@alice"])).toBe(true);
-    expect(isAllowed(alice, ["7|alice"])).toBe(true);
-    expect(isAllowed(alice, ["*"])).toBe(true);
-    expect(isAllowed(alice, ["43", "bob"])).toBe(false);
-    expect(isAllowed({ id: 5 }, ["alice"])).toBe(false);
-    expect(isAllowed(alice, [])).toBe(false);
   });
 });

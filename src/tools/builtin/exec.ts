@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { delimiter } from "node:path";
 import { z } from "zod";
+import { bwrapArgs, type ExecIsolation } from "../bwrap.js";
 import { defineTool, ToolError } from "../contract.js";
 import { resolveToolPath, type Sandbox } from "../sandbox.js";
 import { refusalOf, type ExecPolicy } from "./exec-guard.js";
@@ -19,6 +20,8 @@ export interface ExecOptions {
   pathAppend: string;
   allowedEnvKeys: string[];
   env?: NodeJS.ProcessEnv;
+  /** The real boundary when the workspace is restricted; the policy's patterns are a second line. */
+  isolation: ExecIsolation;
 }
 
 /** The child's environment: only what a shell needs, never the daemon's keys and tokens. */
@@ -75,7 +78,10 @@ export function execTool(opts: ExecOptions) {
     description:
       `Run a shell command (${SHELL} -c) in the workspace and return its output and exit code. ` +
       `timeout in seconds (default ${opts.defaultTimeout}, max ${MAX_EXEC_TIMEOUT_S}); on timeout the whole process group is killed. ` +
-      "Dangerous commands are refused. Output over 10,000 chars is cut in the middle.",
+      "Dangerous commands are refused. Output over 10,000 chars is cut in the middle." +
+      (opts.isolation.kind === "bwrap"
+        ? " Commands run in a sandbox: only the workspace is writable, the rest of the system is read-only, /tmp and the home directory are empty and private to the command."
+        : ""),
     parameters: z.object({
       command: z.string().min(1),
       working_dir: z.string().optional().describe("Directory to run in (default: the workspace)"),
@@ -90,7 +96,14 @@ export function execTool(opts: ExecOptions) {
       const seconds = timeout ?? opts.defaultTimeout;
       const env = scrubbedEnv(opts.env ?? process.env, opts.allowedEnvKeys, opts.pathAppend);
 
-      const child = spawn(SHELL, ["-c", command], { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+      // detached: a process group of its own, so a kill reaches everything it started. Sandboxed, bwrap
+      // leads that group, and what runs inside dies with it (--die-with-parent, its own pid namespace).
+      // bwrap itself gets the scrubbed environment: it is pid 1 inside, where /proc/1/environ is readable.
+      const [file, args] =
+        opts.isolation.kind === "bwrap"
+          ? [opts.isolation.bin, [...bwrapArgs(opts.isolation, opts.sandbox.workspace, cwd), SHELL, "-c", command]]
+          : [SHELL, ["-c", command]];
+      const child = spawn(file, args, { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
       const stdout = collector(MAX_EXEC_OUTPUT_CHARS);
       const stderr = collector(MAX_EXEC_OUTPUT_CHARS);
       child.stdout.setEncoding("utf8").on("data", (c: string) => stdout.push(c));

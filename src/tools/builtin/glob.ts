@@ -17,7 +17,7 @@ export function globTool(sandbox: Sandbox) {
     async execute({ pattern, path, limit }) {
       const dir = resolveToolPath(sandbox, path, "read");
       await assertDirectory(dir, displayPath(sandbox, dir));
-      const files = await findFiles(dir, pattern);
+      const files = await findFiles(sandbox, dir, pattern);
       if (files.length === 0) return `No files match ${pattern} under ${displayPath(sandbox, dir)}`;
       const dated = await Promise.all(files.map(async (f) => ({ f, mtime: (await stat(f).catch(() => undefined))?.mtimeMs ?? 0 })));
       dated.sort((a, b) => b.mtime - a.mtime || a.f.localeCompare(b.f));

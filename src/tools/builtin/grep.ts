@@ -2,7 +2,7 @@ import { readFile, stat } from "node:fs/promises";
 import { isBinaryFile } from "isbinaryfile";
 import { z } from "zod";
 import { defineTool, ToolError } from "../contract.js";
-import { displayPath, resolveToolPath, type Sandbox } from "../sandbox.js";
+import { displayPath, isRefusedHardLink, resolveToolPath, type Sandbox } from "../sandbox.js";
 import { findFiles } from "./walk.js";
 
 const MAX_FILE_BYTES = 5 * 1024 * 1024;
@@ -17,10 +17,13 @@ const params = z.object({
   head_limit: z.number().int().min(1).max(5_000).default(200).describe("Most lines or files to return"),
 });
 
-/** Text of a file worth searching, or undefined for binaries, huge files and unreadable ones. */
-async function searchableText(path: string): Promise<string | undefined> {
+const HARD_LINK = Symbol("hard link");
+
+/** Text of a file worth searching: HARD_LINK for one the sandbox refuses, undefined for binaries, huge files and unreadable ones. */
+async function searchableText(sandbox: Sandbox, path: string): Promise<string | typeof HARD_LINK | undefined> {
   const info = await stat(path).catch(() => undefined);
   if (!info?.isFile() || info.size > MAX_FILE_BYTES) return undefined;
+  if (isRefusedHardLink(sandbox, info)) return HARD_LINK;
   const buffer = await readFile(path).catch(() => undefined);
   if (!buffer || (await isBinaryFile(buffer, buffer.length))) return undefined;
   return buffer.toString("utf8");
@@ -57,13 +60,15 @@ export function grepTool(sandbox: Sandbox) {
       const root = resolveToolPath(sandbox, args.path, "read");
       const info = await stat(root).catch(() => undefined);
       if (!info) throw new ToolError(`not found: ${args.path}`);
-      const files = info.isDirectory() ? (await findFiles(root, args.glob)).sort() : [root];
+      const files = info.isDirectory() ? (await findFiles(sandbox, root, args.glob)).sort() : [root];
       const out: string[] = [];
       let matchedFiles = 0;
+      let hardLinks = 0;
       for (const file of files) {
         if (out.length > args.head_limit) break;
-        const text = await searchableText(file);
-        if (text === undefined) continue;
+        const text = await searchableText(sandbox, file);
+        if (text === HARD_LINK) hardLinks++;
+        if (text === undefined || text === HARD_LINK) continue;
         const lines = text.split(/\r?\n/);
         if (lines.at(-1) === "") lines.pop();
         const hits = lines.flatMap((line, i) => (regex.test(line) ? [i] : []));
@@ -74,10 +79,13 @@ export function grepTool(sandbox: Sandbox) {
         else if (args.output_mode === "count") out.push(`${shown}: ${hits.length}`);
         else out.push(...contentLines(lines, hits, args.context).map((l) => `${shown}:${l}`));
       }
-      if (out.length === 0) return `No matches for /${args.pattern}/ in ${displayPath(sandbox, root)}`;
+      const skipped = hardLinks
+        ? `\n(${hardLinks} hard-linked file(s) skipped: tools.restrictToWorkspace is on and tools.allowHardLinks is off)`
+        : "";
+      if (out.length === 0) return `No matches for /${args.pattern}/ in ${displayPath(sandbox, root)}${skipped}`;
       const truncated = out.length > args.head_limit ? `\n… output cut at ${args.head_limit} lines (raise head_limit or narrow the search)` : "";
       const summary = args.output_mode === "content" ? "" : `\n(${matchedFiles} file(s))`;
-      return out.slice(0, args.head_limit).join("\n") + truncated + summary;
+      return out.slice(0, args.head_limit).join("\n") + truncated + summary + skipped;
     },
   });
 }

@@ -1,7 +1,10 @@
+import { homedir } from "node:os";
 import type { Bus } from "../../bus/index.js";
 import type { Config } from "../../config/schema.js";
 import { BUILTIN_SKILLS_DIR } from "../../context/templates.js";
+import type { DataPaths } from "../../paths.js";
 import type { Store } from "../../store/store.js";
+import { chooseExecSandbox, type ExecIsolation } from "../bwrap.js";
 import type { Tool } from "../contract.js";
 import type { Sandbox } from "../sandbox.js";
 import { createSsrfGuard } from "../ssrf.js";
@@ -20,7 +23,8 @@ import { writeFileTool } from "./write-file.js";
 export interface BuiltinToolDeps {
   config: Config;
   workspace: string;
-  mediaDir: string;
+  /** The data dir (hidden from exec's sandbox: config.json, gateway.token, the store) and its media dir. */
+  paths: Pick<DataPaths, "dataDir" | "mediaDir" | "configFile">;
   store: Store;
   bus?: Bus;
   /** Channels the message tool may target. */
@@ -33,7 +37,13 @@ export interface BuiltinToolDeps {
 export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
   const t = deps.config.tools;
   const env = deps.env ?? process.env;
-  const sandbox: Sandbox = { workspace: deps.workspace, restrict: t.restrictToWorkspace, readableRoots: [BUILTIN_SKILLS_DIR, deps.mediaDir] };
+  const { mediaDir } = deps.paths;
+  const sandbox: Sandbox = { workspace: deps.workspace, restrict: t.restrictToWorkspace, readableRoots: [BUILTIN_SKILLS_DIR, mediaDir], allowHardLinks: t.allowHardLinks };
+  const choice = chooseExecSandbox(t, env, deps.paths.configFile);
+  // The data dir holds config.json (api keys) and gateway.token (the control API); the home, the user's own keys.
+  const home = env.HOME || homedir();
+  const hide = [deps.paths.dataDir, ...(home && home !== "/" ? [home] : [])];
+  const isolation: ExecIsolation = choice.kind === "bwrap" ? { kind: "bwrap", bin: choice.bin, hide, readable: sandbox.readableRoots } : { kind: "none" };
   const guard = createSsrfGuard(t.ssrfWhitelist);
   return [
     readFileTool(sandbox),
@@ -48,12 +58,13 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
         deny: compilePatterns([...DEFAULT_DENY_PATTERNS, ...t.exec.denyPatterns]),
         allow: compilePatterns(t.exec.allowPatterns),
         restrict: t.restrictToWorkspace,
-        roots: [deps.workspace, deps.mediaDir],
+        roots: [deps.workspace, mediaDir],
       },
       defaultTimeout: t.exec.timeout,
       pathAppend: t.exec.pathAppend,
       allowedEnvKeys: t.exec.allowedEnvKeys,
       env,
+      isolation,
     }),
     webFetchTool({ guard }),
     webSearchTool({ braveApiKey: t.web.search.apiKey || env.BRAVE_API_KEY || "", maxResults: t.web.search.maxResults }),

@@ -21,7 +21,7 @@ export function listDirTool(sandbox: Sandbox) {
       await assertDirectory(dir, shown);
       let entries: string[];
       if (recursive) {
-        const found = await findFiles(dir, "**/*", { directories: true });
+        const found = await findFiles(sandbox, dir, "**/*", { directories: true });
         entries = found.map((p) => relative(dir, p) + (p.endsWith("/") ? "/" : "")).sort();
       } else {
         const dirents = await readdir(dir, { withFileTypes: true });

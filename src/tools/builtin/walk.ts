@@ -1,14 +1,20 @@
 import { stat } from "node:fs/promises";
 import { glob } from "tinyglobby";
 import { ToolError } from "../contract.js";
+import { assertPatternInside, keepReachable, type Sandbox } from "../sandbox.js";
 
 /** Directories no search descends into. */
 export const NOISE_DIRS = [".git", "node_modules", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache"];
 const IGNORE = NOISE_DIRS.map((d) => `**/${d}/**`);
 
-/** Files under `dir` matching `pattern`, as absolute paths. Symlinked directories are not followed. */
-export async function findFiles(dir: string, pattern: string, opts: { directories?: boolean } = {}): Promise<string[]> {
-  return glob(pattern, {
+/**
+ * Files under `dir` matching `pattern`, as absolute paths. Symlinked directories are not followed,
+ * but a pattern can still name a path through one (`mid/*`): when restricted, a pattern that leaves
+ * `dir` is refused and every result is kept only if its real path is inside the readable roots.
+ */
+export async function findFiles(sandbox: Sandbox, dir: string, pattern: string, opts: { directories?: boolean } = {}): Promise<string[]> {
+  assertPatternInside(sandbox, pattern);
+  const found = await glob(pattern, {
     cwd: dir,
     absolute: true,
     dot: true,
@@ -17,6 +23,7 @@ export async function findFiles(dir: string, pattern: string, opts: { directorie
     followSymbolicLinks: false,
     expandDirectories: false,
   });
+  return keepReachable(sandbox, found, "read");
 }
 
 export async function assertDirectory(path: string, shown: string): Promise<void> {

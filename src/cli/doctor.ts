@@ -1,0 +1,232 @@
+import { accessSync, constants, existsSync, statfsSync } from "node:fs";
+import { createServer } from "node:net";
+import { dirname } from "node:path";
+import { Api, GrammyError, HttpError } from "grammy";
+import { z } from "zod";
+import { loadConfig, type LoadedConfig } from "../config/index.js";
+import { ConfigError, StoreLockedError } from "../errors.js";
+import { dataPaths, type DataPaths } from "../paths.js";
+import { proxyAgent } from "../channels/telegram-net.js";
+import { resolveProvider } from "../providers/registry.js";
+import { showKey } from "../session-key.js";
+import { sessionsOverview } from "../store/session-view.js";
+import { openStore } from "../store/store.js";
+import { readPidfile } from "./pidfile.js";
+
+export interface CheckResult {
+  name: string;
+  status: "ok" | "fail" | "skip";
+  detail: string;
+  /** What to do about a failure. */
+  fix?: string;
+}
+
+const ok = (name: string, detail: string): CheckResult => ({ name, status: "ok", detail });
+const fail = (name: string, detail: string, fix?: string): CheckResult => ({ name, status: "fail", detail, fix });
+const skip = (name: string, detail: string): CheckResult => ({ name, status: "skip", detail });
+
+/** How long a network check waits for an answer. */
+const NETWORK_TIMEOUT_MS = 20_000;
+/** Below this much free space a full disk is near: checkpoints that cannot be written crash sessions. */
+const MIN_FREE_BYTES = 200 * 1024 * 1024;
+
+const size = (bytes: number) =>
+  bytes >= 1024 ** 3 ? `${(bytes / 1024 ** 3).toFixed(1)} GiB` : bytes >= 1024 ** 2 ? `${Math.round(bytes / 1024 ** 2)} MiB` : `${Math.round(bytes / 1024)} KiB`;
+
+/** The running gateway of this data dir, if its /health answers with the pid it recorded. */
+async function runningDaemon(paths: DataPaths): Promise<{ pid: number; url: string } | undefined> {
+  const info = await readPidfile(paths);
+  if (!info) return undefined;
+  try {
+    const res = await fetch(`${info.url}/health`, { signal: AbortSignal.timeout(2_000) });
+    const health = (await res.json()) as { pid?: number };
+    return res.ok && health.pid === info.pid ? info : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function checkConfig(paths: DataPaths, loaded: LoadedConfig | undefined, error: unknown): CheckResult[] {
+  if (error instanceof ConfigError) return error.problems.map((p) => fail("config", `${paths.configFile}: ${p}`, `fix it in ${paths.configFile}`));
+  if (error) return [fail("config", `${paths.configFile}: ${(error as Error).message}`)];
+  if (!loaded?.fromFile) return [fail("config", `${paths.configFile} does not exist`, "run troupe onboard")];
+  const notes = loaded.warnings.length ? ` (${loaded.warnings.join("; ")})` : "";
+  return [ok("config", `${paths.configFile} is valid${notes}`)];
+}
+
+/** Why a request never got an answer, in words (the fetch error's cause carries the system error code). */
+function networkReason(err: unknown, url: string): string {
+  const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
+  if (e.name === "TimeoutError" || e.name === "AbortError") return `no answer from ${url} within ${NETWORK_TIMEOUT_MS / 1000}s`;
+  // fetch refuses some ports outright (the Fetch standard's "bad ports": 9, 25, 6000, …), and so do the SDK's model calls.
+  if (e.cause?.message === "bad port") return `port ${new URL(url).port} of ${url} is one HTTP clients refuse to use; run the server on another port`;
+  switch (e.cause?.code) {
+    case "ECONNREFUSED":
+      return `connection refused at ${url}`;
+    case "ENOTFOUND":
+    case "EAI_AGAIN":
+      return `host not found: ${new URL(url).hostname} (${url})`;
+    case "ECONNRESET":
+      return `connection reset by ${url}`;
+    default:
+      return `cannot reach ${url}: ${e.cause?.message ?? e.message ?? String(err)}`;
+  }
+}
+
+/** The provider answers one tiny completion (one token) with the configured key and model. */
+async function checkProvider(loaded: LoadedConfig): Promise<CheckResult> {
+  let resolved;
+  try {
+    resolved = resolveProvider(loaded.config, loaded.paths.configFile);
+  } catch (err) {
+    return fail("provider", (err as Error).message);
+  }
+  const { spec, apiBase, apiKey, model, extraHeaders } = resolved;
+  const url = `${apiBase.replace(/\/+$/, "")}/chat/completions`;
+  const started = Date.now();
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${apiKey}`, ...extraHeaders },
+      body: JSON.stringify({ model, messages: [{ role: "user", content: "ping" }], max_tokens: 1, stream: false }),
+      signal: AbortSignal.timeout(NETWORK_TIMEOUT_MS),
+    });
+  } catch (err) {
+    return fail("provider", networkReason(err, apiBase), `is the server up? check providers.${spec.name}.apiBase`);
+  }
+  const text = await res.text().catch(() => "");
+  if (res.ok) return ok("provider", `${spec.name} at ${apiBase} answered (model ${model}) in ${Date.now() - started} ms`);
+  let reason = "";
+  try {
+    const body = JSON.parse(text) as { error?: { message?: string } | string; message?: string };
+    reason = typeof body.error === "string" ? body.error : (body.error?.message ?? body.message ?? "");
+  } catch {
+    reason = text.slice(0, 200);
+  }
+  const said = `HTTP ${res.status} from ${url}${reason ? ` (${reason.replace(/\s+/g, " ").trim()})` : ""}`;
+  if (res.status === 401 || res.status === 403) return fail("provider", said, `check providers.${spec.name}.apiKey`);
+  if (res.status === 404) return fail("provider", said, `check providers.${spec.name}.apiBase and the model name agents.defaults.model (${loaded.config.agents.defaults.model})`);
+  if (res.status === 429) return fail("provider", said, "rate limited or out of quota: check the account's plan and usage");
+  return fail("provider", said, `check agents.defaults.model and providers.${spec.name}`);
+}
+
+/** The gateway's port is free, or held by this data dir's own daemon. */
+async function checkGatewayPort(loaded: LoadedConfig): Promise<CheckResult> {
+  const { host, port } = loaded.config.gateway;
+  if (port === 0) return ok("gateway", `port 0 on ${host}: a free port is taken at each start`);
+  const code = await new Promise<string | undefined>((resolve) => {
+    const server = createServer();
+    server.once("error", (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+    server.listen(port, host, () => server.close(() => resolve(undefined)));
+  });
+  if (!code) return ok("gateway", `port ${port} on ${host} is free`);
+  if (code === "EADDRINUSE") {
+    const daemon = await runningDaemon(loaded.paths);
+    if (daemon && new URL(daemon.url).port === String(port)) return ok("gateway", `port ${port} on ${host} is held by the troupe daemon (pid ${daemon.pid})`);
+    return fail("gateway", `port ${port} on ${host} is in use by another program`, "stop it, or set gateway.port in config.json to a free port");
+  }
+  if (code === "EADDRNOTAVAIL" || code === "ENOTFOUND") return fail("gateway", `gateway.host ${host} is not an address of this machine`, "set gateway.host to 127.0.0.1");
+  if (code === "EACCES") return fail("gateway", `port ${port} on ${host} needs privileges`, "set gateway.port above 1023");
+  return fail("gateway", `cannot listen on ${host}:${port}: ${code}`);
+}
+
+/** Telegram accepts the token (getMe), through the configured proxy. */
+async function checkTelegram(loaded: LoadedConfig): Promise<CheckResult> {
+  const tg = loaded.config.channels.telegram;
+  if (!tg.enabled) return skip("telegram", "not enabled (channels.telegram.enabled)");
+  if (!tg.token) return fail("telegram", "enabled without a token", "set channels.telegram.token to the token @BotFather gave you");
+  const agent = proxyAgent(tg.proxy, tg.apiRoot);
+  const api = new Api(tg.token, { apiRoot: tg.apiRoot, timeoutSeconds: NETWORK_TIMEOUT_MS / 1000, ...(agent ? { baseFetchConfig: { agent } as never } : {}) });
+  try {
+    const me = await api.getMe();
+    const nobody = tg.allowFrom.length === 0 ? "; channels.telegram.allowFrom is empty, so nobody may talk to it" : "";
+    return ok("telegram", `token accepted (@${me.username})${nobody}`);
+  } catch (err) {
+    if (err instanceof GrammyError && (err.error_code === 401 || err.error_code === 404)) {
+      return fail("telegram", `token rejected (${err.error_code})`, "check channels.telegram.token (the token @BotFather gave you)");
+    }
+    if (err instanceof HttpError) return fail("telegram", `cannot reach ${tg.apiRoot}: ${(err.error as Error)?.message ?? err.message}`, "check the network, or channels.telegram.proxy");
+    return fail("telegram", `getMe failed: ${(err as Error).message}`);
+  }
+}
+
+/** The store opens and its records read, or the running daemon holds it. */
+async function checkStore(paths: DataPaths): Promise<CheckResult> {
+  const daemon = await runningDaemon(paths);
+  if (daemon) return ok("store", `${paths.storeDir} is held by the running daemon (pid ${daemon.pid})`);
+  if (!existsSync(paths.storeDir)) return ok("store", `${paths.storeDir} not created yet (the first start creates it)`);
+  let store;
+  try {
+    store = await openStore(paths.storeDir, { readOnly: true });
+  } catch (err) {
+    if (err instanceof StoreLockedError) return ok("store", `${paths.storeDir} is in use by another troupe process${err.holderPid ? ` (pid ${err.holderPid})` : ""}; not read`);
+    return fail("store", `${paths.storeDir} does not open: ${(err as Error).message}`, `move ${paths.storeDir} aside to start afresh, or restore a backup`);
+  }
+  try {
+    // Listings skip corrupt records; the doctor's job is to name them.
+    const { sessions, corrupt } = await sessionsOverview(store);
+    const undelivered = (await store.list("outbox", z.unknown(), { onCorrupt: (r) => corrupt.push(r) })).length;
+    if (corrupt.length > 0) {
+      const first = corrupt[0]!;
+      return fail(
+        "store",
+        `${paths.storeDir}: ${corrupt.length} corrupt record(s), the first ${first.sublevel}/${showKey(first.key)}: ${first.problem}`,
+        "troupe sessions delete KEY removes a broken session",
+      );
+    }
+    const interrupted = sessions.reduce((n, s) => n + s.interrupted, 0);
+    return ok("store", `${paths.storeDir}: ${sessions.length} session(s), ${interrupted} interrupted turn(s), ${undelivered} undelivered message(s)`);
+  } catch (err) {
+    return fail("store", `${paths.storeDir}: ${(err as Error).message}`, "troupe sessions delete KEY removes a broken session");
+  } finally {
+    await store.close();
+  }
+}
+
+/** Room on the data dir's disk, and the right to write there. */
+function checkDisk(paths: DataPaths): CheckResult {
+  let dir = paths.dataDir;
+  while (!existsSync(dir) && dirname(dir) !== dir) dir = dirname(dir);
+  try {
+    accessSync(dir, constants.W_OK);
+  } catch {
+    return fail("disk", `${dir} is not writable`, "fix its permissions, or set TROUPE_HOME to a directory you can write");
+  }
+  const fs = statfsSync(dir);
+  const free = fs.bavail * fs.bsize;
+  if (free < MIN_FREE_BYTES) return fail("disk", `only ${size(free)} free under ${paths.dataDir}`, "free some space: troupe stops a session whose checkpoint cannot be written");
+  return ok("disk", `${size(free)} free under ${paths.dataDir}`);
+}
+
+/** Every check, in a fixed order; those that need a valid config are skipped without one. */
+export async function doctorChecks(env: NodeJS.ProcessEnv = process.env): Promise<CheckResult[]> {
+  const paths = dataPaths(env);
+  let loaded: LoadedConfig | undefined;
+  let error: unknown;
+  try {
+    loaded = await loadConfig(env);
+  } catch (err) {
+    error = err;
+  }
+  const needsConfig = (name: string, check: (l: LoadedConfig) => Promise<CheckResult>) =>
+    loaded ? check(loaded) : Promise.resolve(skip(name, "needs a valid config"));
+  const [provider, gateway, telegram, store] = await Promise.all([
+    needsConfig("provider", checkProvider),
+    needsConfig("gateway", checkGatewayPort),
+    needsConfig("telegram", checkTelegram),
+    checkStore(paths),
+  ]);
+  return [...checkConfig(paths, loaded, error), provider, gateway, telegram, store, checkDisk(paths)];
+}
+
+export const checkLine = (r: CheckResult) => `${(r.status === "fail" ? "FAIL" : r.status).padEnd(4)}  ${r.name}: ${r.detail}${r.fix ? `: ${r.fix}` : ""}`;
+
+/** `troupe doctor`: one line per check; exit 1 when any failed. */
+export async function doctor(env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const results = await doctorChecks(env);
+  for (const r of results) console.log(checkLine(r));
+  const failed = results.filter((r) => r.status === "fail").length;
+  console.log(failed ? `${failed} check(s) failed` : "all checks passed");
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,131 @@
+import { spawnSync } from "node:child_process";
+import { accessSync, constants, existsSync, statSync } from "node:fs";
+import { delimiter, isAbsolute, join, sep } from "node:path";
+import { ConfigError } from "../errors.js";
+import { isInside, realpathLoose } from "./sandbox.js";
+
+/** tools.exec.sandbox: "auto" uses bubblewrap when it is on PATH. */
+export type ExecSandboxSetting = "auto" | "bwrap" | "none";
+
+/** How exec runs its commands: in a bubblewrap sandbox, or as plain children of the daemon. */
+export type ExecIsolation =
+  | {
+      kind: "bwrap";
+      bin: string;
+      /** Directories that must not be visible at all (the data dir, the user's home). */
+      hide: string[];
+      /** Directories shown read-only even when inside a hidden one (media, built-in skills). */
+      readable: string[];
+    }
+  | { kind: "none" };
+
+/** Why exec is not isolated: the user said so, restrictToWorkspace is off, or auto found no bwrap. */
+export type SandboxChoice = { kind: "bwrap"; bin: string } | { kind: "none"; why: "off" | "unrestricted" | "missing" };
+
+export const INSTALL_HINT = 'install bubblewrap (apt-get install bubblewrap; dnf install bubblewrap; pacman -S bubblewrap)';
+
+export function findOnPath(name: string, pathVar: string | undefined): string | undefined {
+  for (const dir of (pathVar ?? "").split(delimiter)) {
+    if (!dir || !isAbsolute(dir)) continue;
+    const file = join(dir, name);
+    try {
+      accessSync(file, constants.X_OK);
+      if (statSync(file).isFile()) return file;
+    } catch {
+      // Not here.
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Picks exec's isolation from the config and PATH. Only a restricted workspace is sandboxed;
+ * "bwrap" without bwrap installed is a config error that says how to fix it.
+ */
+export function chooseExecSandbox(
+  tools: { restrictToWorkspace: boolean; exec: { sandbox: ExecSandboxSetting } },
+  env: NodeJS.ProcessEnv,
+  configFile: string,
+): SandboxChoice {
+  if (!tools.restrictToWorkspace) return { kind: "none", why: "unrestricted" };
+  const setting = tools.exec.sandbox;
+  if (setting === "none") return { kind: "none", why: "off" };
+  const bin = findOnPath("bwrap", env.PATH);
+  if (bin) return { kind: "bwrap", bin };
+  if (setting === "bwrap") {
+    throw new ConfigError(configFile, [
+      `tools.exec.sandbox: "bwrap" but bwrap is not on PATH; ${INSTALL_HINT}, or set tools.exec.sandbox to "auto" or "none"`,
+    ]);
+  }
+  return { kind: "none", why: "missing" };
+}
+
+/** The start-up warning when auto found no bwrap. */
+export const UNISOLATED_WARNING =
+  "exec is not isolated: bubblewrap (bwrap) is not on PATH, so commands the agent runs can read and write whatever this user can, " +
+  `troupe's data dir (config.json, gateway.token) included. To sandbox them, ${INSTALL_HINT}; ` +
+  'to run unsandboxed on purpose and silence this, set tools.exec.sandbox to "none".';
+
+type Mount = { path: string; order: number; args: (p: string) => string[] };
+
+/**
+ * bwrap's arguments for one command: the whole system read-only, /tmp private, the hidden
+ * directories replaced by empty tmpfs, the workspace bound back read-write (it usually lives
+ * inside the data dir), the readable roots bound back read-only. A mount covers whatever was
+ * mounted on its ancestors, so mounts go shallowest first. A hidden directory inside the workspace
+ * (the data dir when the workspace is the home) is hidden again after the workspace is bound;
+ * one that is the workspace itself (the home as workspace) yields to it.
+ */
+export function bwrapArgs(isolation: Extract<ExecIsolation, { kind: "bwrap" }>, workspace: string, cwd: string): string[] {
+  const real = (p: string) => realpathLoose(p);
+  const ws = real(workspace);
+  const mounts: Mount[] = [{ path: "/tmp", order: 0, args: (p) => ["--tmpfs", p] }];
+  // Only existing paths: a mount point bwrap had to create would be created on the real filesystem.
+  for (const dir of isolation.hide.filter((d) => existsSync(d)).map(real)) {
+    mounts.push({ path: dir, order: dir !== ws && isInside(dir, ws) ? 2 : 0, args: (p) => ["--tmpfs", p] });
+  }
+  mounts.push({ path: ws, order: 1, args: (p) => ["--bind", p, p] });
+  for (const dir of isolation.readable.filter((d) => existsSync(d)).map(real)) {
+    mounts.push({ path: dir, order: 3, args: (p) => ["--ro-bind", p, p] });
+  }
+  const depth = (p: string) => (p === sep ? 0 : p.split(sep).length);
+  mounts.sort((a, b) => depth(a.path) - depth(b.path) || a.order - b.order);
+  return [
+    "--ro-bind", "/", "/",
+    "--dev", "/dev",
+    "--proc", "/proc",
+    ...mounts.flatMap((m) => m.args(m.path)),
+    // Its own pid namespace: the daemon's /proc/<pid>/environ is out of sight, and when the
+    // command exits everything it started goes with it.
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--die-with-parent",
+    "--new-session",
+    // Run as root, bwrap would keep every capability: enough to remount / read-write.
+    "--cap-drop", "ALL",
+    "--chdir", real(cwd),
+    "--",
+  ];
+}
+
+/** Whether bwrap can actually build a sandbox here (user namespaces may be disabled); the error if not. */
+export function probeBwrap(bin: string): string | undefined {
+  const r = spawnSync(bin, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--cap-drop", "ALL", "--", "/bin/sh", "-c", "true"], {
+    encoding: "utf8",
+    timeout: 10_000,
+    env: { PATH: "/usr/bin:/bin" },
+  });
+  if (r.status === 0) return undefined;
+  return (r.stderr || r.error?.message || `exit ${r.status ?? r.signal}`).trim();
+}
+
+/** What the gateway says at start-up about exec's isolation, if anything: once, not per command. */
+export function sandboxNotice(choice: SandboxChoice, probe: (bin: string) => string | undefined = probeBwrap): string | undefined {
+  if (choice.kind === "none") return choice.why === "missing" ? UNISOLATED_WARNING : undefined;
+  const failure = probe(choice.bin);
+  if (!failure) return undefined;
+  return (
+    `exec's sandbox cannot start here (${failure}): every exec call will fail until it can. ` +
+    'bwrap needs unprivileged user namespaces (or to run as root); enable them, or set tools.exec.sandbox to "none" to run commands unsandboxed.'
+  );
+}

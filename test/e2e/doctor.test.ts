@@ -1,0 +1,130 @@
+import { createServer, type Server } from "node:net";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
+import { startFakeTelegram, type FakeTelegram } from "../fixtures/fake-telegram.js";
+import { runCli } from "../helpers/cli.js";
+import { openStore } from "../../src/store/store.js";
+import { writeHome } from "../helpers/daemon.js";
+import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
+import { useTempDirs } from "../helpers/tmp.js";
+
+const TOKEN = "123:DOCTOR";
+
+/** A TCP server on a free loopback port (a stranger holding the gateway's port, or just a port to free again). */
+async function holdPort(): Promise<{ port: number; server: Server }> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return { port: (server.address() as { port: number }).port, server };
+}
+const freePort = async () => {
+  const { port, server } = await holdPort();
+  await new Promise((r) => server.close(r));
+  return port;
+};
+
+/** The doctor's line for a check: "ok", "FAIL" or "skip", the check's name, what it found. */
+const line = (out: string, check: string) => out.split("\n").find((l) => new RegExp(`^(ok|FAIL|skip) +${check}:`).test(l));
+
+describe("troupe doctor", () => {
+  const tmp = useTempDirs();
+  let fake: FakeOpenAi | undefined;
+  let tg: FakeTelegram | undefined;
+  let gateway: GatewayProcess | undefined;
+  let stranger: Server | undefined;
+  afterEach(async () => {
+    gateway?.proc.kill("SIGKILL");
+    gateway = undefined;
+    stranger?.close();
+    stranger = undefined;
+    await fake?.close();
+    await tg?.close();
+  });
+
+  it("all well: config, provider (one tiny request), port, Telegram getMe, store and disk are ok; exit 0", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "p" }));
+    tg = await startFakeTelegram(TOKEN);
+    const home = await tmp();
+    const port = await freePort();
+    await writeHome(home, fake.url, { config: { gateway: { port }, channels: { telegram: { enabled: true, token: TOKEN, apiRoot: tg.apiRoot, allowFrom: ["*"] } } } });
+    const r = await runCli(["doctor"], { TROUPE_HOME: home });
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(line(r.stdout, "config")).toMatch(/^ok +config: .*config\.json/);
+    expect(line(r.stdout, "provider")).toMatch(new RegExp(`^ok +provider: custom at ${fake.url.replace(/[/.]/g, "\\$&")} answered \\(model fake-model\\)`));
+    expect(line(r.stdout, "gateway")).toMatch(new RegExp(`^ok +gateway: port ${port} on 127\\.0\\.0\\.1 is free`));
+    expect(line(r.stdout, "telegram")).toMatch(/^ok +telegram: token accepted \(@troupe_bot\)/);
+    expect(line(r.stdout, "store")).toMatch(/^ok +store: /);
+    expect(line(r.stdout, "disk")).toMatch(/^ok +disk: .* free under /);
+    expect(r.stdout).not.toContain("FAIL");
+    // One tiny model call, no more.
+    expect(fake.requests).toHaveLength(1);
+    expect((fake.requests[0]!.body as unknown as { max_tokens: number }).max_tokens).toBe(1);
+    expect(tg.calls.map((c) => c.method)).toEqual(["getMe"]);
+  });
+
+  it("each failure is one FAIL line with the fix, the other checks still run, and the exit code is 1", async () => {
+    fake = await startFakeOpenAi([{ status: 401 }]);
+    tg = await startFakeTelegram("999:OTHER");
+    const held = await holdPort();
+    stranger = held.server;
+    const home = await tmp();
+    await writeHome(home, fake.url, { config: { gateway: { port: held.port }, channels: { telegram: { enabled: true, token: TOKEN, apiRoot: tg.apiRoot, allowFrom: ["*"] } } } });
+    const r = await runCli(["doctor"], { TROUPE_HOME: home });
+    expect(r.code).toBe(1);
+    expect(line(r.stdout, "config")).toMatch(/^ok/);
+    expect(line(r.stdout, "provider")).toMatch(new RegExp(`^FAIL +provider: HTTP 401 from ${fake.url.replace(/[/.]/g, "\\$&")}.*: check providers\\.custom\\.apiKey`));
+    expect(line(r.stdout, "gateway")).toMatch(new RegExp(`^FAIL +gateway: port ${held.port} on 127\\.0\\.0\\.1 is in use by another program.*gateway\\.port`));
+    expect(line(r.stdout, "telegram")).toMatch(/^FAIL +telegram: token rejected \(401\).*channels\.telegram\.token/);
+    expect(line(r.stdout, "store")).toMatch(/^ok/);
+    expect(line(r.stdout, "disk")).toMatch(/^ok/);
+  });
+
+  it("an unreachable provider and an invalid config are named, with what to do", async () => {
+    const home = await tmp();
+    const closed = await freePort();
+    await writeFile(join(home, "config.json"), JSON.stringify({ agents: { defaults: { provider: "custom", model: "m" } }, providers: { custom: { apiBase: `http://127.0.0.1:${closed}/v1` } }, gateway: { port: 0 } }));
+    const down = await runCli(["doctor"], { TROUPE_HOME: home });
+    expect(down.code).toBe(1);
+    expect(line(down.stdout, "provider")).toMatch(new RegExp(`^FAIL +provider: connection refused at http://127\\.0\\.0\\.1:${closed}/v1: .*providers\\.custom\\.apiBase`));
+    expect(line(down.stdout, "gateway")).toMatch(/^ok +gateway: port 0/);
+    expect(line(down.stdout, "telegram")).toMatch(/^skip +telegram: not enabled/);
+
+    await writeFile(join(home, "config.json"), JSON.stringify({ gateway: { port: -1 } }));
+    const bad = await runCli(["doctor"], { TROUPE_HOME: home });
+    expect(bad.code).toBe(1);
+    expect(line(bad.stdout, "config")).toMatch(/^FAIL +config: .*gateway\.port: /);
+    expect(line(bad.stdout, "provider")).toMatch(/^skip +provider: needs a valid config/);
+    expect(line(bad.stdout, "store")).toMatch(/^ok/);
+    expect(line(bad.stdout, "disk")).toMatch(/^ok/);
+  });
+
+  it("a corrupt record in the store fails the store check, naming it (listings skip it, the doctor does not)", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "p" }));
+    const home = await tmp();
+    await writeHome(home, fake.url, { config: { gateway: { port: await freePort() } } });
+    const store = await openStore(join(home, "store"));
+    await store.batch([{ type: "put", sublevel: "sessions", key: "meta:api:x", value: { key: 42 } }], { sync: true });
+    await store.close();
+    const r = await runCli(["doctor"], { TROUPE_HOME: home });
+    expect(r.code).toBe(1);
+    expect(line(r.stdout, "store")).toMatch(/^FAIL +store: .*: 1 corrupt record\(s\), the first sessions\/"meta:api:x": /);
+    expect(r.stdout).toContain("troupe sessions delete KEY");
+    expect(line(r.stdout, "provider")).toMatch(/^ok/);
+  });
+
+  it("with the daemon running: its port and its store are ok, held by it", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "p" }));
+    const home = await tmp();
+    const port = await freePort();
+    await writeHome(home, fake.url, { config: { gateway: { port } } });
+    gateway = await startGateway(home);
+    const pid = gateway.proc.pid!;
+    const r = await runCli(["doctor"], { TROUPE_HOME: home });
+    expect(r.stdout).not.toContain("FAIL");
+    expect(r.code).toBe(0);
+    expect(line(r.stdout, "gateway")).toMatch(new RegExp(`^ok +gateway: port ${port} on 127\\.0\\.0\\.1 is held by the troupe daemon \\(pid ${pid}\\)`));
+    expect(line(r.stdout, "store")).toMatch(new RegExp(`^ok +store: .* held by the running daemon \\(pid ${pid}\\)`));
+  });
+});

@@ -1,0 +1,45 @@
+import { existsSync } from "node:fs";
+import { readFile, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { createLogger, LOG_ROTATION } from "../../src/log/logger.js";
+import { useTempDirs } from "../helpers/tmp.js";
+
+const lines = async (file: string) => (await readFile(file, "utf8")).split("\n").filter(Boolean).map((l) => JSON.parse(l) as { n?: number; msg: string });
+
+describe("log rotation", () => {
+  const tempDir = useTempDirs();
+
+  it("caps the daemon's log by default at a few files of a few MB", () => {
+    expect(LOG_ROTATION.maxBytes).toBe(10 * 1024 * 1024);
+    expect(LOG_ROTATION.maxFiles).toBe(5);
+  });
+
+  it("rolls troupe.log over into troupe.log.1 … keeping at most maxFiles files, each under the cap, no line lost in between", async () => {
+    const logsDir = join(await tempDir(), "logs");
+    const log = createLogger({ logsDir, rotate: { maxBytes: 4096, maxFiles: 3 } });
+    for (let n = 0; n < 400; n++) log.info({ n, pad: "x".repeat(60) }, "line");
+    log.flush();
+    const files = ["troupe.log", "troupe.log.1", "troupe.log.2"].map((f) => join(logsDir, f));
+    for (const f of files) expect((await stat(f)).size).toBeLessThanOrEqual(4096);
+    expect(existsSync(join(logsDir, "troupe.log.3"))).toBe(false);
+    // Oldest kept first: the numbers run on without a gap across the files and end with the last line written.
+    const kept = [...(await lines(files[2]!)), ...(await lines(files[1]!)), ...(await lines(files[0]!))].map((l) => l.n);
+    expect(kept.at(-1)).toBe(399);
+    expect(kept).toEqual(Array.from({ length: kept.length }, (_, i) => 400 - kept.length + i));
+    expect(kept.length).toBeGreaterThan(40);
+  });
+
+  it("a second process writing the same log follows a rotation made by the first", async () => {
+    const logsDir = join(await tempDir(), "logs");
+    const daemon = createLogger({ logsDir, rotate: { maxBytes: 2048, maxFiles: 2 } });
+    const agent = createLogger({ logsDir, rotate: { maxBytes: 2048, maxFiles: 2 } });
+    agent.info("agent started");
+    for (let n = 0; n < 40; n++) daemon.info({ n, pad: "y".repeat(60) }, "daemon line");
+    agent.info("agent after the rotation");
+    daemon.flush();
+    agent.flush();
+    expect((await lines(join(logsDir, "troupe.log"))).map((l) => l.msg)).toContain("agent after the rotation");
+    expect((await stat(join(logsDir, "troupe.log"))).size).toBeLessThanOrEqual(2048);
+  });
+});
