@@ -53,7 +53,11 @@ describe("the workspace sandbox against a hostile model (real gateway, fake mode
       if (n === 1 + rounds[0]!.length) return { toolCalls: rounds[1] };
       return { content: "done probing" };
     });
-    await writeHome(home, fake.url, { config: { gateway: { port: 0 }, providers: { custom: { apiBase: fake.url, apiKey: API_KEY } } } });
+    // exec runs unsandboxed here: under bubblewrap it could not even see the data dir to link to it. This
+    // test is about the file tools' own defences against links that exec made (bubblewrap is tested in exec-sandbox).
+    await writeHome(home, fake.url, {
+      config: { gateway: { port: 0 }, providers: { custom: { apiBase: fake.url, apiKey: API_KEY } }, tools: { exec: { sandbox: "none" } } },
+    });
     gateway = await startGateway(home);
     const g = gateway;
     const token = (await readFile(join(home, "gateway.token"), "utf8")).trim();
