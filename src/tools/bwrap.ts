@@ -2,6 +2,7 @@ import { spawnSync } from "node:child_process";
 import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { delimiter, isAbsolute, join, sep } from "node:path";
 import { ConfigError } from "../errors.js";
+import { EGRESS_FORWARDER, EGRESS_SOCKET_INSIDE } from "./egress-proxy.js";
 import { isInside, realpathLoose } from "./sandbox.js";
 
 /** tools.exec.sandbox: "auto" uses bubblewrap when it is on PATH. */
@@ -16,6 +17,10 @@ export type ExecIsolation =
       hide: string[];
       /** Directories shown read-only even when inside a hidden one (media, built-in skills). */
       readable: string[];
+      /** The egress proxy's socket (started on first use): with it the command gets its own network namespace whose only way out is the proxy. */
+      egress?: () => Promise<string>;
+      /** The node binary that runs the forwarder to the proxy inside the sandbox. */
+      node?: string;
     }
   | { kind: "none" };
 
@@ -76,7 +81,7 @@ type Mount = { path: string; order: number; args: (p: string) => string[] };
  * (the data dir when the workspace is the home) is hidden again after the workspace is bound;
  * one that is the workspace itself (the home as workspace) yields to it.
  */
-export function bwrapArgs(isolation: Extract<ExecIsolation, { kind: "bwrap" }>, workspace: string, cwd: string): string[] {
+export function bwrapArgs(isolation: Extract<ExecIsolation, { kind: "bwrap" }>, workspace: string, cwd: string, egressSocket?: string): string[] {
   const real = (p: string) => realpathLoose(p);
   const ws = real(workspace);
   const mounts: Mount[] = [{ path: "/tmp", order: 0, args: (p) => ["--tmpfs", p] }];
@@ -95,6 +100,8 @@ export function bwrapArgs(isolation: Extract<ExecIsolation, { kind: "bwrap" }>, 
     "--dev", "/dev",
     "--proc", "/proc",
     ...mounts.flatMap((m) => m.args(m.path)),
+    // No network of its own: only loopback, and the egress proxy's socket in its private /tmp.
+    ...(egressSocket ? ["--unshare-net", "--bind", egressSocket, EGRESS_SOCKET_INSIDE] : []),
     // Its own pid namespace: the daemon's /proc/<pid>/environ is out of sight, and when the
     // command exits everything it started goes with it.
     "--unshare-pid",
@@ -128,4 +135,18 @@ export function sandboxNotice(choice: SandboxChoice, probe: (bin: string) => str
     `exec's sandbox cannot start here (${failure}): every exec call will fail until it can. ` +
     'bwrap needs unprivileged user namespaces (or to run as root); enable them, or set tools.exec.sandbox to "none" to run commands unsandboxed.'
   );
+}
+
+/** The command line inside the sandbox: through the egress forwarder when there is a proxy and the sandbox can see node. */
+export function sandboxedCommand(isolation: Extract<ExecIsolation, { kind: "bwrap" }>, egressSocket: string | undefined, shell: string, command: string): string[] {
+  const direct = [shell, "-c", command];
+  if (!egressSocket || !isolation.node) return direct;
+  return [isolation.node, "-e", EGRESS_FORWARDER, "--", EGRESS_SOCKET_INSIDE, ...direct];
+}
+
+/** Whether the node binary is visible inside the sandbox (not under a hidden directory). */
+export function nodeVisible(isolation: Extract<ExecIsolation, { kind: "bwrap" }>): boolean {
+  if (!isolation.node) return false;
+  const node = realpathLoose(isolation.node);
+  return !isolation.hide.some((d) => isInside(node, realpathLoose(d)));
 }

@@ -88,6 +88,8 @@ describe("exec against a real gateway: the sandbox is the boundary, secrets stay
               exec(`echo pwned > ${hidden(`${elsewhere}/new.txt`)}; echo pwned > "$(dirname "$PWD")/gateway.token"`),
               exec("echo inside > inside.txt && cat inside.txt"),
               exec(`bash -c 'sleep 60; :' ${marker} & echo started; wait`, 2),
+              // An internal service (here the model's own endpoint on loopback) through the only way out.
+              exec(`curl -sS -w ' status=%{http_code}' ${fake!.url}/models; curl -sS --noproxy '*' ${fake!.url}/models; echo " direct=$?"`),
             ],
           }
         : { content: "Done." },
@@ -98,14 +100,17 @@ describe("exec against a real gateway: the sandbox is the boundary, secrets stay
 
     expect(await ask(gateway, "api:probe", "do your worst")).toBe("Done.");
     const r = toolResults(fake!.requests[1]);
-    expect(r).toHaveLength(9);
+    expect(r).toHaveLength(10);
     expect(leaks(r.join("\n"), token)).toEqual([]);
     expect(r[0]).toMatch(/gateway\.token: No such file or directory/);
     expect(r[1]).toMatch(/config\.json: No such file or directory/);
-    // The environment visible through /proc is the scrubbed one, not the daemon's.
+    // The environment visible through /proc is the scrubbed one, not the daemon's (bwrap adds the
+    // working directory for the egress forwarder it starts).
     const keys = r[2]!.split("\n").filter((l) => /^[A-Za-z_][A-Za-z0-9_]*=/.test(l)).map((l) => l.split("=")[0]!);
     expect(keys.length).toBeGreaterThan(0);
-    expect(keys.filter((k) => !["PATH", "HOME", "LANG", "TERM"].includes(k))).toEqual([]);
+    expect(keys.filter((k) => !["PATH", "HOME", "LANG", "TERM", "PWD"].includes(k))).toEqual([]);
+    expect(r[9]).toMatch(/troupe refused to connect to 127\.0\.0\.1: it is a loopback address.*status=403/s);
+    expect(r[9]).toMatch(/direct=7/);
     expect(r[3]).not.toContain(".home-secret");
     expect(r[3]).toMatch(/listed\n\nExit code: 0$/);
     expect(r[4]).toMatch(/FileNotFoundError/);

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { delimiter } from "node:path";
 import { z } from "zod";
-import { bwrapArgs, type ExecIsolation } from "../bwrap.js";
+import { bwrapArgs, nodeVisible, sandboxedCommand, type ExecIsolation } from "../bwrap.js";
 import { defineTool, ToolError } from "../contract.js";
 import { resolveToolPath, type Sandbox } from "../sandbox.js";
 import { refusalOf, type ExecPolicy } from "./exec-guard.js";
@@ -99,9 +99,12 @@ export function execTool(opts: ExecOptions) {
       // detached: a process group of its own, so a kill reaches everything it started. Sandboxed, bwrap
       // leads that group, and what runs inside dies with it (--die-with-parent, its own pid namespace).
       // bwrap itself gets the scrubbed environment: it is pid 1 inside, where /proc/1/environ is readable.
+      // Sandboxed, the network is the egress proxy's (internal addresses refused as for web_fetch).
+      const iso = opts.isolation;
+      const egress = iso.kind === "bwrap" && iso.egress && nodeVisible(iso) ? await iso.egress() : undefined;
       const [file, args] =
-        opts.isolation.kind === "bwrap"
-          ? [opts.isolation.bin, [...bwrapArgs(opts.isolation, opts.sandbox.workspace, cwd), SHELL, "-c", command]]
+        iso.kind === "bwrap"
+          ? [iso.bin, [...bwrapArgs(iso, opts.sandbox.workspace, cwd, egress), ...sandboxedCommand(iso, egress, SHELL, command)]]
           : [SHELL, ["-c", command]];
       const child = spawn(file, args, { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
       const stdout = collector(MAX_EXEC_OUTPUT_CHARS);

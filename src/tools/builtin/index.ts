@@ -7,6 +7,7 @@ import type { Store } from "../../store/store.js";
 import { chooseExecSandbox, type ExecIsolation } from "../bwrap.js";
 import type { Tool } from "../contract.js";
 import type { Sandbox } from "../sandbox.js";
+import { startEgressProxy, type EgressProxy } from "../egress-proxy.js";
 import { createSsrfGuard } from "../ssrf.js";
 import { editFileTool } from "./edit-file.js";
 import { execTool } from "./exec.js";
@@ -43,8 +44,13 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
   // The data dir holds config.json (api keys) and gateway.token (the control API); the home, the user's own keys.
   const home = env.HOME || homedir();
   const hide = [deps.paths.dataDir, ...(home && home !== "/" ? [home] : [])];
-  const isolation: ExecIsolation = choice.kind === "bwrap" ? { kind: "bwrap", bin: choice.bin, hide, readable: sandbox.readableRoots } : { kind: "none" };
   const guard = createSsrfGuard(t.ssrfWhitelist);
+  // The sandbox's only way out is the egress proxy, started at the first sandboxed command. Its
+  // forwarder runs on this node binary, so a node the sandbox cannot see (under the home) means no network.
+  let proxy: Promise<EgressProxy> | undefined;
+  const egress = () => (proxy ??= startEgressProxy(guard)).then((p) => p.socketPath);
+  const isolation: ExecIsolation =
+    choice.kind === "bwrap" ? { kind: "bwrap", bin: choice.bin, hide, readable: sandbox.readableRoots, egress, node: process.execPath } : { kind: "none" };
   return [
     readFileTool(sandbox),
     writeFileTool(sandbox),
