@@ -140,7 +140,8 @@ export function sandboxNotice(choice: SandboxChoice, probe: (bin: string) => str
 /** The command line inside the sandbox: through the egress forwarder when there is a proxy and the sandbox can see node. */
 export function sandboxedCommand(isolation: Extract<ExecIsolation, { kind: "bwrap" }>, egressSocket: string | undefined, shell: string, command: string): string[] {
   const direct = [shell, "-c", command];
-  if (!egressSocket || !isolation.node) return direct;
+  // A node the sandbox cannot see (installed under the hidden home) runs no forwarder: no network at all.
+  if (!egressSocket || !nodeVisible(isolation)) return direct;
   return [isolation.node, "-e", EGRESS_FORWARDER, "--", EGRESS_SOCKET_INSIDE, ...direct];
 }
 

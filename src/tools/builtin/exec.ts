@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { delimiter } from "node:path";
 import { z } from "zod";
-import { bwrapArgs, nodeVisible, sandboxedCommand, type ExecIsolation } from "../bwrap.js";
+import { bwrapArgs, sandboxedCommand, type ExecIsolation } from "../bwrap.js";
 import { defineTool, ToolError } from "../contract.js";
 import { resolveToolPath, type Sandbox } from "../sandbox.js";
 import { refusalOf, type ExecPolicy } from "./exec-guard.js";
@@ -101,7 +101,7 @@ export function execTool(opts: ExecOptions) {
       // bwrap itself gets the scrubbed environment: it is pid 1 inside, where /proc/1/environ is readable.
       // Sandboxed, the network is the egress proxy's (internal addresses refused as for web_fetch).
       const iso = opts.isolation;
-      const egress = iso.kind === "bwrap" && iso.egress && nodeVisible(iso) ? await iso.egress() : undefined;
+      const egress = iso.kind === "bwrap" && iso.egress ? await iso.egress() : undefined;
       const [file, args] =
         iso.kind === "bwrap"
           ? [iso.bin, [...bwrapArgs(iso, opts.sandbox.workspace, cwd, egress), ...sandboxedCommand(iso, egress, SHELL, command)]]
