@@ -141,7 +141,7 @@ export function sandboxNotice(choice: SandboxChoice, probe: (bin: string) => str
 export function sandboxedCommand(isolation: Extract<ExecIsolation, { kind: "bwrap" }>, egressSocket: string | undefined, shell: string, command: string): string[] {
   const direct = [shell, "-c", command];
   // A node the sandbox cannot see (installed under the hidden home) runs no forwarder: no network at all.
-  if (!egressSocket || !nodeVisible(isolation)) return direct;
+  if (!egressSocket || !isolation.node || !nodeVisible(isolation)) return direct;
   return [isolation.node, "-e", EGRESS_FORWARDER, "--", EGRESS_SOCKET_INSIDE, ...direct];
 }
 
