@@ -125,7 +125,8 @@ const toolsSchema = z.object({
       denyPatterns: z.array(regexString).default([]),
       allowPatterns: z.array(regexString).default([]),
       /** With restrictToWorkspace: "auto" sandboxes commands with bubblewrap when bwrap is on PATH. */
-      sandbox: z.enum(["auto", "bwrap", "none"]).default("auto"),
+      // nanobot writes "" (no backend chosen) here: troupe reads that as its default.
+      sandbox: z.preprocess((v) => (v === "" ? undefined : v), z.enum(["auto", "bwrap", "none"]).default("auto")),
     })
     .prefault({}),
   restrictToWorkspace: z.boolean().default(true),

@@ -18,6 +18,11 @@ function problemsOf(fn: () => unknown): string[] {
 describe("config", () => {
   const tempDir = useTempDirs();
 
+  it('reads nanobot\'s empty tools.exec.sandbox ("") as the default, and still refuses an unknown value', () => {
+    expect(parseConfig({ tools: { exec: { sandbox: "" } } }, "c.json").config.tools.exec.sandbox).toBe("auto");
+    expect(problemsOf(() => parseConfig({ tools: { exec: { sandbox: "docker" } } }, "c.json"))[0]).toMatch(/^tools\.exec\.sandbox: /);
+  });
+
   it("accepts camelCase and snake_case keys alike", () => {
     const camel = parseConfig({ agents: { defaults: { maxTokens: 100, maxToolIterations: 3 } } }, "c.json").config;
     const snake = parseConfig({ agents: { defaults: { max_tokens: 100, max_tool_iterations: 3 } } }, "c.json").config;
