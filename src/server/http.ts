@@ -65,14 +65,23 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
 }
 
 /**
- * What a client still sends of a refused body is read and dropped, never kept, so that it gets to
- * read the 413: closing the connection under a client that is still sending resets it, and the
- * answer is lost. A client still sending after LINGER_MS is cut off.
+ * Answers a refused body while the client may still be sending it. The answer is written whole
+ * (its length is declared, so the client can read it at once), but the response is ended only once
+ * the rest of the body has been read and dropped: ending it earlier closes the connection under a
+ * client that is still sending, which resets it, and the answer is lost with it. A client still
+ * sending after LINGER_MS is cut off.
  */
-function dropRest(req: IncomingMessage): void {
-  if (req.complete) return;
+function refuseBody(req: IncomingMessage, res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.write(text);
+  if (req.complete) return void res.end();
+  const finish = () => {
+    clearTimeout(cut);
+    res.end();
+  };
   const cut = setTimeout(() => req.socket.destroy(), LINGER_MS).unref();
-  req.once("close", () => clearTimeout(cut)).once("end", () => clearTimeout(cut));
+  req.once("end", finish).once("close", finish);
   req.resume();
 }
 
@@ -217,9 +226,10 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     route(req, res).catch((err: unknown) => {
       const status = err instanceof HttpError ? err.status : 500;
       if (status === 500) daemon.logger.error({ err }, "control API error");
-      if (!res.headersSent) json(res, status, { error: err instanceof Error ? err.message : String(err) });
-      else res.end();
-      if (status === 413) dropRest(req);
+      const body = { error: err instanceof Error ? err.message : String(err) };
+      if (res.headersSent) res.end();
+      else if (status === 413) refuseBody(req, res, status, body);
+      else json(res, status, body);
     });
   };
   const server = createServer(handle);
