@@ -2,7 +2,6 @@ import { createReadStream } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { extname, join } from "node:path";
 import { Api, GrammyError, InputFile } from "grammy";
-import OpenAI from "openai";
 import type { Logger } from "pino";
 import { createActor, fromPromise } from "xstate";
 import { z } from "zod";
@@ -16,6 +15,7 @@ import type { Config } from "../src/config/schema.js";
 import type { OutboxRecord } from "../src/store/outbox.js";
 import type { Store } from "../src/store/store.js";
 import { telegramPollerMachine, type PollError } from "../machines/telegram.machine.js";
+import { loadOpenAi } from "../src/providers/openai-sdk.js";
 
 export interface TelegramDeps {
   config: Config["channels"]["telegram"];
@@ -79,6 +79,7 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
   /** Speech to text through the configured OpenAI-compatible endpoint; undefined if it fails (the file path stays). */
   async function transcribe(path: string): Promise<string | undefined> {
     try {
+      const { default: OpenAI } = await loadOpenAi();
       const client = new OpenAI({ baseURL: cfg.transcription.apiBase!, apiKey: cfg.transcription.apiKey || "none", maxRetries: 1 });
       const result = await client.audio.transcriptions.create({ file: createReadStream(path), model: cfg.transcription.model });
       return result.text.trim() || undefined;

@@ -6,7 +6,6 @@ import { createLoadSession } from "../actors/load-session.js";
 import { createSessionTurns, replyRecord } from "../actors/session-turn.js";
 import { createSlot } from "../actors/slot.js";
 import { createSubagentPool, type SubagentPool } from "../actors/subagents.js";
-import { createTelegramChannel } from "../actors/telegram.js";
 import { userMessageWithMedia } from "./context/media.js";
 import { sessionMachine, type SessionMessage } from "../machines/session.machine.js";
 import { channelActorId, supervisorMachine, type SupervisionPolicy } from "../machines/supervisor.machine.js";
@@ -137,6 +136,8 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   const { bus, store, logger, conversation } = core;
   const channels = new Map<string, Channel>([["api", createApiChannel(store)], ...extra.map((c) => [c.name, c] as const)]);
   if (telegram.enabled) {
+    // grammy loads only when Telegram is enabled.
+    const { createTelegramChannel } = await import("../actors/telegram.js");
     channels.set("telegram", createTelegramChannel({ config: telegram, store, bus, mediaDir: loaded.paths.mediaDir, logger, ...opts.telegram }));
   }
   const d = loaded.config.agents.defaults;

@@ -2,15 +2,15 @@ import { spawn } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
 import { mkdir, open, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { TroupeError } from "../errors.js";
 import type { DataPaths } from "../paths.js";
+import { PACKAGE_ROOT } from "../package-root.js";
 import type { ActorNode } from "../server/actor-tree.js";
 import type { ChannelState } from "../runtime.js";
 import { connectDaemon, type DaemonClient } from "./client.js";
 import { checkGateway, clearStale, isAlive, type GatewayCheck } from "./pidfile.js";
 
-export const TROUPE_BIN = fileURLToPath(new URL("../../bin/troupe.js", import.meta.url));
+export const TROUPE_BIN = join(PACKAGE_ROOT, "bin", "troupe.js");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Where a detached gateway's own stdout and stderr go (startup errors before logging is up). */
 export const daemonOutFile = (paths: DataPaths) => join(paths.logsDir, "daemon.out");

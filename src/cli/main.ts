@@ -1,17 +1,11 @@
 import { Argument, Command } from "commander";
 import { TroupeError } from "../errors.js";
 import { dataPaths } from "../paths.js";
-import { parseSessionKey } from "../session-key.js";
 import { VERSION } from "../version.js";
-import { runAgent } from "./agent.js";
-import { daemonStatus, startDaemon, stopDaemon } from "./daemon.js";
-import { runGateway } from "./gateway.js";
-import { showLogs } from "./logs.js";
-import { installService, uninstallService } from "./service.js";
-import { deleteSessionCommand, listSessionsCommand, showSessionCommand } from "./sessions.js";
-import { loadForCli } from "./load.js";
-import { onboard } from "./onboard.js";
-import { statusLines } from "./status.js";
+
+// Every command imports what it uses when it runs: `troupe --version` loads commander and nothing else.
+const loadForCli = async () => (await import("./load.js")).loadForCli();
+const parseSessionKey = async (key: string) => (await import("../session-key.js")).parseSessionKey(key);
 
 // `troupe … | head`: a reader that stops early is not an error.
 process.stdout.on("error", (err: NodeJS.ErrnoException) => {
@@ -51,6 +45,7 @@ program
   .command("onboard")
   .description("write config.json (on a terminal: asks for provider, key and model) and fill the workspace from templates (never overwrites)")
   .action(async () => {
+    const { onboard } = await import("./onboard.js");
     const r = await onboard(await loadForCli(), { interactive: Boolean(process.stdin.isTTY && process.stdout.isTTY) });
     console.log(`${r.config} ${r.configFile}${r.config === "kept" ? "" : " (mode 600)"}`);
     console.log(`workspace ${r.workspace}: ${r.created.length} file(s) created, ${r.kept.length} kept`);
@@ -66,6 +61,7 @@ program
   .command("status")
   .description("show config, workspace, model, providers, store, whether the daemon runs and which channels are enabled")
   .action(async () => {
+    const { statusLines } = await import("./status.js");
     for (const line of await statusLines(await loadForCli())) console.log(line);
   });
 
@@ -76,8 +72,13 @@ program
   .option("-s, --session <key>", "session key (channel:chatId)", "cli:direct")
   .option("--no-markdown", "print replies as plain text on a terminal too")
   .action(async (opts: { message?: string; session: string; markdown: boolean }) => {
-    const session = parseSessionKey(opts.session);
-    process.exitCode = await runAgent(await loadForCli(), { ...opts, session });
+    const session = await parseSessionKey(opts.session);
+    const { runAgent } = await import("./agent.js");
+    const code = await runAgent(await loadForCli(), { ...opts, session });
+    // Everything is written and closed; only idle keep-alive sockets to the model would hold the
+    // process open (~0.2 s), so it exits once its output is out.
+    await new Promise((resolve) => process.stdout.write("", resolve));
+    process.exit(code);
   });
 
 program
@@ -85,6 +86,7 @@ program
   .description("run the daemon in the foreground: channels, sessions and the control API (Ctrl-C stops it)")
   .option("--detached", "log to the log file only (how `troupe daemon start` runs it)")
   .action(async (opts: { detached?: boolean }) => {
+    const { runGateway } = await import("./gateway.js");
     process.exitCode = await runGateway(await loadForCli(), { consoleLogs: !opts.detached });
   });
 
@@ -93,12 +95,14 @@ daemon
   .command("start")
   .description("start the gateway detached; returns once it answers")
   .action(async () => {
+    const { startDaemon } = await import("./daemon.js");
     process.exitCode = await startDaemon((await loadForCli()).paths);
   });
 daemon
   .command("stop")
   .description("stop the gateway gracefully (SIGTERM)")
   .action(async () => {
+    const { stopDaemon } = await import("./daemon.js");
     process.exitCode = await stopDaemon(dataPaths());
   });
 daemon
@@ -106,6 +110,7 @@ daemon
   .description("stop, then start (a config that would not start is refused before the running daemon is stopped)")
   .action(async () => {
     const { paths } = await loadForCli();
+    const { startDaemon, stopDaemon } = await import("./daemon.js");
     await stopDaemon(paths);
     process.exitCode = await startDaemon(paths);
   });
@@ -113,6 +118,7 @@ daemon
   .command("status")
   .description("is it running; the live actor tree with current states (exit 1 when a part failed, 3 when not running)")
   .action(async () => {
+    const { daemonStatus } = await import("./daemon.js");
     process.exitCode = await daemonStatus(dataPaths());
   });
 daemon
@@ -123,6 +129,7 @@ daemon
   .action(async (opts: { follow?: boolean; lines: string }) => {
     const lines = Number.parseInt(opts.lines, 10);
     if (!Number.isInteger(lines) || lines < 0) throw new TroupeError(`--lines must be a whole number, not ${opts.lines}`);
+    const { showLogs } = await import("./logs.js");
     process.exitCode = await showLogs(dataPaths(), { follow: Boolean(opts.follow), lines });
   });
 // The service commands need the data dir and the names of config.json's ${VAR}s, not a config that loads in this shell.
@@ -131,6 +138,7 @@ daemon
   .description("install a systemd user unit for this data dir (Restart=always) with an EnvironmentFile for config.json's ${VAR}s, and start it")
   .option("--dry-run", "print the unit instead of installing it")
   .action(async (opts: { dryRun?: boolean }) => {
+    const { installService } = await import("./service.js");
     process.exitCode = await installService(dataPaths(process.env), { dryRun: Boolean(opts.dryRun) });
   });
 daemon
@@ -138,6 +146,7 @@ daemon
   .description("stop and remove this data dir's systemd user unit")
   .option("--dry-run", "say what would be done")
   .action(async (opts: { dryRun?: boolean }) => {
+    const { uninstallService } = await import("./service.js");
     process.exitCode = await uninstallService(dataPaths(process.env), { dryRun: Boolean(opts.dryRun) });
   });
 
@@ -146,6 +155,7 @@ sessions
   .command("list")
   .description("every session: turns, tokens, last activity, interrupted or resumed turns")
   .action(async () => {
+    const { listSessionsCommand } = await import("./sessions.js");
     process.exitCode = await listSessionsCommand(dataPaths());
   });
 sessions
@@ -153,13 +163,15 @@ sessions
   .description("a session's transcript and turn history")
   .option("-a, --all", "also the messages before each /new (older epochs)")
   .action(async (key: string, opts: { all?: boolean }) => {
-    process.exitCode = await showSessionCommand(dataPaths(), parseSessionKey(key), { all: Boolean(opts.all) });
+    const { showSessionCommand } = await import("./sessions.js");
+    process.exitCode = await showSessionCommand(dataPaths(), await parseSessionKey(key), { all: Boolean(opts.all) });
   });
 sessions
   .command("delete <key>")
   .description("delete a session: its messages (every epoch), turns, unanswered messages and subagents (refused while a turn of it runs)")
   .action(async (key: string) => {
-    process.exitCode = await deleteSessionCommand(dataPaths(process.env), parseSessionKey(key));
+    const { deleteSessionCommand } = await import("./sessions.js");
+    process.exitCode = await deleteSessionCommand(dataPaths(process.env), await parseSessionKey(key));
   });
 
 program

@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import pino, { type Logger } from "pino";
-import pretty from "pino-pretty";
+import { createRequire } from "node:module";
 import { createRedactor } from "./redact.js";
 import { createRotatingFile, type RotationOptions } from "./rotating-file.js";
 
@@ -28,6 +28,8 @@ export function createLogger(opts: LoggerOptions): Logger {
     { level: "trace", stream: createRotatingFile(join(opts.logsDir, "troupe.log"), opts.rotate ?? LOG_ROTATION) },
   ];
   if (opts.console) {
+    // pino-pretty loads only when there is a console to print to.
+    const pretty = createRequire(import.meta.url)("pino-pretty") as typeof import("pino-pretty");
     streams.push({ level: "trace", stream: pretty({ colorize: Boolean(process.stdout.isTTY), destination: 2, sync: true }) });
   }
   return pino(

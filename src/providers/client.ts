@@ -1,4 +1,5 @@
-import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai";
+import type OpenAI from "openai";
+import { loadedOpenAi, loadOpenAi } from "./openai-sdk.js";
 import type { Logger } from "pino";
 import { TroupeError } from "../errors.js";
 import type { ChatMessage, ModelResponse } from "./messages.js";
@@ -148,8 +149,9 @@ export function describeModelError(err: unknown, resolved: Pick<ResolvedProvider
   const key = `providers.${resolved.spec.name}`;
   // Our own timeouts already name the endpoint and which limit ran out.
   if (err instanceof ModelTimeoutError) return err.message;
-  if (err instanceof APIConnectionTimeoutError) return `timed out waiting for ${where}`;
-  if (err instanceof APIError && err.status) {
+  const sdk = loadedOpenAi();
+  if (sdk && err instanceof sdk.APIConnectionTimeoutError) return `timed out waiting for ${where}`;
+  if (sdk && err instanceof sdk.APIError && err.status) {
     const body = (err.error as { message?: unknown } | undefined)?.message;
     const detail = typeof body === "string" && body ? ` (${body})` : "";
     const hint =
@@ -164,7 +166,7 @@ export function describeModelError(err: unknown, resolved: Pick<ResolvedProvider
               : "the provider refused the request";
     return `HTTP ${err.status} from ${where}: ${hint}${detail}`;
   }
-  if (err instanceof APIConnectionError || systemCode(err)) {
+  if ((sdk && err instanceof sdk.APIConnectionError) || systemCode(err)) {
     const code = systemCode(err);
     if (code && NETWORK_CAUSES[code]) return `${NETWORK_CAUSES[code]} ${where}`;
     const cause = rootCause(err);
@@ -179,14 +181,16 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
   const idleTimeoutMs = opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxReplyChars = opts.maxReplyChars ?? DEFAULT_MAX_REPLY_CHARS;
-  const client = new OpenAI({
-    apiKey: resolved.apiKey,
-    baseURL: resolved.apiBase,
-    defaultHeaders: resolved.extraHeaders,
-    maxRetries: 0, // retries are ours: visible in logs, bounded, abortable
-    // The SDK's timeout ends when the headers arrive; ours (below) covers the body and the retries too.
-    timeout: Math.max(1, Math.ceil(timeoutMs)),
-  });
+  let client: OpenAI | undefined;
+  const getClient = async () =>
+    (client ??= new (await loadOpenAi()).default({
+      apiKey: resolved.apiKey,
+      baseURL: resolved.apiBase,
+      defaultHeaders: resolved.extraHeaders,
+      maxRetries: 0, // retries are ours: visible in logs, bounded, abortable
+      // The SDK's timeout ends when the headers arrive; ours (below) covers the body and the retries too.
+      timeout: Math.max(1, Math.ceil(timeoutMs)),
+    }));
   const backoff = opts.backoff ?? DEFAULT_BACKOFF;
   const now = opts.now ?? Date.now;
   const sleep = opts.sleep ?? abortableSleep;
@@ -210,7 +214,7 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
       controller.abort(new ModelTimeoutError(`no data from ${resolved.apiBase} for ${seconds(idleTimeoutMs)} (model idle timeout); the call was abandoned`, true)),
     );
     // A client per attempt only to give it a fetch that feeds this attempt's idle watch.
-    const watched = client.withOptions({ fetch: watchedFetch(idle.touch) });
+    const watched = (await getClient()).withOptions({ fetch: watchedFetch(idle.touch) });
     const reply = createReplyAccumulator(maxReplyChars);
     try {
       if (!stream) {

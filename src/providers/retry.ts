@@ -1,4 +1,4 @@
-import { APIConnectionError, APIError } from "openai";
+import { loadedOpenAi } from "./openai-sdk.js";
 import { TroupeError } from "../errors.js";
 
 /** The endpoint went quiet for the idle time (retryable), or the whole call ran past its timeout (not). */
@@ -14,15 +14,17 @@ export class ModelTimeoutError extends TroupeError {
 /** Which failures of a model call are worth another try: rate limits, server errors, the network, a stall. */
 export function isRetryable(err: unknown): boolean {
   if (err instanceof ModelTimeoutError) return err.retryable;
-  if (err instanceof APIConnectionError) return true;
-  if (err instanceof APIError) return err.status === 429 || err.status === 408 || (err.status ?? 0) >= 500;
+  const sdk = loadedOpenAi();
+  if (sdk && err instanceof sdk.APIConnectionError) return true;
+  if (sdk && err instanceof sdk.APIError) return err.status === 429 || err.status === 408 || (err.status ?? 0) >= 500;
   const code = (err as { code?: string }).code;
   return code === "ECONNRESET" || code === "ECONNREFUSED" || code === "ETIMEDOUT" || code === "UND_ERR_SOCKET";
 }
 
 /** Retry-After (seconds or an HTTP date), or retry-after-ms, in milliseconds. */
 export function retryAfterMs(err: unknown, now: number): number | undefined {
-  if (!(err instanceof APIError) || !err.headers) return undefined;
+  const sdk = loadedOpenAi();
+  if (!sdk || !(err instanceof sdk.APIError) || !err.headers) return undefined;
   const headers = err.headers;
   const ms = Number(headers.get("retry-after-ms"));
   if (Number.isFinite(ms) && ms >= 0 && headers.get("retry-after-ms") !== null) return ms;

@@ -1,9 +1,14 @@
-import { Readability } from "@mozilla/readability";
-import { parseHTML } from "linkedom";
-import TurndownService from "turndown";
+import type TurndownService from "turndown";
 
-const turndown = new TurndownService({ headingStyle: "atx", codeBlockStyle: "fenced", bulletListMarker: "-" });
-turndown.remove(["script", "style", "noscript", "iframe", "svg", "form"]);
+// The HTML libraries (linkedom alone is ~180 modules) load with the first page fetched, not with the CLI.
+let libs: Promise<{ parseHTML: typeof import("linkedom").parseHTML; Readability: typeof import("@mozilla/readability").Readability; turndown: TurndownService }> | undefined;
+const htmlLibs = () =>
+  (libs ??= (async () => {
+    const [{ parseHTML }, { Readability }, { default: Turndown }] = await Promise.all([import("linkedom"), import("@mozilla/readability"), import("turndown")]);
+    const turndown = new Turndown({ headingStyle: "atx", codeBlockStyle: "fenced", bulletListMarker: "-" });
+    turndown.remove(["script", "style", "noscript", "iframe", "svg", "form"]);
+    return { parseHTML, Readability, turndown };
+  })());
 
 export interface ReadablePage {
   title: string;
@@ -13,7 +18,8 @@ export interface ReadablePage {
 }
 
 /** The readable part of an HTML page as markdown; falls back to the whole body when no article is found. */
-export function htmlToMarkdown(html: string): ReadablePage {
+export async function htmlToMarkdown(html: string): Promise<ReadablePage> {
+  const { parseHTML, Readability, turndown } = await htmlLibs();
   const { document } = parseHTML(html);
   const title = document.title?.trim() ?? "";
   let article: { title?: string | null; content?: string | null } | null = null;

@@ -1,4 +1,3 @@
-import { parseHTML } from "linkedom";
 import { z } from "zod";
 import { defineTool, ToolError } from "../contract.js";
 
@@ -43,7 +42,8 @@ async function brave(query: string, count: number, opts: WebSearchOptions, signa
 }
 
 /** DuckDuckGo's HTML page needs no key; its links go through a redirector carrying the target in `uddg`. */
-export function parseDuckDuckGo(html: string): SearchResult[] {
+export async function parseDuckDuckGo(html: string): Promise<SearchResult[]> {
+  const { parseHTML } = await import("linkedom");
   const { document } = parseHTML(html);
   return [...document.querySelectorAll(".result")].flatMap((node) => {
     const link = node.querySelector("a.result__a");
@@ -65,7 +65,7 @@ async function duckDuckGo(query: string, count: number, opts: WebSearchOptions, 
   const url = new URL(opts.duckDuckGoUrl ?? DUCKDUCKGO_URL);
   url.searchParams.set("q", query);
   const html = await getText(url, { accept: "text/html", "user-agent": "Mozilla/5.0 (compatible; troupe)" }, signal, opts.timeoutMs ?? 15_000, "DuckDuckGo");
-  return parseDuckDuckGo(html).slice(0, count);
+  return (await parseDuckDuckGo(html)).slice(0, count);
 }
 
 export function formatResults(query: string, source: string, results: SearchResult[]): string {

@@ -1,0 +1,7 @@
+import { execFileSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+/** The e2e tests spawn bin/troupe.js, which runs dist/: build it first so they test the code as it is now. */
+export default function setup(): void {
+  execFileSync(process.execPath, [fileURLToPath(new URL("../scripts/build.mjs", import.meta.url))], { stdio: "inherit" });
+}
