@@ -11,6 +11,7 @@ import {
 } from "../src/providers/messages.js";
 import type { StoreOp } from "../src/store/store.js";
 import type { TurnRecord } from "../src/store/turns.js";
+import { TURN_FINAL_STATES } from "./turn-states.js";
 
 /**
  * One agent turn, from a user message to a reply (DESIGN.md, "The turn machine"). The state
@@ -282,7 +283,7 @@ export const turnMachine = setup({
   }),
 });
 
-export const TURN_FINAL_STATES = ["responded", "failed", "cancelled", "max_iterations"] as const;
+export { TURN_FINAL_STATES };
 
 export type TurnSnapshot = SnapshotFrom<typeof turnMachine>;
 /** The turn machine as the session invokes it: started from a TurnStart, its checkpointing supplied by the composition. */

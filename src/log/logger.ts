@@ -2,6 +2,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import pino, { type Logger } from "pino";
 import { createRequire } from "node:module";
+import type PinoPretty from "pino-pretty";
 import { createRedactor } from "./redact.js";
 import { createRotatingFile, type RotationOptions } from "./rotating-file.js";
 
@@ -29,7 +30,7 @@ export function createLogger(opts: LoggerOptions): Logger {
   ];
   if (opts.console) {
     // pino-pretty loads only when there is a console to print to.
-    const pretty = createRequire(import.meta.url)("pino-pretty") as typeof import("pino-pretty");
+    const pretty = createRequire(import.meta.url)("pino-pretty") as typeof PinoPretty;
     streams.push({ level: "trace", stream: pretty({ colorize: Boolean(process.stdout.isTTY), destination: 2, sync: true }) });
   }
   return pino(

@@ -2,7 +2,9 @@
  * The openai SDK (~150 modules) loads with the first model call, not with every command. Its error
  * classes are only ever thrown by it, so before it has loaded no error can be one of them.
  */
-type Sdk = typeof import("openai");
+import type * as OpenAiSdk from "openai";
+
+type Sdk = typeof OpenAiSdk;
 
 let sdk: Sdk | undefined;
 

@@ -1,7 +1,9 @@
+import type { Readability as ReadabilityClass } from "@mozilla/readability";
+import type { parseHTML as ParseHtml } from "linkedom";
 import type TurndownService from "turndown";
 
 // The HTML libraries (linkedom alone is ~180 modules) load with the first page fetched, not with the CLI.
-let libs: Promise<{ parseHTML: typeof import("linkedom").parseHTML; Readability: typeof import("@mozilla/readability").Readability; turndown: TurndownService }> | undefined;
+let libs: Promise<{ parseHTML: typeof ParseHtml; Readability: typeof ReadabilityClass; turndown: TurndownService }> | undefined;
 const htmlLibs = () =>
   (libs ??= (async () => {
     const [{ parseHTML }, { Readability }, { default: Turndown }] = await Promise.all([import("linkedom"), import("@mozilla/readability"), import("turndown")]);
