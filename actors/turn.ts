@@ -6,7 +6,7 @@ import { repairHistory } from "../src/providers/history.js";
 import type { LlmProvider } from "../src/providers/client.js";
 import { createCheckpointBarrier, type CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
 import type { Store, StoreOp } from "../src/store/store.js";
-import { checkpointOps, closeTurnOp, openTurnOp, TURN_FORMAT, type TurnRecord } from "../src/store/turns.js";
+import { checkpointOps, closeTurnOp, openTurnOp, packSnapshot, pruneFinishedOps, TURN_FORMAT, type TurnRecord } from "../src/store/turns.js";
 import type { ToolRegistry } from "../src/tools/registry.js";
 import {
   turnMachine,
@@ -141,6 +141,10 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
     let pendingInitial = resumed ? [] : [...((start as { initialOps?: StoreOp[] }).initialOps ?? []), openTurnOp(turnId, input.sessionKey)];
     let inputStored = Boolean(resumed);
     let failed = false;
+    // Messages of the context already in a queued or written checkpoint: each is stored once. A turn
+    // resumed from an older format has its own messages only in its snapshot, so they are written again.
+    const inputCount = input.messages.length;
+    let messagesQueued = resumed?.messageCount ?? inputCount;
 
     const fail = (err: unknown) => {
       if (failed) return;
@@ -155,6 +159,9 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
     const checkpoint = (snap: TurnSnapshot) => {
       if (failed) return;
       const final = snap.status === "done";
+      const messages = snap.context.messages;
+      // Persisted without the messages: XState copies the whole context, so they are left out first.
+      const persisted = base.getPersistedSnapshot({ ...snap, context: { ...snap.context, messages: [] } } as TurnSnapshot);
       const record: TurnRecord = {
         format: TURN_FORMAT,
         turnId,
@@ -162,25 +169,36 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
         state: String(snap.value),
         final,
         seq: snap.context.seq,
-        snapshot: actor.getPersistedSnapshot() as unknown as TurnRecord["snapshot"],
+        snapshot: packSnapshot(persisted as unknown as TurnRecord["snapshot"]),
         input,
         createdAt,
         updatedAt: now(),
         resumes,
+        messageCount: messages.length,
       };
       // Without durability only the final batch is written, and it carries the first one's ops.
       const write = deps.durable !== false || final;
       const initial = write ? pendingInitial : [];
       if (write) pendingInitial = [];
+      const newMessages = write ? { from: messagesQueued, messages: messages.slice(messagesQueued) } : undefined;
+      if (write) messagesQueued = messages.length;
       const result: TurnResult | undefined = final ? { turnId, state: record.state as TurnFinalState, output: snap.output as TurnOutput } : undefined;
       deps.bus?.publish({ type: "turn_state", sessionKey: input.sessionKey, turnId, state: record.state, iteration: snap.context.iteration, at: record.updatedAt });
       entry.chain = entry.chain
         .then(async () => {
           // Nothing queued behind a failed write commits.
           if (failed) return;
-          const extra = result ? [...(await (entry.onFinal ?? defaultFinal)(result, input)), closeTurnOp(turnId, input.sessionKey)] : [];
           const withInput = write && !inputStored;
-          if (write) await deps.store.batch([...initial, ...checkpointOps(record, snap.context.iteration, { withInput }), ...extra], { sync: true });
+          // A finished turn's input and messages are pruned in its final batch (the session holds them now).
+          const extra = result
+            ? [
+                ...(await (entry.onFinal ?? defaultFinal)(result, input)),
+                closeTurnOp(turnId, input.sessionKey),
+                ...pruneFinishedOps(turnId, { from: inputCount, to: messages.length }, !withInput),
+              ]
+            : [];
+          const ops = checkpointOps(record, snap.context.iteration, { withInput: withInput && !result, newMessages: result ? undefined : newMessages });
+          if (write) await deps.store.batch([...initial, ...ops, ...extra], { sync: true });
           if (withInput) inputStored = true;
           barrier.mark(turnId, record.seq);
           if (result) {

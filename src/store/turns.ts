@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { CorruptRecordError } from "../errors.js";
-import { chatMessageSchema } from "../providers/messages.js";
+import { chatMessageSchema, type ChatMessage } from "../providers/messages.js";
 import { KEY_END } from "../session-key.js";
 import type { ListOptions, Store, StoreOp } from "./store.js";
 
@@ -11,9 +11,11 @@ import type { ListOptions, Store, StoreOp } from "./store.js";
 
 /**
  * The format of turn records and their journal. 1: tool calls journalled by the model's call id
- * (records without `format`); 2: by iteration and position, which are unique within a turn.
+ * (records without `format`); 2: by iteration and position, which are unique within a turn; 3: the
+ * record's snapshot holds no messages: the turn's input is stored once and every message the turn
+ * adds once, under its own key, so a checkpoint writes what its transition changed, not the history.
  */
-export const TURN_FORMAT = 2;
+export const TURN_FORMAT = 3;
 
 /** What a turn is started with (system prompt, history, the new user message). */
 export const turnInputSchema = z.object({
@@ -54,8 +56,11 @@ export const turnRecordSchema = z.object({
   updatedAt: z.number(),
   /** How many times the turn was resumed after troupe stopped mid-turn. */
   resumes: z.number().int().nonnegative().default(0),
+  /** Format 3: how many messages the snapshot's context holds (input and the turn's, each stored once). */
+  messageCount: z.number().int().nonnegative().optional(),
 });
 export type TurnRecord = z.infer<typeof turnRecordSchema>;
+type TurnInput = z.infer<typeof turnInputSchema>;
 
 export const journalRecordSchema = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("state"), turnId: z.string(), seq: z.number(), state: z.string(), iteration: z.number(), at: z.number() }),
@@ -84,19 +89,75 @@ const storedInputSchema = z.object({ input: turnInputSchema });
 /** A tool call's journal key within its turn: its position, never the model's id (providers omit and reuse ids). */
 export const toolCallKey = (iteration: number, index: number) => `${pad(iteration)}:${pad(index)}`;
 
+const messageKey = (turnId: string, index: number) => `${turnId}:msg:${pad(index)}`;
+const storedMessageSchema = z.object({ message: chatMessageSchema });
+
+/** Marks a child's input whose `messages` were the context's (the model call's), left out of the stored snapshot. */
+const MESSAGES_FROM_CONTEXT = "messagesFromContext";
+
+type PersistedChild = { snapshot?: { input?: Record<string, unknown> } & Record<string, unknown> } & Record<string, unknown>;
+
 /**
- * One checkpoint: the record (snapshot, state) and its journal entry. The turn's input (system
- * prompt and history) never changes, so it is written once, with the first checkpoint, not with
- * every one.
+ * The snapshot as format 3 stores it: no messages in its context, nor in the input of the child
+ * invoked with them (the model call), which XState would otherwise persist a second time. The
+ * live snapshot is not touched.
  */
-export function checkpointOps(record: TurnRecord, iteration: number, opts: { withInput?: boolean } = {}): StoreOp[] {
+export function packSnapshot(persisted: TurnRecord["snapshot"]): TurnRecord["snapshot"] {
+  const children = (persisted as { children?: Record<string, PersistedChild> }).children ?? {};
+  const packed: Record<string, PersistedChild> = {};
+  for (const [id, child] of Object.entries(children)) {
+    const input = child.snapshot?.input;
+    if (input && Array.isArray(input.messages)) {
+      const { messages: _messages, ...rest } = input;
+      packed[id] = { ...child, snapshot: { ...child.snapshot, input: { ...rest, [MESSAGES_FROM_CONTEXT]: true } } };
+    } else packed[id] = child;
+  }
+  return { ...persisted, context: { ...persisted.context, messages: [] }, children: packed };
+}
+
+/** The inverse of packSnapshot, given the context's messages. */
+function unpackSnapshot(snapshot: TurnRecord["snapshot"], messages: ChatMessage[]): TurnRecord["snapshot"] {
+  const children = (snapshot as { children?: Record<string, PersistedChild> }).children ?? {};
+  const unpacked: Record<string, PersistedChild> = {};
+  for (const [id, child] of Object.entries(children)) {
+    const input = child.snapshot?.input;
+    if (input?.[MESSAGES_FROM_CONTEXT]) {
+      const { [MESSAGES_FROM_CONTEXT]: _flag, ...rest } = input;
+      unpacked[id] = { ...child, snapshot: { ...child.snapshot, input: { ...rest, messages } } };
+    } else unpacked[id] = child;
+  }
+  return { ...snapshot, context: { ...snapshot.context, messages }, children: unpacked };
+}
+
+/**
+ * One checkpoint: the record (state, a snapshot without messages: see packSnapshot) and its journal
+ * entry, plus what is new since the last one: the turn's input with the first checkpoint (system
+ * prompt and history, written once), and each message the turn added since, under its own key.
+ */
+export function checkpointOps(
+  record: TurnRecord,
+  iteration: number,
+  opts: { withInput?: boolean; newMessages?: { from: number; messages: ChatMessage[] } } = {},
+): StoreOp[] {
   const entry: JournalRecord = { kind: "state", turnId: record.turnId, seq: record.seq, state: record.state, iteration, at: record.updatedAt };
   const { input, ...withoutInput } = record;
+  const added = opts.newMessages;
   return [
     { type: "put", sublevel: "turns", key: record.turnId, value: withoutInput },
     { type: "put", sublevel: "journal", key: `${record.turnId}:state:${pad(record.seq)}`, value: entry },
     ...(opts.withInput ? [{ type: "put" as const, sublevel: "journal" as const, key: inputKey(record.turnId), value: { input } }] : []),
+    ...(added?.messages ?? []).map((message, i): StoreOp => ({ type: "put", sublevel: "journal", key: messageKey(record.turnId, added!.from + i), value: { message } })),
   ];
+}
+
+/**
+ * What a finished turn no longer needs: its input and its messages (the session has them now).
+ * Its record, state journal and tool journal stay, for `sessions show` and the inspector.
+ */
+export function pruneFinishedOps(turnId: string, messages: { from: number; to: number }, withInput = true): StoreOp[] {
+  const ops: StoreOp[] = withInput ? [{ type: "del", sublevel: "journal", key: inputKey(turnId) }] : [];
+  for (let i = messages.from; i < messages.to; i++) ops.push({ type: "del", sublevel: "journal", key: messageKey(turnId, i) });
+  return ops;
 }
 
 export function toolJournalOp(record: ToolJournalRecord): StoreOp {
@@ -110,8 +171,31 @@ export async function getTurn(store: Store, turnId: string): Promise<TurnRecord 
   if (record && record.format > TURN_FORMAT) {
     throw new CorruptRecordError(`turn ${turnId} was written by a newer troupe (format ${record.format}; this one reads up to ${TURN_FORMAT}): upgrade troupe to resume it`);
   }
-  if (!record || record.input !== undefined) return record;
-  return { ...record, input: (await store.get("journal", inputKey(turnId), storedInputSchema))?.input };
+  if (!record) return record;
+  return withMessages(store, record);
+}
+
+/**
+ * A record as the turn runtime restores it: with its input and, from format 3 on, its snapshot's
+ * messages (input's, then the turn's own from their keys). A finished turn's were pruned: its
+ * record comes back as stored.
+ */
+export async function withMessages(store: Store, record: TurnRecord): Promise<TurnRecord> {
+  const input = record.input ?? (await store.get("journal", inputKey(record.turnId), storedInputSchema))?.input;
+  if (record.messageCount === undefined || record.final) return { ...record, input };
+  if (!input) return { ...record, input };
+  const added = (await store.list("journal", storedMessageSchema, { prefix: `${record.turnId}:msg:` })).map((r) => r.value.message);
+  return restoreMessages(record, input, added);
+}
+
+/** A format-3 record with its snapshot's messages put back: the input's, then those the turn added (in order). */
+export function restoreMessages(record: TurnRecord, input: TurnInput, added: ChatMessage[]): TurnRecord {
+  const count = record.messageCount ?? 0;
+  const messages = [...input.messages, ...added].slice(0, count);
+  if (messages.length < count) {
+    throw new CorruptRecordError(`turn ${record.turnId}: its checkpoint holds ${count} messages but only ${messages.length} are stored`);
+  }
+  return { ...record, input, snapshot: unpackSnapshot(record.snapshot, messages) };
 }
 
 /** Every turn's record, without inputs (for listings). */

@@ -4,7 +4,8 @@ import { defineTool } from "../../src/tools/contract.js";
 import { createToolRegistry } from "../../src/tools/registry.js";
 import { startTurn } from "../../actors/turn.js";
 import { INTERRUPTED_RESULT, planBatches } from "../../actors/run-tools.js";
-import { getTurn, stateJournal, toolJournal, toolJournalOp, type TurnRecord } from "../../src/store/turns.js";
+import { getTurn, restoreMessages, stateJournal, toolJournal, toolJournalOp, type TurnRecord } from "../../src/store/turns.js";
+import type { ChatMessage } from "../../src/providers/messages.js";
 import type { Store } from "../../src/store/store.js";
 import { startFakeOpenAi, type FakeOpenAi, type FakeStep } from "../fixtures/fake-openai.js";
 import { countingTools, turnDeps, turnInput } from "../helpers/turn-env.js";
@@ -99,16 +100,32 @@ describe("turn machine", () => {
     const deps = await turnDeps(await tempDir(), fake.url, tools.registry);
     store = deps.store;
     const checkpoints: TurnRecord[] = [];
+    const inputsWritten: unknown[] = [];
+    const added: ChatMessage[] = [];
+    const sizes: number[] = [];
     const batch = deps.store.batch.bind(deps.store);
     deps.store.batch = async (ops, opts) => {
-      for (const op of ops) if (op.type === "put" && op.sublevel === "turns") checkpoints.push(structuredClone(op.value as TurnRecord));
+      sizes.push(ops.reduce((n, op) => n + (op.type === "put" ? JSON.stringify(op.value).length : 0), 0));
+      for (const op of ops) {
+        if (op.type !== "put") continue;
+        if (op.sublevel === "turns") checkpoints.push(structuredClone(op.value as TurnRecord));
+        if (op.key === "ref:input") inputsWritten.push(op.value);
+        if (op.key.startsWith("ref:msg:")) added[Number(op.key.slice("ref:msg:".length)) - input.messages.length] = (op.value as { message: ChatMessage }).message;
+      }
       return batch(ops, opts);
     };
-    const input = turnInput("ref", "define alpha and beta");
+    // A long history: no checkpoint may carry it again, only the first writes the input.
+    const input = { ...turnInput("ref", "define alpha and beta"), messages: [{ role: "system" as const, content: "s".repeat(20_000) }, ...turnInput("ref", "define alpha and beta").messages] };
     const reference = await startTurn(deps, { input }).done;
-    // The input is stored once, beside the first checkpoint; the records carry the rest.
-    expect(checkpoints.every((c) => c.input === undefined)).toBe(true);
-    expect((await getTurn(deps.store, "ref"))?.input).toEqual(input);
+    // The input is stored once, beside the first checkpoint; the records carry neither it nor any message.
+    expect(inputsWritten).toEqual([{ input }]);
+    expect(checkpoints.every((c) => c.input === undefined && c.snapshot.context.messages.length === 0)).toBe(true);
+    expect(checkpoints.every((c) => !JSON.stringify(c).includes("s".repeat(100)))).toBe(true);
+    expect(sizes.slice(1).every((n) => n < 10_000)).toBe(true);
+    // Finished, the turn keeps its record and journal; its input and messages are pruned (the session has them).
+    const final = await getTurn(deps.store, "ref");
+    expect(final?.final).toBe(true);
+    expect(final?.input).toBeUndefined();
     expect(reference.state).toBe("responded");
     const referenceJournal = await toolJournal(deps.store, "ref");
     const resumable = checkpoints.filter((c) => !c.final);
@@ -117,12 +134,20 @@ describe("turn machine", () => {
     for (const record of resumable) {
       // Restoring under the same turn id in a store whose journal says every tool had completed.
       const runsBefore = tools.runs.length;
-      const result = await startTurn(deps, { record: { ...record, input } }).done;
+      const result = await startTurn(deps, { record: restoreMessages(record, input, added) }).done;
       expect(result.state, `restored from ${record.state}#${record.seq}`).toBe("responded");
       expect(result.output.newMessages).toEqual(reference.output.newMessages);
       expect(tools.runs.length, `tools re-run after restore from ${record.state}#${record.seq}`).toBe(runsBefore);
       expect((await toolJournal(deps.store, "ref")).size).toBe(referenceJournal.size);
     }
+    // A format-2 record (every message in its snapshot, no messageCount) still resumes, and its
+    // next checkpoint stores the turn's messages under their own keys.
+    const older = restoreMessages(resumable[3]!, input, added);
+    const { messageCount: _count, ...format2 } = { ...older, format: 2 };
+    added.length = 0;
+    const result = await startTurn(deps, { record: format2 }).done;
+    expect(result.output.newMessages).toEqual(reference.output.newMessages);
+    expect(added.length).toBeGreaterThanOrEqual(older.snapshot.context.messages.length - input.messages.length);
   });
 
   it("an interrupted non-idempotent call is not re-run; an interrupted read-only call is", async () => {

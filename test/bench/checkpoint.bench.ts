@@ -1,0 +1,53 @@
+/**
+ * A checkpoint costs O(change), not O(history) (part of `npm run bench`): one session runs 1,000
+ * turns back to back (one tool call each, zero-latency model); the bytes its turns write and the
+ * time they take are printed around turn 10, 100 and 1,000. Flat is the target: a long session's
+ * turn costs what a short one's does.
+ */
+import { rm } from "node:fs/promises";
+import { filter, firstValueFrom } from "rxjs";
+import type { StoreOp } from "../../src/store/store.js";
+import { daemonFor, fakeModel } from "./harness.js";
+import { record } from "./summary.js";
+
+const TURNS = Number(process.env.TROUPE_BENCH_SESSION_TURNS ?? 1_000);
+const WINDOW = 10;
+
+const model = await fakeModel(0);
+const { daemon, dir } = await daemonFor(model.url, { maxConcurrentTurns: 10 });
+let bytes = 0;
+const batch = daemon.store.batch.bind(daemon.store);
+daemon.store.batch = (ops: StoreOp[], opts?: { sync?: boolean }) => {
+  for (const op of ops) bytes += op.key.length + (op.type === "put" ? JSON.stringify(op.value).length : 0);
+  return batch(ops, opts);
+};
+
+const perTurn: Array<{ bytes: number; ms: number }> = [];
+for (let i = 0; i < TURNS; i++) {
+  const before = bytes;
+  const t0 = performance.now();
+  const id = await daemon.accept("api", { chatId: "long", senderId: "bench", content: `turn ${i}: list the workspace` });
+  await firstValueFrom(daemon.bus.ofType("outbound").pipe(filter((e) => e.answers.includes(id))));
+  perTurn.push({ bytes: bytes - before, ms: performance.now() - t0 });
+}
+await daemon.shutdown();
+model.stop();
+await rm(dir, { recursive: true, force: true });
+
+const around = (n: number) => {
+  const rows = perTurn.slice(Math.max(0, n - WINDOW), n);
+  return { bytes: rows.reduce((s, r) => s + r.bytes, 0) / rows.length, ms: rows.reduce((s, r) => s + r.ms, 0) / rows.length };
+};
+console.log(`\n## one session, ${TURNS} turns back to back (1 tool call each): bytes written and time per turn, mean of ${WINDOW} turns`);
+console.log("turn    bytes/turn   ms/turn");
+const marks = [10, 100, 1_000].filter((n) => n <= TURNS);
+for (const n of marks) {
+  const a = around(n);
+  console.log(`${String(n).padEnd(6)}  ${a.bytes.toFixed(0).padStart(10)}  ${a.ms.toFixed(2).padStart(8)}`);
+}
+const first = around(10);
+const last = around(marks.at(-1)!);
+const bytesRatio = last.bytes / first.bytes;
+const msRatio = last.ms / first.ms;
+record({ figure: `bytes/turn, turn ${marks.at(-1)} vs turn 10`, target: "flat (≤ 1.5×)", measured: `${bytesRatio.toFixed(2)}× (${first.bytes.toFixed(0)} → ${last.bytes.toFixed(0)} B)`, pass: bytesRatio <= 1.5 });
+record({ figure: `ms/turn, turn ${marks.at(-1)} vs turn 10`, target: "flat (≤ 1.5×)", measured: `${msRatio.toFixed(2)}× (${first.ms.toFixed(1)} → ${last.ms.toFixed(1)} ms)`, pass: msRatio <= 1.5 });
