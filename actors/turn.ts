@@ -6,7 +6,7 @@ import { repairHistory } from "../src/providers/history.js";
 import type { LlmProvider } from "../src/providers/client.js";
 import { createCheckpointBarrier, type CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
 import type { Store, StoreOp } from "../src/store/store.js";
-import { checkpointOps, closeTurnOp, openTurnOp, packSnapshot, pruneFinishedOps, TURN_FORMAT, type TurnRecord } from "../src/store/turns.js";
+import { checkpointOps, closeTurnOp, openTurnOp, packSnapshot, pruneFinishedOps, TURN_FORMAT, turnSummaryOps, type TurnRecord } from "../src/store/turns.js";
 import type { ToolRegistry } from "../src/tools/registry.js";
 import {
   turnMachine,
@@ -198,7 +198,7 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
               ]
             : [];
           const ops = checkpointOps(record, snap.context.iteration, { withInput: withInput && !result, newMessages: result ? undefined : newMessages });
-          if (write) await deps.store.batch([...initial, ...ops, ...extra], { sync: true });
+          if (write) await deps.store.batch([...initial, ...ops, ...turnSummaryOps(record), ...extra], { sync: true });
           if (withInput) inputStored = true;
           barrier.mark(turnId, record.seq);
           if (result) {

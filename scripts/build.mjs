@@ -6,7 +6,8 @@
 // grammy, linkedom, the MCP SDK) stays external, loaded from node_modules as is.
 // Chunks sit directly in dist/, one level below the package root (src/package-root.ts relies on it).
 import { build } from "esbuild";
-import { rm } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /** Packages bundled into dist/; every other bare import stays an import from node_modules. */
@@ -26,8 +27,11 @@ function externalExcept(inline) {
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const outdir = `${root}dist`;
-await rm(outdir, { recursive: true, force: true });
-await build({
+// A CLI may be running from dist/ while it is rebuilt (a test run building it beside a running
+// daemon): only files whose content changed are rewritten, and with --keep-stale (the test set-up)
+// chunks of an earlier build are left for processes that may still import them.
+const keepStale = process.argv.includes("--keep-stale");
+const result = await build({
   absWorkingDir: root,
   entryPoints: { main: "src/cli/main.ts" },
   outdir,
@@ -42,4 +46,19 @@ await build({
   // Bundled CommonJS (commander) requires Node's built-ins; an ES module has no require of its own.
   banner: { js: 'import { createRequire as __troupeRequire } from "node:module"; const require = __troupeRequire(import.meta.url);' },
   logLevel: "warning",
+  write: false,
 });
+
+await mkdir(outdir, { recursive: true });
+const fresh = new Set();
+for (const file of result.outputFiles) {
+  fresh.add(file.path);
+  const old = await readFile(file.path).catch(() => undefined);
+  if (old && Buffer.from(file.contents).equals(old)) continue;
+  // Renamed into place: a process starting meanwhile reads the old file or the new one, never half of one.
+  await writeFile(`${file.path}.${process.pid}.tmp`, file.contents);
+  await rename(`${file.path}.${process.pid}.tmp`, file.path);
+}
+if (!keepStale) {
+  for (const name of await readdir(outdir)) if (!fresh.has(join(outdir, name))) await rm(join(outdir, name), { recursive: true, force: true });
+}

@@ -1,7 +1,7 @@
 import { allSessionMessages, getSessionMeta, listSessions, sessionMessages, type SessionMeta } from "./sessions.js";
 import type { CorruptRecord, ListOptions, Store } from "./store.js";
 import { listSubagents } from "./subagents.js";
-import { listOpenTurns, listTurns } from "./turns.js";
+import { listOpenTurns, listTurns, turnSummaries } from "./turns.js";
 
 export interface TurnSummary {
   turnId: string;
@@ -31,13 +31,19 @@ const collectCorrupt = (): ListOptions & { corrupt: CorruptRecord[] } => {
 export async function sessionsOverview(store: Store): Promise<{ sessions: SessionOverview[]; corrupt: CorruptRecord[] }> {
   const { corrupt, ...skip } = collectCorrupt();
   const open = await listOpenTurns(store, undefined, skip);
-  const resumed = new Map<string, number>();
-  const last = new Map<string, { createdAt: number; state: string }>();
-  for (const t of await listTurns(store, skip)) {
-    if (t.resumes > 0) resumed.set(t.sessionKey, (resumed.get(t.sessionKey) ?? 0) + 1);
-    if ((last.get(t.sessionKey)?.createdAt ?? -1) <= t.createdAt) last.set(t.sessionKey, t);
+  // One summary per session (written with each checkpoint), not every turn record ever written.
+  const { resumed, last } = await turnSummaries(store, skip);
+  const metas = await listSessions(store, skip);
+  // Sessions whose turns ran before the summaries existed: their turn records are read, once.
+  if (metas.some((m) => m.turns > 0 && !last.has(m.key))) {
+    const legacy = new Set(metas.filter((m) => !last.has(m.key)).map((m) => m.key));
+    for (const t of await listTurns(store, skip)) {
+      if (!legacy.has(t.sessionKey)) continue;
+      if (t.resumes > 0) resumed.set(t.sessionKey, (resumed.get(t.sessionKey) ?? 0) + 1);
+      if ((last.get(t.sessionKey)?.createdAt ?? -1) <= t.createdAt) last.set(t.sessionKey, t);
+    }
   }
-  const sessions = (await listSessions(store, skip)).map((meta) => ({
+  const sessions = metas.map((meta) => ({
     ...meta,
     interrupted: open.filter((t) => t.sessionKey === meta.key).length,
     resumed: resumed.get(meta.key) ?? 0,

@@ -3,7 +3,7 @@ import { addUsage, chatMessageSchema, usageSchema, ZERO_USAGE, type ChatMessage,
 import { KEY_END } from "../session-key.js";
 import type { ListOptions, Store, StoreOp } from "./store.js";
 import { listSubagents, subagentSessionKey } from "./subagents.js";
-import { closeTurnOp, listOpenTurns, listTurns } from "./turns.js";
+import { closeTurnOp, listOpenTurns, listTurns, turnSummaryKeys } from "./turns.js";
 
 /**
  * A session is a conversation keyed `channel:chatId`. Its messages live under the current epoch;
@@ -146,6 +146,7 @@ export async function deleteSessionOps(store: Store, key: string): Promise<Sessi
     ops.push(del("turns", t.turnId), ...(await keysOf("journal", `${t.turnId}:`)).map((k) => del("journal", k)));
   }
   ops.push(...open.map((t) => closeTurnOp(t.turnId, key)), ...openCorrupt.map((k) => del("meta", k)), ...inbox.map((k) => del("inbox", k)));
+  ops.push(...(await turnSummaryKeys(store, key)).map((k) => del("meta", k)));
   for (const r of subagents) {
     ops.push(del("subagents", r.id), ...((await deleteSessionOps(store, subagentSessionKey(r.id)))?.ops ?? []));
   }

@@ -238,3 +238,36 @@ export async function listOpenTurns(store: Store, sessionKey?: string, opts: Lis
   const prefix = sessionKey === undefined ? "open:" : `open:${sessionKey}${KEY_END}`;
   return (await store.list("meta", openTurnSchema, { prefix, ...opts })).map((r) => r.value);
 }
+
+/**
+ * Each session's turn summary, so `sessions list` reads one small record per session instead of
+ * every turn record ever written: the newest turn's state (rewritten with each of its checkpoints)
+ * and one marker per turn that was resumed after troupe stopped mid-turn.
+ */
+const lastTurnKey = (sessionKey: string) => `lastturn:${sessionKey}`;
+const resumedPrefix = (sessionKey: string) => `resumed:${sessionKey}${KEY_END}`;
+export const lastTurnSchema = z.object({ sessionKey: z.string(), turnId: z.string(), state: z.string(), createdAt: z.number() });
+const resumedSchema = z.object({ sessionKey: z.string(), turnId: z.string() });
+
+export function turnSummaryOps(record: Pick<TurnRecord, "sessionKey" | "turnId" | "state" | "createdAt" | "resumes">): StoreOp[] {
+  const { sessionKey, turnId, state, createdAt } = record;
+  return [
+    { type: "put", sublevel: "meta", key: lastTurnKey(sessionKey), value: { sessionKey, turnId, state, createdAt } },
+    ...(record.resumes > 0 ? [{ type: "put" as const, sublevel: "meta" as const, key: `${resumedPrefix(sessionKey)}${turnId}`, value: { sessionKey, turnId } }] : []),
+  ];
+}
+
+/** Every session's newest turn and how many of its turns were resumed. */
+export async function turnSummaries(store: Store, opts: ListOptions = {}): Promise<{ last: Map<string, z.infer<typeof lastTurnSchema>>; resumed: Map<string, number> }> {
+  const last = new Map((await store.list("meta", lastTurnSchema, { prefix: "lastturn:", ...opts })).map((r) => [r.value.sessionKey, r.value] as const));
+  const resumed = new Map<string, number>();
+  for (const r of await store.list("meta", resumedSchema, { prefix: "resumed:", ...opts })) resumed.set(r.value.sessionKey, (resumed.get(r.value.sessionKey) ?? 0) + 1);
+  return { last, resumed };
+}
+
+/** A session's summary keys (for deleting the session). */
+export async function turnSummaryKeys(store: Store, sessionKey: string): Promise<string[]> {
+  const resumed = await store.list("meta", z.unknown(), { prefix: resumedPrefix(sessionKey), onCorrupt: () => {} });
+  const last = await store.get("meta", lastTurnKey(sessionKey), z.unknown()).catch(() => undefined);
+  return [...(last !== undefined ? [lastTurnKey(sessionKey)] : []), ...resumed.map((r) => r.key)];
+}

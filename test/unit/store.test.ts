@@ -12,7 +12,7 @@ import { inboxPutOps, sessionInbox, sessionsWithInbox } from "../../src/store/in
 import { sessionDetail, sessionsOverview } from "../../src/store/session-view.js";
 import { appendMessagesOps, listSessions, newSessionMeta, sessionMessages } from "../../src/store/sessions.js";
 import { openStore, type CorruptRecord, type Store } from "../../src/store/store.js";
-import { listOpenTurns, openTurnOp } from "../../src/store/turns.js";
+import { listOpenTurns, openTurnOp, turnSummaryOps } from "../../src/store/turns.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
 const rec = z.object({ n: z.number() });
@@ -83,12 +83,31 @@ describe("store", () => {
     ]);
     const overview = await sessionsOverview(store);
     expect(overview.sessions.map((s) => [s.key, s.usage.totalTokens, s.turns])).toEqual([["api:good", 7, 1]]);
-    expect(overview.corrupt.map((c) => `${c.sublevel}/${c.key}`)).toEqual(["turns/t-bad", "sessions/meta:api:bad"]);
-    expect(overview.corrupt[1]?.problem).toMatch(/^usage\.promptTokens: .*int/);
+    expect(overview.corrupt.map((c) => `${c.sublevel}/${c.key}`).sort()).toEqual(["sessions/meta:api:bad", "turns/t-bad"]);
+    expect(overview.corrupt.find((c) => c.key === "meta:api:bad")?.problem).toMatch(/^usage\.promptTokens: .*int/);
 
     const detail = await sessionDetail(store, "api:good");
     expect(detail?.messages.map((m) => m.content)).toEqual(["hi", "hello"]);
     expect(detail?.corrupt.map((c) => `${c.sublevel}/${c.key}`)).toEqual(["sessions/msg:api:good\x00000000:000000005", "turns/t-bad"]);
+    await store.close();
+  });
+
+  it("sessions overview reads each session's turn summary, not its turn records", async () => {
+    const store = await openStore(join(await tempDir(), "store"));
+    const meta = { ...newSessionMeta("api:a", 1), turns: 3 };
+    const turn = (turnId: string, state: string, createdAt: number, resumes = 0) => ({ sessionKey: "api:a", turnId, state, createdAt, resumes });
+    await store.batch([
+      { type: "put", sublevel: "sessions", key: "meta:api:a", value: meta },
+      // Turn records that would not parse: a listing that read them would report them.
+      { type: "put", sublevel: "turns", key: "t1", value: { turnId: "t1" } },
+      { type: "put", sublevel: "turns", key: "t2", value: { turnId: "t2" } },
+      ...turnSummaryOps(turn("t1", "awaiting_model", 1, 1)),
+      ...turnSummaryOps(turn("t1", "responded", 1, 1)),
+      ...turnSummaryOps(turn("t2", "failed", 2)),
+    ]);
+    const overview = await sessionsOverview(store);
+    expect(overview.corrupt).toEqual([]);
+    expect(overview.sessions.map((s) => [s.key, s.lastTurnState, s.resumed])).toEqual([["api:a", "failed", 1]]);
     await store.close();
   });
 
