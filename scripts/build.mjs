@@ -7,6 +7,7 @@
 // Chunks sit directly in dist/, one level below the package root (src/package-root.ts relies on it).
 import { build } from "esbuild";
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { Buffer } from "node:buffer";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 

@@ -6,12 +6,12 @@ import { describe, expect, it } from "vitest";
 import { TROUPE_BIN } from "../helpers/cli.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
-const TRACE = fileURLToPath(new URL("../fixtures/module-trace.cjs", import.meta.url));
+const TRACE = fileURLToPath(new URL("../fixtures/module-trace.mjs", import.meta.url));
 
 /** Runs the CLI and returns the modules it loaded. */
 async function modulesLoaded(args: string[], home: string): Promise<{ code: number | null; stdout: string; modules: string[] }> {
   const trace = join(home, "modules.txt");
-  const r = spawnSync(process.execPath, ["-r", TRACE, TROUPE_BIN, ...args], { env: { ...process.env, TROUPE_HOME: home, MODULE_TRACE: trace }, encoding: "utf8" });
+  const r = spawnSync(process.execPath, ["--import", TRACE, TROUPE_BIN, ...args], { env: { ...process.env, TROUPE_HOME: home, MODULE_TRACE: trace }, encoding: "utf8" });
   const modules = (await readFile(trace, "utf8")).split("\n").filter(Boolean);
   return { code: r.status, stdout: r.stdout, modules };
 }
