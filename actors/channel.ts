@@ -1,6 +1,6 @@
 import { fromPromise } from "xstate";
 import type { Logger } from "pino";
-import { concatMap, filter, map, Subject, type Subscription } from "rxjs";
+import { concatMap, debounceTime, filter, groupBy, map, mergeMap, Subject, type Subscription } from "rxjs";
 import type { Bus } from "../src/bus/index.js";
 import { DeliveryRejectedError, type Channel, type ChannelInbound } from "../src/channels/channel.js";
 import { fault } from "../src/fault.js";
@@ -22,6 +22,9 @@ export interface ChannelActorDeps {
   /** Told when a channel has started (connected, or retrying its platform): daemon start waits for it. */
   onStarted?: (name: string) => void;
 }
+
+/** How long a chat's delivery group stays open without a message (channels delivering to many chats at once). */
+const CHAT_GROUP_IDLE_MS = 5_000;
 
 /** Wait before retry number `attempt` (1-based): doubling from 1 s, at most 5 minutes. */
 export const retryDelay = (attempt: number, baseMs = 1_000) => Math.min(300_000, baseMs * 2 ** Math.max(0, attempt - 1));
@@ -81,9 +84,10 @@ export function createChannelActor(deps: ChannelActorDeps) {
       };
       try {
         fault("during-delivery");
-        await channel.send(record, onPartDelivered);
+        // A store-backed channel's delivery commits with the outbox removal, in one synced batch.
+        const delivered = channel.deliveryOps ? channel.deliveryOps(record) : (await channel.send(record, onPartDelivered), []);
         fault("before-outbox-delete");
-        await deps.store.batch(outboxDeliveredOps(record.deliveryId, now()), { sync: true });
+        await deps.store.batch([...delivered, ...outboxDeliveredOps(record.deliveryId, now())], { sync: true });
       } catch (err) {
         if (err instanceof DeliveryRejectedError) {
           log?.error({ err, deliveryId: record.deliveryId }, "the platform refused this message; dropped");
@@ -124,16 +128,20 @@ export function createChannelActor(deps: ChannelActorDeps) {
       if (signal.aborted) return;
       const pending = await pendingOutbox(deps.store, input.name);
       stored = new Set(pending.map((r) => r.deliveryId));
+      const track = (record: OutboxRecord) => {
+        const delivery = deliver(record);
+        busy.add(delivery);
+        return delivery.finally(() => busy.delete(delivery));
+      };
       subs.push(
-        queue
-          .pipe(
-            concatMap((record) => {
-              const delivery = deliver(record);
-              busy.add(delivery);
-              return delivery.finally(() => busy.delete(delivery));
-            }),
-          )
-          .subscribe(),
+        (channel.parallelChats
+          ? // In order within a chat; chats side by side. A chat's group ends once idle, so groups do not pile up.
+            queue.pipe(
+              groupBy((r) => r.chatId, { duration: (chat) => chat.pipe(debounceTime(CHAT_GROUP_IDLE_MS)) }),
+              mergeMap((chat) => chat.pipe(concatMap(track))),
+            )
+          : queue.pipe(concatMap(track))
+        ).subscribe(),
       );
       pending.forEach((r) => queue.next(r));
       const held = early;

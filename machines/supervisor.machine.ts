@@ -64,6 +64,19 @@ const DONE_PREFIX = "xstate.done.actor.";
 
 const isActive = (ref: AnyActorRef | undefined) => ref?.getSnapshot().status === "active";
 
+/**
+ * The children's records are updated in place: copying the whole map on every spawn and every
+ * passivation made a burst of sessions quadratic. Nothing holds an older version of the map.
+ */
+const withChild = (children: Record<string, ChildRecord>, record: ChildRecord) => {
+  children[record.id] = record;
+  return children;
+};
+const withoutChild = (children: Record<string, ChildRecord>, id: string) => {
+  delete children[id];
+  return children;
+};
+
 export const supervisorMachine = setup({
   types: {
     context: {} as SupervisorContext,
@@ -87,7 +100,7 @@ export const supervisorMachine = setup({
         return;
       }
       if (record?.status === "restarting") {
-        if (message) enqueue.assign({ children: { ...context.children, [id]: { ...record, pending: [...record.pending, message] } } });
+        if (message) enqueue.assign({ children: withChild(context.children, { ...record, pending: [...record.pending, message] }) });
         return;
       }
       const ref = self.getSnapshot().children[id] as AnyActorRef | undefined;
@@ -97,10 +110,7 @@ export const supervisorMachine = setup({
         const input: SessionInput = { sessionKey: event.sessionKey, idleMs: context.sessionIdleMs };
         enqueue.spawnChild("session", { id, input });
         enqueue.assign({
-          children: {
-            ...context.children,
-            [id]: { id, kind: "session", input, status: "running", failures: record?.failures ?? [], lastError: null, since: Date.now(), pending: [] },
-          },
+          children: withChild(context.children, { id, kind: "session", input, status: "running", failures: record?.failures ?? [], lastError: null, since: Date.now(), pending: [] }),
         });
       }
       if (message) enqueue.sendTo(id, { type: "message", message });
@@ -116,11 +126,11 @@ export const supervisorMachine = setup({
       // An error that says restarting cannot help (a rejected token) fails the child at once.
       const permanent = (error as { permanent?: unknown } | undefined)?.permanent === true;
       if (permanent || failures.length > context.policy.maxRestarts) {
-        enqueue.assign({ children: { ...context.children, [id]: { ...record, status: "failed", failures, lastError, since: now } } });
+        enqueue.assign({ children: withChild(context.children, { ...record, status: "failed", failures, lastError, since: now }) });
         enqueue({ type: "childFailed", params: { id, error: lastError } } as never);
         return;
       }
-      enqueue.assign({ children: { ...context.children, [id]: { ...record, status: "restarting", failures, lastError, since: now } } });
+      enqueue.assign({ children: withChild(context.children, { ...record, status: "restarting", failures, lastError, since: now }) });
       enqueue.raise({ type: "child.restart", id } as SupervisorEvent, { delay: restartDelay(context.policy, failures.length) });
     }),
     /** A message for a session that has failed for good: tell the sender. Supplied by the composition. */
@@ -142,7 +152,7 @@ export const supervisorMachine = setup({
             const input = event.input ?? { name: event.name };
             enqueue.spawnChild("channel", { id, input });
             enqueue.assign({
-              children: { ...context.children, [id]: { id, kind: "channel", input, status: "running", failures: [], lastError: null, since: Date.now(), pending: [] } },
+              children: withChild(context.children, { id, kind: "channel", input, status: "running", failures: [], lastError: null, since: Date.now(), pending: [] }),
             });
           }),
         },
@@ -154,7 +164,7 @@ export const supervisorMachine = setup({
             if (record?.status !== "restarting") return;
             const input = record.kind === "session" ? { ...(record.input as SessionInput), queue: record.pending } : record.input;
             enqueue.spawnChild(record.kind, { id: record.id, input: input as SessionInput });
-            enqueue.assign({ children: { ...context.children, [record.id]: { ...record, status: "running", since: Date.now(), pending: [] } } });
+            enqueue.assign({ children: withChild(context.children, { ...record, status: "running", since: Date.now(), pending: [] }) });
           }),
         },
         "xstate.error.actor.*": {
@@ -175,9 +185,7 @@ export const supervisorMachine = setup({
             // Already replaced by a fresh actor for a message that came meanwhile.
             if (isActive(self.getSnapshot().children[id] as AnyActorRef | undefined)) return;
             enqueue.stopChild(id);
-            const children = { ...context.children };
-            delete children[id];
-            enqueue.assign({ children });
+            enqueue.assign({ children: withoutChild(context.children, id) });
           }),
         },
       },

@@ -31,7 +31,9 @@ export function createApiChannel(store: Store): Channel {
     name: "api",
     start: async () => {},
     stop: async () => {},
-    async send(record) {
+    // Deliveries are store writes, independent across chats: many at once share synced batches.
+    parallelChats: true,
+    deliveryOps(record) {
       // An API chat is a session key; anything else (a model's message tool naming one) would be filed under another chat's mailbox prefix.
       try {
         parseSessionKey(record.chatId);
@@ -39,7 +41,10 @@ export function createApiChannel(store: Store): Channel {
         throw new DeliveryRejectedError((err as Error).message);
       }
       const reply: ApiReply = { deliveryId: record.deliveryId, content: record.content, media: record.media, answers: record.answers, at: record.createdAt };
-      await store.batch([{ type: "put", sublevel: "sessions", key: `${prefix(record.chatId)}${pad(record.createdAt)}:${record.deliveryId}`, value: reply }], { sync: true });
+      return [{ type: "put", sublevel: "sessions", key: `${prefix(record.chatId)}${pad(record.createdAt)}:${record.deliveryId}`, value: reply }];
+    },
+    async send(record) {
+      await store.batch(this.deliveryOps!(record), { sync: true });
     },
   };
 }

@@ -1,3 +1,4 @@
+import type { StoreOp } from "../store/store.js";
 import type { EventOf } from "../bus/events.js";
 import type { OutboxRecord } from "../store/outbox.js";
 
@@ -31,6 +32,13 @@ export interface Channel {
    * awaits `onPartDelivered(index)` after the platform accepted each (it records the part, synced).
    */
   send(message: OutboxRecord, onPartDelivered: (index: number) => Promise<void>): Promise<void>;
+  /**
+   * A channel that delivers into the store (the API's mailbox) gives the ops instead of writing
+   * them: they commit in the same synced batch that clears the outbox entry, one batch per reply.
+   */
+  deliveryOps?(message: OutboxRecord): StoreOp[];
+  /** Delivers to its chats side by side (one message at a time per chat, in order); default: one message at a time. */
+  readonly parallelChats?: boolean;
   /** Streamed text and tool hints of its sessions, when channels.sendProgress / sendToolHints allow. */
   progress?(update: ProgressUpdate): void;
 }

@@ -21,6 +21,10 @@ interface Tracked {
   state: string;
   since: number;
   children: Set<string>;
+  /** The snapshot's children object last diffed: XState makes a new one only when a child is spawned or stopped. */
+  seen?: Record<string, AnyActorRef>;
+  /** Each tracked child's id under its parent (the key in the snapshot's children). */
+  childIds: Map<string, string>;
 }
 
 /** "active.running" for a nested machine state; the actor status for other logic. */
@@ -68,9 +72,12 @@ export function createActorTree(bus: Bus, now: () => number = Date.now) {
         state: "starting",
         since: now(),
         children: new Set(),
+        childIds: new Map(),
       };
       actors.set(ref.sessionId, t);
-      if (t.parent) actors.get(t.parent)?.children.add(ref.sessionId);
+      const parentTracked = t.parent ? actors.get(t.parent) : undefined;
+      parentTracked?.children.add(ref.sessionId);
+      parentTracked?.childIds.set(ref.sessionId, ref.id);
       publish("actor_spawned", t);
       return;
     }
@@ -84,11 +91,13 @@ export function createActorTree(bus: Bus, now: () => number = Date.now) {
       t.since = now();
       publish("actor_state", t);
     }
-    if (snap.children) {
-      const live = new Set(Object.values(snap.children).map((c) => c.sessionId));
+    // Most events change no child: the diff runs only when the children object is a new one.
+    if (snap.children && snap.children !== t.seen) {
+      t.seen = snap.children;
       for (const child of [...t.children]) {
-        if (!live.has(child)) {
+        if (snap.children[t.childIds.get(child) ?? ""]?.sessionId !== child) {
           t.children.delete(child);
+          t.childIds.delete(child);
           remove(child);
         }
       }
