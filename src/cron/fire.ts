@@ -1,3 +1,4 @@
+import { fault } from "../fault.js";
 import { inboxPutOps, type InboxRecord } from "../store/inbox.js";
 import type { Store, StoreOp } from "../store/store.js";
 import {
@@ -111,6 +112,7 @@ export async function fireDue(store: Store, now: number, startedAt: number, log?
       const starts = runs.map((run) => ({ run, ...startOps(job, run) }));
       const prune = await pruneRunsOps(store, job.id, runs.length + skipped.length);
       await store.batch([putJobOp(advanced), ...skipped.map(putRunOp), ...starts.flatMap((s) => s.ops), ...prune], { sync: true });
+      if (starts.length) fault("after-cron-run-write");
       for (const s of starts) started.push({ job: advanced, run: s.run, inbox: s.inbox });
       if (skipped.length) log?.("missed cron runs skipped", { jobId: job.id, skipped: skipped.length + plan.uncounted, catchUp: job.catchUp });
       job.nextRunAt = advanced.nextRunAt;

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { KEY_END } from "../session-key.js";
+import { inboxDeleteOps, sessionInbox } from "../store/inbox.js";
 import type { ListOptions, Store, StoreOp } from "../store/store.js";
 import { scheduleSchema } from "./schedule.js";
 
@@ -108,8 +109,9 @@ export async function pruneRunsOps(store: Store, jobId: string, adding: number):
     .map((r) => ({ type: "del", sublevel: "cron", key: r.key }));
 }
 
-/** Every record of a job: the job and its runs. */
+/** Every record of a job: the job, its runs, and runs queued for its session that have not started. */
 export async function deleteJobOps(store: Store, id: string): Promise<StoreOp[]> {
   const runs = await store.list("cron", cronRunSchema, { prefix: runPrefix(id), onCorrupt: () => {} });
-  return [delJobOp(id), ...runs.map((r): StoreOp => ({ type: "del", sublevel: "cron", key: r.key }))];
+  const queued = (await sessionInbox(store, cronSessionKey(id))).map((m) => m.id);
+  return [delJobOp(id), ...runs.map((r): StoreOp => ({ type: "del", sublevel: "cron", key: r.key })), ...inboxDeleteOps(cronSessionKey(id), queued)];
 }
