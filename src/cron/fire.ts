@@ -12,6 +12,7 @@ import {
   pruneRunsOps,
   putJobOp,
   putRunOp,
+  RUN_HISTORY,
   runMessageId,
   type CronJob,
   type CronRun,
@@ -90,15 +91,18 @@ export async function fireDue(store: Store, now: number, startedAt: number, log?
     if (plan.run.length || plan.skipped.length || plan.nextRunAt !== job.nextRunAt) {
       const runs: CronRun[] = [];
       for (const r of plan.run) if (!(await getRun(store, job.id, r.scheduledAt))) runs.push(newRun(job, r.scheduledAt, now, r.missed, "schedule"));
-      const skipped: CronRun[] = plan.skipped.map((t, i) => ({
+      // The history holds RUN_HISTORY runs: the latest skipped instants are listed, the older ones counted in the first listed.
+      const listed = plan.skipped.slice(-Math.max(0, RUN_HISTORY - runs.length));
+      const unlisted = plan.skipped.length - listed.length + plan.uncounted;
+      const skipped: CronRun[] = listed.map((t, i) => ({
         ...newRun(job, t, now, 0, "schedule"),
         startedAt: null,
         finishedAt: now,
         status: "skipped",
         messageId: null,
-        note: `missed while troupe was not running; catchUp is ${job.catchUp}${i === plan.skipped.length - 1 && plan.uncounted ? ` (and ${plan.uncounted} more not listed)` : ""}`,
+        note: `missed while troupe was not running; catchUp is ${job.catchUp}${i === 0 && unlisted ? ` (and ${unlisted} earlier missed instant(s) not listed)` : ""}`,
       }));
-      skippedTotal += skipped.length + plan.uncounted;
+      skippedTotal += skipped.length + unlisted;
       const last = runs.at(-1);
       // An `at` job that was skipped will never run: it stays, disabled, so the skip is visible.
       const done = plan.nextRunAt === null && !last;
@@ -114,7 +118,7 @@ export async function fireDue(store: Store, now: number, startedAt: number, log?
       await store.batch([putJobOp(advanced), ...skipped.map(putRunOp), ...starts.flatMap((s) => s.ops), ...prune], { sync: true });
       if (starts.length) fault("after-cron-run-write");
       for (const s of starts) started.push({ job: advanced, run: s.run, inbox: s.inbox });
-      if (skipped.length) log?.("missed cron runs skipped", { jobId: job.id, skipped: skipped.length + plan.uncounted, catchUp: job.catchUp });
+      if (skipped.length) log?.("missed cron runs skipped", { jobId: job.id, skipped: skipped.length + unlisted, catchUp: job.catchUp });
       job.nextRunAt = advanced.nextRunAt;
       job.enabled = advanced.enabled;
     }
