@@ -3,18 +3,23 @@ import type { Logger } from "pino";
 import type { Bus } from "../src/bus/index.js";
 import { inboxDeleteOps } from "../src/store/inbox.js";
 import { announce, outboxPutOp, queueDelivery, type OutboxRecord } from "../src/store/outbox.js";
-import type { Store } from "../src/store/store.js";
+import type { Store, StoreOp } from "../src/store/store.js";
 import { getTurn } from "../src/store/turns.js";
 import type { PreparedTurn, PrepareTurnInput } from "../machines/session.machine.js";
 import type { TurnOutput } from "../machines/turn.machine.js";
 import type { Conversation } from "./conversation.js";
-import { createTurnRuntime, type TurnDeps } from "./turn.js";
+import { createTurnRuntime, type TurnDeps, type TurnResult } from "./turn.js";
 
 export interface SessionTurnDeps extends TurnDeps {
   conversation: Conversation;
   store: Store;
   bus?: Bus;
   logger?: Logger;
+  /**
+   * More ops for a turn's final batch, given the inbound messages it answers (a cron run records how
+   * it ended there, atomically with its reply); `deliver: false` keeps the reply out of the outbox.
+   */
+  finalHook?: (result: TurnResult, answers: string[]) => Promise<{ ops: StoreOp[]; deliver: boolean }>;
 }
 
 /** A reply on a chat, as an outbox entry. */
@@ -35,8 +40,14 @@ export function createSessionTurns(deps: SessionTurnDeps) {
   const turns = createTurnRuntime(deps, async (result, input) => {
     const answers = [...(input.messageId ? [input.messageId] : []), ...result.output.takenIds];
     const reply = replyRecord(input, result.output.reply, `reply:${result.turnId}`, answers, now());
-    replies.set(result.turnId, reply);
-    return [...(await deps.conversation.sessionFinalOps(input.sessionKey, result)), outboxPutOp(reply), ...inboxDeleteOps(input.sessionKey, answers)];
+    const hook = (await deps.finalHook?.(result, answers)) ?? { ops: [], deliver: true };
+    if (hook.deliver) replies.set(result.turnId, reply);
+    return [
+      ...(await deps.conversation.sessionFinalOps(input.sessionKey, result)),
+      ...(hook.deliver ? [outboxPutOp(reply)] : []),
+      ...inboxDeleteOps(input.sessionKey, answers),
+      ...hook.ops,
+    ];
   });
 
   const prepareTurn = fromPromise<PreparedTurn, PrepareTurnInput>(async ({ input }) => {

@@ -19,7 +19,7 @@ export interface SupervisionPolicy {
 
 export const DEFAULT_POLICY: SupervisionPolicy = { maxRestarts: 5, windowMs: 60_000, baseDelayMs: 500, maxDelayMs: 30_000 };
 
-export type ChildKind = "session" | "channel";
+export type ChildKind = "session" | "channel" | "cron";
 
 export interface ChildRecord {
   id: string;
@@ -50,10 +50,14 @@ export type SupervisorEvent =
   | { type: "inbound"; sessionKey: string; message: SessionMessage }
   /** Start a session that has work waiting in LevelDB (recovery at daemon start). */
   | { type: "wake"; sessionKey: string }
-  | { type: "child.restart"; id: string };
+  | { type: "child.restart"; id: string }
+  /** Starts the cron scheduler (once); `cron.changed` tells it the jobs changed. */
+  | { type: "cron.start"; startedAt: number }
+  | { type: "cron.changed" };
 
 export const sessionActorId = (sessionKey: string) => `session:${sessionKey}`;
 export const channelActorId = (name: string) => `channel:${name}`;
+export const CRON_ACTOR_ID = "cron";
 
 /** The wait before restart number `attempt` (1-based): base × 2^(attempt-1), capped. */
 export const restartDelay = (policy: SupervisionPolicy, attempt: number) =>
@@ -86,6 +90,8 @@ export const supervisorMachine = setup({
   actors: {
     session: notProvided<CallbackActorLogic<{ type: "message"; message: SessionMessage }, SessionInput>>("supervisor", "session", "callback"),
     channel: notProvided<CallbackActorLogic<{ type: string }, unknown>>("supervisor", "channel", "callback"),
+    /** The cron scheduler (machines/cron.machine.ts, provided by the composition). */
+    cron: notProvided<CallbackActorLogic<{ type: string }, unknown>>("supervisor", "cron", "callback"),
   },
   actions: {
     /** Delivers a message to its session actor, spawning it first if it is not running; wake only spawns. */
@@ -154,6 +160,24 @@ export const supervisorMachine = setup({
             enqueue.assign({
               children: withChild(context.children, { id, kind: "channel", input, status: "running", failures: [], lastError: null, since: Date.now(), pending: [] }),
             });
+          }),
+        },
+        "cron.start": {
+          actions: enqueueActions(({ enqueue, event, context }) => {
+            if (context.children[CRON_ACTOR_ID]) return;
+            const input = { startedAt: event.startedAt };
+            enqueue.spawnChild("cron", { id: CRON_ACTOR_ID, input });
+            enqueue.assign({
+              children: {
+                ...context.children,
+                [CRON_ACTOR_ID]: { id: CRON_ACTOR_ID, kind: "cron", input, status: "running", failures: [], lastError: null, since: Date.now(), pending: [] },
+              },
+            });
+          }),
+        },
+        "cron.changed": {
+          actions: enqueueActions(({ enqueue, self }) => {
+            if (isActive(self.getSnapshot().children[CRON_ACTOR_ID] as AnyActorRef | undefined)) enqueue.sendTo(CRON_ACTOR_ID, { type: "jobs.changed" });
           }),
         },
         inbound: { actions: "route" },

@@ -12,6 +12,8 @@ export const FAULT_POINTS = [
   // A part of a multi-part message (Telegram) accepted by the platform, not yet recorded.
   "after-part-accepted",
   "before-outbox-delete",
+  // A cron run recorded (synced, its inbox message with it), its turn not yet started.
+  "after-cron-run-write",
 ] as const;
 export type FaultPoint = (typeof FAULT_POINTS)[number];
 

@@ -1,7 +1,15 @@
 import { randomUUID } from "node:crypto";
+import { z } from "zod";
 import { mkdir } from "node:fs/promises";
 import { createActor, type Actor } from "xstate";
 import { createChannelActor } from "../actors/channel.js";
+import { createCronScheduler } from "../actors/cron.js";
+import { createHeartbeat } from "../actors/heartbeat.js";
+import { cronFinalOps, fireNow, unfinishedSystemRuns, finishRunOps, type StartedRun } from "./cron/fire.js";
+import { HEARTBEAT_SESSION, pickHeartbeatTarget } from "./cron/heartbeat.js";
+import { createCronService, type CronService } from "./cron/service.js";
+import { cronTool } from "./tools/builtin/cron.js";
+import { listSessions } from "./store/sessions.js";
 import { createLoadSession } from "../actors/load-session.js";
 import { createSessionTurns, replyRecord } from "../actors/session-turn.js";
 import { createSlot } from "../actors/slot.js";
@@ -110,6 +118,10 @@ export interface Daemon extends AgentRuntime {
   subagents: SubagentPool;
   tree: ActorTree;
   limiter: Limiter;
+  /** Cron jobs (add, list, remove, enable); changes re-arm the scheduler. */
+  cron: CronService;
+  /** Runs a job now, outside its schedule; undefined when there is no such job. */
+  runCronJob(id: string): Promise<StartedRun | undefined>;
   /** Each channel's state, for `troupe daemon start` and `status`. */
   channels(): ChannelState[];
   /** Takes a message from a channel into the system; resolves with its id once it is routed. */
@@ -126,6 +138,8 @@ export interface ChannelState {
 
 /** The actor system of `troupe gateway`: a supervisor over channel and session actors. */
 export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {}): Promise<Daemon> {
+  // Scheduled instants before this were missed (troupe was not running): each job's catchUp decides.
+  const startedAt = Date.now();
   const telegram = loaded.config.channels.telegram;
   if (telegram.enabled && !telegram.token) {
     throw new ConfigError(loaded.paths.configFile, ["channels.telegram.token: empty; set the token @BotFather gave you, or set channels.telegram.enabled to false"]);
@@ -170,7 +184,20 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     return notice(sessionKey, message, tell(err instanceof Error ? err.message : String(err)));
   };
 
-  const sessionTurns = createSessionTurns({ conversation, store, bus, logger, provider: core.provider, registry: core.registry, workspace: loaded.workspace, durable: opts.durable });
+  const cron = createCronService({ store, defaultTz: d.timezone, changed: () => supervisor.send({ type: "cron.changed" }) });
+  core.registry.register(cronTool({ service: cron, defaultTz: d.timezone }));
+  const sessionTurns = createSessionTurns({
+    conversation,
+    store,
+    bus,
+    logger,
+    provider: core.provider,
+    registry: core.registry,
+    workspace: loaded.workspace,
+    durable: opts.durable,
+    // A cron run's turn records how the run ended in its own final batch (atomically with the reply).
+    finalHook: (result, answers) => cronFinalOps(store, answers, result.state === "responded", result.output.reply, Date.now()),
+  });
   const session = sessionMachine.provide({
     actors: {
       slot: createSlot(limiter),
@@ -250,6 +277,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
       actors: {
         session: session as never,
         channel: channelActor.logic as never,
+        cron: createCronScheduler({ store, logger, start: startRun }) as never,
       },
       actions: {
         rejectMessage: (_, { sessionKey, message, reason }) => void notice(sessionKey, message, `This session is unavailable: it failed repeatedly (${reason}). Restart troupe to try again.`),
@@ -259,6 +287,41 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     { input: { policy: opts.policy, sessionIdleMs: d.sessionIdleSeconds * 1000 }, inspect: tree.inspect },
   );
   supervisor.subscribe({ error: (err) => logger.fatal({ err }, "supervisor failed") });
+
+  // The chat a heartbeat reports to: the last one someone wrote from (kept in the store across restarts).
+  const LAST_CHAT_KEY = "cron:lastChat";
+  const lastChatSchema = z.object({ channel: z.string(), chatId: z.string() });
+  const lastChatSub = bus.ofType("inbound").subscribe((e) => {
+    if (e.senderId === "cron" || e.senderId === "heartbeat" || !channels.has(e.channel)) return;
+    void store.batch([{ type: "put", sublevel: "meta", key: LAST_CHAT_KEY, value: { channel: e.channel, chatId: e.chatId } }]).catch(() => {});
+  });
+  const heartbeatConfig = loaded.config.gateway.heartbeat;
+  const heartbeat = createHeartbeat({
+    store,
+    provider: core.provider,
+    workspace: loaded.workspace,
+    timezone: d.timezone,
+    keepRecent: heartbeatConfig.keepRecentMessages,
+    logger,
+    target: async () =>
+      (await store.get("meta", LAST_CHAT_KEY, lastChatSchema).catch(() => undefined)) ??
+      pickHeartbeatTarget(await listSessions(store, { onCorrupt: () => {} }), (c) => channels.has(c)),
+    deliver: (m) => startRun({ inbox: m }),
+  });
+  /** A recorded run starts: its message goes to its session, or a system job's handler runs. */
+  function startRun(s: Pick<StartedRun, "inbox"> & Partial<StartedRun>): void {
+    const m = s.inbox;
+    if (m) {
+      if (!channels.has(m.channel)) logger.warn({ sessionKey: m.sessionKey, channel: m.channel }, "a cron run's reply is for a channel this daemon does not serve; it waits in the outbox");
+      bus.publish({ type: "inbound", channel: m.channel, chatId: m.chatId, senderId: m.senderId, content: m.content, messageId: m.id, media: [], sessionKey: m.sessionKey, at: m.at });
+      supervisor.send({ type: "inbound", sessionKey: m.sessionKey, message: { id: m.id, channel: m.channel, chatId: m.chatId, content: m.content, at: m.at, media: [] } });
+      return;
+    }
+    if (!s.job || !s.run) return;
+    if (s.job.system === "heartbeat") return void heartbeat.run(s as StartedRun);
+    // Dream is not built yet: its run is recorded as skipped, not left open.
+    void store.batch(finishRunOps(s.job, s.run, "skipped", null, Date.now(), `${s.job.system ?? "job"} has no handler in this troupe`), { sync: true });
+  }
   /** Each channel: starting (connecting to its platform), started, restarting after a failure, or failed for good. */
   const channelStates = (): ChannelState[] =>
     [...channels.keys()].map((name) => {
@@ -275,6 +338,15 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   for (const sessionKey of wake) supervisor.send({ type: "wake", sessionKey });
   const resumedSubagents = await subagents.recover();
   if (resumedSubagents) logger.info({ subagents: resumedSubagents }, "recovering unfinished subagents");
+  await cron.ensureSystemJob(
+    "heartbeat",
+    heartbeatConfig.enabled
+      ? { name: "heartbeat", message: "Check HEARTBEAT.md", schedule: { kind: "every", everyS: heartbeatConfig.intervalS }, target: { channel: "api", chatId: HEARTBEAT_SESSION } }
+      : null,
+  );
+  // A heartbeat interrupted while deciding decides again (that phase has no side effect); the scheduler re-arms from the store.
+  for (const run of await unfinishedSystemRuns(store)) startRun(run);
+  supervisor.send({ type: "cron.start", startedAt });
 
   return {
     ...core,
@@ -283,10 +355,20 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     subagents,
     tree,
     limiter,
+    cron,
+    async runCronJob(id) {
+      const started = await fireNow(store, id, Date.now());
+      if (started) {
+        logger.info({ jobId: id }, "cron job run by hand");
+        startRun(started);
+      }
+      return started;
+    },
     accept,
     channels: channelStates,
     async shutdown() {
       accepting = false;
+      lastChatSub.unsubscribe();
       const grace = opts.shutdownGraceMs ?? 3_000;
       const settled = Promise.allSettled(sessionTurns.turns.running().map((id) => sessionTurns.turns.settled(id)));
       await Promise.race([settled, new Promise((r) => setTimeout(r, grace).unref())]);

@@ -1,4 +1,4 @@
-import { Argument, Command } from "commander";
+import { Argument, Command, Option } from "commander";
 import { TroupeError } from "../errors.js";
 import { dataPaths } from "../paths.js";
 import { VERSION } from "../version.js";
@@ -172,6 +172,64 @@ sessions
   .action(async (key: string) => {
     const { deleteSessionCommand } = await import("./sessions.js");
     process.exitCode = await deleteSessionCommand(dataPaths(process.env), await parseSessionKey(key));
+  });
+
+const cron = program.command("cron").description("scheduled jobs: reminders and recurring tasks (with or without a running daemon)");
+cron
+  .command("list")
+  .description("every job: schedule, state, next and last run (the heartbeat is a protected system job)")
+  .action(async () => {
+    const { cronListCommand } = await import("./cron.js");
+    process.exitCode = await cronListCommand(dataPaths());
+  });
+cron
+  .command("add")
+  .description("add a job: --every SECONDS, --cron EXPR [--tz TZ] or --at ISO (runs once, then is deleted)")
+  .requiredOption("--name <name>", "a short label")
+  .requiredOption("--message <text>", "what the agent does (or reminds of) at each run")
+  .option("--every <seconds>", "run every this many seconds (at least 1)")
+  .option("--cron <expr>", "a 5-field cron expression, e.g. \"0 9 * * 1-5\"")
+  .option("--tz <tz>", "IANA timezone for --cron or a naive --at (default agents.defaults.timezone)")
+  .option("--at <iso>", "one run at this time, e.g. 2026-03-25T08:00:00")
+  .option("--channel <channel>", "deliver each run's reply on this channel (with --to)")
+  .option("--to <chat>", "the chat id to deliver to (with --channel)")
+  .addOption(new Option("--catch-up <policy>", "runs missed while troupe was down: once, skip, or all (at most 10)").choices(["once", "skip", "all"]))
+  .action(async (opts: { name: string; message: string; every?: string; cron?: string; tz?: string; at?: string; channel?: string; to?: string; catchUp?: string }) => {
+    const every = opts.every === undefined ? undefined : Number(opts.every);
+    if (every !== undefined && !Number.isFinite(every)) throw new TroupeError(`troupe cron add: every_seconds: --every must be a number of seconds, not ${opts.every}`);
+    const { cronAddCommand } = await import("./cron.js");
+    const { every: _every, ...rest } = opts;
+    process.exitCode = await cronAddCommand(dataPaths(), { ...rest, ...(every === undefined ? {} : { every }) });
+  });
+cron
+  .command("remove <id>")
+  .description("remove a job and its run history (system jobs cannot be removed)")
+  .action(async (id: string) => {
+    const { cronRemoveCommand } = await import("./cron.js");
+    process.exitCode = await cronRemoveCommand(dataPaths(), id);
+  });
+for (const [name, enabled] of [["enable", true], ["disable", false]] as const) {
+  cron
+    .command(`${name} <id>`)
+    .description(enabled ? "enable a job (its next run counted from now)" : "pause a job (kept, not run)")
+    .action(async (id: string) => {
+      const { cronEnableCommand } = await import("./cron.js");
+      process.exitCode = await cronEnableCommand(dataPaths(), id, enabled);
+    });
+}
+cron
+  .command("run <id>")
+  .description("run a job now (without a daemon: recorded, and run when the gateway starts)")
+  .action(async (id: string) => {
+    const { cronRunCommand } = await import("./cron.js");
+    process.exitCode = await cronRunCommand(dataPaths(), id);
+  });
+cron
+  .command("runs <id>")
+  .description("a job's last runs: scheduled time, status, missed instants, reply excerpt")
+  .action(async (id: string) => {
+    const { cronRunsCommand } = await import("./cron.js");
+    process.exitCode = await cronRunsCommand(dataPaths(), id);
   });
 
 program

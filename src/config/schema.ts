@@ -58,7 +58,17 @@ const agentDefaultsSchema = z.object({
   maxSubagentIterations: z.number().int().positive().default(15),
   maxConcurrentTurns: z.number().int().positive().default(8),
   reasoningEffort: z.enum(["low", "medium", "high"]).nullable().default(null),
-  timezone: z.string().default("UTC"),
+  /** IANA timezone for cron expressions and times given without one. */
+  timezone: z
+    .string()
+    .refine((tz) => {
+      try {
+        return Boolean(new Intl.DateTimeFormat("en-US", { timeZone: tz }));
+      } catch {
+        return false;
+      }
+    }, 'unknown timezone; use an IANA name such as "Europe/Berlin" or "UTC"')
+    .default("UTC"),
   /** Idle sessions passivate (actor stopped, state kept in LevelDB) after this many seconds. */
   sessionIdleSeconds: z.number().int().positive().max(MAX_TIMER_SECONDS).default(300),
   /** A model call that receives no byte for this long is abandoned and retried. */
@@ -93,6 +103,14 @@ const channelsSchema = z.object({
 const gatewaySchema = z.object({
   host: z.string().default("127.0.0.1"),
   port: z.number().int().min(0).max(65_535).default(18_790),
+  /** nanobot's heartbeat: every intervalS the agent reads HEARTBEAT.md and does what is due there. */
+  heartbeat: z
+    .object({
+      enabled: z.boolean().default(true),
+      intervalS: z.number().int().min(1).max(MAX_TIMER_SECONDS).default(1800),
+      keepRecentMessages: z.number().int().min(0).default(8),
+    })
+    .prefault({}),
 });
 
 const mcpServerSchema = z.object({

@@ -13,6 +13,7 @@ import { listOpenTurns } from "../store/turns.js";
 import { VERSION } from "../version.js";
 import type { ActorNode } from "./actor-tree.js";
 import { allowedHosts, hostAllowed } from "./host-check.js";
+import { cronRoute, CronRouteError } from "./cron-routes.js";
 import { openSse } from "./sse.js";
 import { tokenMatches } from "./token.js";
 
@@ -176,6 +177,12 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     if (!tokenMatches(req.headers.authorization, opts.token)) {
       res.setHeader("www-authenticate", "Bearer");
       throw new HttpError(401, "missing or wrong bearer token (see <data dir>/gateway.token)");
+    }
+    if (path.startsWith("/api/cron/")) {
+      const answer = await cronRoute(daemon, req.method ?? "GET", path, () => readJson(req)).catch((err: unknown) => {
+        throw err instanceof CronRouteError ? new HttpError(err.status, err.message) : err;
+      });
+      if (answer) return json(res, answer.status, answer.body);
     }
     const sessionMatch = /^\/api\/sessions\/([^/]+)(\/messages|\/replies)?$/.exec(path);
     if (req.method === "GET" && path === "/api/actors") {

@@ -1,0 +1,137 @@
+import type { Store } from "../store/store.js";
+import {
+  catchUpSchema,
+  CRON_FORMAT,
+  deleteJobOps,
+  getJob,
+  listJobs,
+  listRuns,
+  newJobId,
+  putJobOp,
+  type CatchUp,
+  type CronJob,
+  type CronRun,
+} from "./jobs.js";
+import { makeSchedule, nextInstant, ScheduleError, type Schedule, type ScheduleInput } from "./schedule.js";
+
+export interface AddJobInput extends ScheduleInput {
+  name?: string;
+  message: string;
+  deliver?: boolean;
+  target: { channel: string; chatId: string };
+  catchUp?: string;
+  createdBy?: string | null;
+  /** A stable id (the cron tool derives it from its call, so a call repeated after a crash finds its job). */
+  id?: string;
+}
+
+export interface CronServiceDeps {
+  store: Store;
+  /** agents.defaults.timezone: for cron expressions and naive `at` times without a tz. */
+  defaultTz: string;
+  now?: () => number;
+  /** Told after every change, so the scheduler re-arms. */
+  changed?: () => void;
+}
+
+export type RemoveResult = "removed" | "protected" | "missing";
+
+/** The jobs as users and the agent manage them: add, list, remove, enable/disable, runs. */
+export function createCronService(deps: CronServiceDeps) {
+  const now = deps.now ?? Date.now;
+  const changed = () => deps.changed?.();
+
+  /** Builds a job from user input; every bad field is one ScheduleError naming it. */
+  function buildJob(input: AddJobInput, at: number): CronJob {
+    const message = input.message.trim();
+    if (!message) throw new ScheduleError("message", "must not be empty: say what to do (or what to remind of) when the job runs");
+    const catchUp = catchUpSchema.safeParse(input.catchUp ?? "once");
+    if (!catchUp.success) throw new ScheduleError("catch_up", `must be once, skip or all, not ${JSON.stringify(input.catchUp)}`);
+    const schedule = makeSchedule(input, deps.defaultTz, at);
+    return {
+      v: CRON_FORMAT,
+      id: input.id ?? newJobId(),
+      name: input.name?.trim() || message.slice(0, 30),
+      message,
+      schedule,
+      enabled: true,
+      deliver: input.deliver ?? true,
+      target: input.target,
+      catchUp: catchUp.data as CatchUp,
+      createdBy: input.createdBy ?? null,
+      createdAt: at,
+      anchor: at,
+      nextRunAt: nextInstant(schedule, at, at),
+      lastRunAt: null,
+      lastStatus: null,
+    };
+  }
+
+  return {
+    buildJob,
+    async add(input: AddJobInput): Promise<CronJob> {
+      const job = buildJob(input, now());
+      const existing = input.id ? await getJob(deps.store, input.id) : undefined;
+      if (existing) return existing;
+      await deps.store.batch([putJobOp(job)], { sync: true });
+      changed();
+      return job;
+    },
+    get: (id: string) => getJob(deps.store, id),
+    list: () => listJobs(deps.store),
+    runs: (id: string): Promise<CronRun[]> => listRuns(deps.store, id),
+    async remove(id: string): Promise<RemoveResult> {
+      const job = await getJob(deps.store, id);
+      if (!job) return "missing";
+      if (job.system) return "protected";
+      await deps.store.batch(await deleteJobOps(deps.store, id), { sync: true });
+      changed();
+      return "removed";
+    },
+    /** Enables (its next run counted from now) or disables a job; undefined when there is none. */
+    async setEnabled(id: string, enabled: boolean): Promise<CronJob | undefined> {
+      const job = await getJob(deps.store, id);
+      if (!job) return undefined;
+      const at = now();
+      const next: CronJob = { ...job, enabled, nextRunAt: enabled ? (job.enabled ? job.nextRunAt : nextInstant(job.schedule, at, job.anchor)) : job.nextRunAt };
+      await deps.store.batch([putJobOp(next)], { sync: true });
+      changed();
+      return next;
+    },
+    /**
+     * Puts a protected system job (heartbeat, dream) in place with this schedule, or takes it away
+     * when `schedule` is null. Its runs and its place in time are kept across restarts.
+     */
+    async ensureSystemJob(kind: NonNullable<CronJob["system"]>, spec: { name: string; message: string; schedule: Schedule; target: CronJob["target"] } | null) {
+      const existing = await getJob(deps.store, kind);
+      if (!spec) {
+        if (existing) await deps.store.batch(await deleteJobOps(deps.store, kind), { sync: true });
+        return undefined;
+      }
+      const same = existing && JSON.stringify(existing.schedule) === JSON.stringify(spec.schedule);
+      if (existing && same && existing.enabled) return existing;
+      const at = now();
+      const job: CronJob = {
+        v: CRON_FORMAT,
+        id: kind,
+        name: spec.name,
+        message: spec.message,
+        schedule: spec.schedule,
+        enabled: true,
+        deliver: true,
+        target: spec.target,
+        catchUp: "once",
+        system: kind,
+        createdBy: null,
+        createdAt: existing?.createdAt ?? at,
+        anchor: at,
+        nextRunAt: nextInstant(spec.schedule, at, at),
+        lastRunAt: existing?.lastRunAt ?? null,
+        lastStatus: existing?.lastStatus ?? null,
+      };
+      await deps.store.batch([putJobOp(job)], { sync: true });
+      return job;
+    },
+  };
+}
+export type CronService = ReturnType<typeof createCronService>;

@@ -1,0 +1,131 @@
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { filter, firstValueFrom, type Observable } from "rxjs";
+import { afterEach, describe, expect, it } from "vitest";
+import type { OutboundEvent } from "../../src/bus/events.js";
+import { getJob, listRuns, runMessageId } from "../../src/cron/jobs.js";
+import type { Daemon } from "../../src/runtime.js";
+import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtures/fake-openai.js";
+import { replyTo, sendApi, startDaemon } from "../helpers/daemon.js";
+import { useTempDirs } from "../helpers/tmp.js";
+import { until } from "../helpers/wait.js";
+
+const lastUser = (req: RecordedRequest) => {
+  const users = req.body.messages.filter((m) => m.role === "user");
+  return String(users.at(-1)?.content ?? "");
+};
+const hasTool = (req: RecordedRequest, name: string) => (req.body.tools ?? []).some((t) => t.function.name === name);
+/** Tool results since the last user message (this turn's). */
+const toolResults = (req: RecordedRequest) => {
+  const m = req.body.messages;
+  const from = m.map((x) => x.role).lastIndexOf("user");
+  return m.slice(from).filter((x) => x.role === "tool").map((x) => String(x.content));
+};
+
+/** Every outbound event from now on, collected. */
+function collect(events: Observable<OutboundEvent>): OutboundEvent[] {
+  const out: OutboundEvent[] = [];
+  events.subscribe((e) => out.push(e));
+  return out;
+}
+
+describe("cron in the daemon (fake model)", () => {
+  const tmp = useTempDirs();
+  let fake: FakeOpenAi | undefined;
+  let daemon: Daemon | undefined;
+  afterEach(async () => {
+    await daemon?.shutdown();
+    await fake?.close();
+    daemon = undefined;
+  });
+
+  it("an at reminder fires, its reply reaches the API chat once, and the job is deleted", async () => {
+    fake = await startFakeOpenAi([], (req) => (lastUser(req).includes("drink water") ? { content: "Time to drink water!" } : { content: "?" }));
+    daemon = await startDaemon(await tmp(), fake.url, { config: { gateway: { heartbeat: { enabled: false } } } });
+    const outbound = collect(daemon.bus.ofType("outbound"));
+    const job = await daemon.cron.add({ message: "Remind me to drink water", at: new Date(Date.now() + 1_500).toISOString(), target: { channel: "api", chatId: "api:me" } });
+    const reply = await firstValueFrom(daemon.bus.ofType("outbound").pipe(filter((e) => e.answers.some((a) => a.startsWith(`cron:${job.id}:`)))));
+    expect(reply).toMatchObject({ channel: "api", chatId: "api:me", content: "Time to drink water!" });
+    expect(reply.answers).toEqual([runMessageId(job.id, (job.schedule as { atMs: number }).atMs)]);
+    await until(async () => (await getJob(daemon!.store, job.id)) === undefined, 10_000, "the at job to be deleted");
+    const runs = await listRuns(daemon.store, job.id);
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).toMatchObject({ status: "ok", reply: "Time to drink water!", missed: 0, trigger: "schedule" });
+    expect(outbound.filter((e) => e.content === "Time to drink water!")).toHaveLength(1);
+  }, 30_000);
+
+  it("the cron tool adds a job from a chat, lists it in nanobot's words, and a run cannot add jobs", async () => {
+    fake = await startFakeOpenAi([], (req) => {
+      const user = lastUser(req);
+      const results = toolResults(req);
+      if (user.includes("every 90 seconds") && !results.length) return { toolCalls: [{ name: "cron", arguments: { action: "add", message: "stretch", every_seconds: 90, name: "stretch" } }] };
+      if (user.includes("what is scheduled") && !results.length) return { toolCalls: [{ name: "cron", arguments: { action: "list" } }] };
+      if (user.includes("stretch") && user.includes("[Scheduled job") && !results.length) {
+        return { toolCalls: [{ name: "cron", arguments: { action: "add", message: "more", every_seconds: 60 } }] };
+      }
+      return { content: `done: ${results.join(" | ")}` };
+    });
+    daemon = await startDaemon(await tmp(), fake.url, { config: { gateway: { heartbeat: { enabled: false } } } });
+    const added = await replyTo(daemon, await sendApi(daemon, "c1", "remind me every 90 seconds to stretch"));
+    expect(added.content).toMatch(/Created job 'stretch' \(id: [0-9a-f]{8}, every 90s\)/);
+    const [job] = await daemon.cron.list();
+    expect(job).toMatchObject({ name: "stretch", target: { channel: "api", chatId: "c1" }, createdBy: "api:c1", catchUp: "once" });
+    const listed = await replyTo(daemon, await sendApi(daemon, "c1", "what is scheduled?"));
+    expect(listed.content).toContain(`- stretch (id: ${job!.id}, every 90s)`);
+    expect(listed.content).toContain("Next run:");
+
+    // Run by hand: the run's turn tries to add a job and is refused.
+    const started = await daemon.runCronJob(job!.id);
+    const runReply = await firstValueFrom(daemon.bus.ofType("outbound").pipe(filter((e) => e.answers.includes(started!.run.messageId!))));
+    expect(runReply.chatId).toBe("c1");
+    expect(runReply.content).toContain("cannot schedule new jobs from within a cron job run");
+    expect(await daemon.cron.list()).toHaveLength(1);
+    await until(async () => (await listRuns(daemon!.store, job!.id))[0]?.status === "ok", 10_000, "the manual run to be recorded");
+  }, 30_000);
+
+  it("deliver false: the run happens, its reply is kept out of the chat", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "quiet result" }));
+    daemon = await startDaemon(await tmp(), fake.url, { config: { gateway: { heartbeat: { enabled: false } } } });
+    const outbound = collect(daemon.bus.ofType("outbound"));
+    const job = await daemon.cron.add({ message: "check quietly", everySeconds: 3600, deliver: false, target: { channel: "api", chatId: "c2" } });
+    await daemon.runCronJob(job.id);
+    await until(async () => (await listRuns(daemon!.store, job.id))[0]?.status === "ok", 10_000, "the run to finish");
+    expect((await listRuns(daemon.store, job.id))[0]!.reply).toBe("quiet result");
+    expect(outbound).toEqual([]);
+  }, 30_000);
+
+  it("the heartbeat: nothing in HEARTBEAT.md asks nothing; skip sends nothing; run reports to the last chat", async () => {
+    let decision: "skip" | "run" = "skip";
+    let decided = 0;
+    fake = await startFakeOpenAi([], (req) => {
+      if (hasTool(req, "heartbeat") && req.body.tools!.length === 1) {
+        decided++;
+        const action = decision;
+        if (decision === "run") decision = "skip";
+        return { toolCalls: [{ name: "heartbeat", arguments: action === "run" ? { action, tasks: "check the oven" } : { action } }] };
+      }
+      if (lastUser(req).includes("[Heartbeat.")) return { content: "The oven is off." };
+      return { content: "hello back" };
+    });
+    const home = await tmp();
+    await mkdir(join(home, "workspace"), { recursive: true });
+    await writeFile(join(home, "workspace", "HEARTBEAT.md"), "# Heartbeat Tasks\n\n<!-- tasks go below -->\n\n## Active Tasks\n\n");
+    daemon = await startDaemon(home, fake.url, { config: { gateway: { heartbeat: { intervalS: 1 } } } });
+    const outbound = collect(daemon.bus.ofType("outbound"));
+    expect((await daemon.cron.list()).find((j) => j.id === "heartbeat")).toMatchObject({ system: "heartbeat", schedule: { kind: "every", everyS: 1 } });
+    expect(await daemon.cron.remove("heartbeat")).toBe("protected");
+
+    await until(async () => (await listRuns(daemon!.store, "heartbeat")).some((r) => r.note === "HEARTBEAT.md has no tasks"), 15_000, "a heartbeat with no tasks");
+    expect(decided).toBe(0);
+
+    await replyTo(daemon, await sendApi(daemon, "me", "hi"));
+    await writeFile(join(home, "workspace", "HEARTBEAT.md"), "## Active Tasks\n\n- check the oven every hour\n");
+    await until(async () => (await listRuns(daemon!.store, "heartbeat")).some((r) => r.status === "skipped" && r.note === "nothing to do now"), 15_000, "a skipped heartbeat");
+    expect(outbound.filter((e) => e.chatId === "me")).toHaveLength(1);
+
+    decision = "run";
+    const report = await firstValueFrom(daemon.bus.ofType("outbound").pipe(filter((e) => e.answers.some((a) => a.startsWith("cron:heartbeat:")))));
+    expect(report).toMatchObject({ channel: "api", chatId: "me", content: "The oven is off." });
+    await until(async () => (await listRuns(daemon!.store, "heartbeat")).some((r) => r.status === "ok" && r.reply === "The oven is off."), 10_000, "the heartbeat run recorded");
+  }, 60_000);
+});
