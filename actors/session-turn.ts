@@ -15,6 +15,8 @@ export interface SessionTurnDeps extends TurnDeps {
   store: Store;
   bus?: Bus;
   logger?: Logger;
+  /** Waits (bounded) for the tools a resumed turn may need: MCP servers' first connection attempt. */
+  toolsReady?: () => Promise<void>;
 }
 
 /** A reply on a chat, as an outbox entry. */
@@ -44,6 +46,8 @@ export function createSessionTurns(deps: SessionTurnDeps) {
     if (input.resumeTurnId) {
       const record = await getTurn(deps.store, input.resumeTurnId);
       if (!record || record.final) return { start: null };
+      // Its journal decides by the tool's annotations whether an interrupted MCP call is re-run: the tool must be known.
+      await deps.toolsReady?.();
       deps.logger?.info({ sessionKey: key, turnId: record.turnId, state: record.state }, "resuming an interrupted turn");
       return { start: { record }, turnId: record.turnId };
     }

@@ -19,7 +19,7 @@ export interface SupervisionPolicy {
 
 export const DEFAULT_POLICY: SupervisionPolicy = { maxRestarts: 5, windowMs: 60_000, baseDelayMs: 500, maxDelayMs: 30_000 };
 
-export type ChildKind = "session" | "channel";
+export type ChildKind = "session" | "channel" | "mcp";
 
 export interface ChildRecord {
   id: string;
@@ -50,10 +50,15 @@ export type SupervisorEvent =
   | { type: "inbound"; sessionKey: string; message: SessionMessage }
   /** Start a session that has work waiting in LevelDB (recovery at daemon start). */
   | { type: "wake"; sessionKey: string }
-  | { type: "child.restart"; id: string };
+  | { type: "child.restart"; id: string }
+  /** An MCP server's actor: spawned once; it reconnects by itself and reports when it gives up. */
+  | { type: "mcp.start"; name: string; input: unknown }
+  /** A child that stays alive in a failed state (an MCP server past its limit) is shown as failed. */
+  | { type: "child.failed"; id: string; error: string };
 
 export const sessionActorId = (sessionKey: string) => `session:${sessionKey}`;
 export const channelActorId = (name: string) => `channel:${name}`;
+export const mcpServerActorId = (name: string) => `mcp:${name}`;
 
 /** The wait before restart number `attempt` (1-based): base × 2^(attempt-1), capped. */
 export const restartDelay = (policy: SupervisionPolicy, attempt: number) =>
@@ -73,6 +78,7 @@ export const supervisorMachine = setup({
   actors: {
     session: notProvided<CallbackActorLogic<{ type: "message"; message: SessionMessage }, SessionInput>>("supervisor", "session", "callback"),
     channel: notProvided<CallbackActorLogic<{ type: string }, unknown>>("supervisor", "channel", "callback"),
+    mcp: notProvided<CallbackActorLogic<{ type: string }, unknown>>("supervisor", "mcp", "callback"),
   },
   actions: {
     /** Delivers a message to its session actor, spawning it first if it is not running; wake only spawns. */
@@ -144,6 +150,24 @@ export const supervisorMachine = setup({
             enqueue.assign({
               children: { ...context.children, [id]: { id, kind: "channel", input, status: "running", failures: [], lastError: null, since: Date.now(), pending: [] } },
             });
+          }),
+        },
+        "mcp.start": {
+          actions: enqueueActions(({ enqueue, event, context }) => {
+            const id = mcpServerActorId(event.name);
+            if (context.children[id]) return;
+            enqueue.spawnChild("mcp", { id, input: event.input });
+            enqueue.assign({
+              children: { ...context.children, [id]: { id, kind: "mcp", input: event.input, status: "running", failures: [], lastError: null, since: Date.now(), pending: [] } },
+            });
+          }),
+        },
+        "child.failed": {
+          actions: enqueueActions(({ enqueue, event, context }) => {
+            const record = context.children[event.id];
+            if (!record || record.status === "failed") return;
+            enqueue.assign({ children: { ...context.children, [event.id]: { ...record, status: "failed", lastError: event.error, since: Date.now() } } });
+            enqueue({ type: "childFailed", params: { id: event.id, error: event.error } } as never);
           }),
         },
         inbound: { actions: "route" },
