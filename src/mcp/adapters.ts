@@ -16,7 +16,12 @@ export interface ServerAccess {
   client(): Client;
   /** The call failed in a way that says the connection is gone: the hub reconnects. */
   lost(error: Error): void;
+  /** Resolves once the server is ready again (a new connection), rejects past `ms` or when it fails. */
+  ready(ms: number): Promise<void>;
 }
+
+/** How long a call that never reached the server waits for the reconnection before its one retry. */
+const RETRY_WAIT_MS = 15_000;
 
 /** Errors that mean the session or the connection is gone, not that the call failed (nanobot's list, and the SDK's words). */
 export function isConnectionLoss(err: unknown): boolean {
@@ -25,22 +30,58 @@ export function isConnectionLoss(err: unknown): boolean {
   return /session terminated|session not found|connection closed|not connected|econnrefused|econnreset|fetch failed|socket hang up|epipe|process is not running/.test(text);
 }
 
-/** Runs one request with the server's timeout and the turn's signal; failures become ToolErrors the model can read. */
-async function request<T>(access: ServerAccess, what: string, ctx: ToolContext, run: (client: Client, opts: { signal: AbortSignal; timeout: number }) => Promise<T>): Promise<T> {
-  const client = access.client();
+/**
+ * The server never saw the request: its session is unknown to it (it restarted: HTTP 404
+ * "Session not found") or nothing listens. Safe to send again, whatever the tool does.
+ */
+export function notDelivered(err: unknown): boolean {
+  const text = `${(err as Error)?.message ?? ""} ${String((err as { cause?: { code?: string } })?.cause?.code ?? "")}`.toLowerCase();
+  return (err as { code?: unknown })?.code === 404 || /session not found|econnrefused/.test(text);
+}
+
+/**
+ * Runs one request with the server's timeout and the turn's signal; failures become ToolErrors the
+ * model can read. After a lost connection the request is sent once more on the new one (nanobot
+ * retries a transient failure once) when that cannot repeat an effect: the server never received
+ * it (it restarted), or the tool is read-only or idempotent (the rule of crash recovery too).
+ */
+async function request<T>(
+  access: ServerAccess,
+  what: string,
+  ctx: ToolContext,
+  safeToRepeat: boolean,
+  run: (client: Client, opts: { signal: AbortSignal; timeout: number }) => Promise<T>,
+): Promise<T> {
   try {
-    return await run(client, { signal: ctx.signal, timeout: access.timeoutMs });
+    return await run(access.client(), { signal: ctx.signal, timeout: access.timeoutMs });
   } catch (err) {
-    if (ctx.signal.aborted) throw err;
-    if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
-      throw new ToolError(`${what} on MCP server "${access.server}" timed out after ${access.timeoutMs / 1000}s (its toolTimeout) and was cancelled`);
+    const retry = notDelivered(err) || (safeToRepeat && isConnectionLoss(err));
+    if (ctx.signal.aborted || err instanceof ToolError || !retry) return failed(access, what, ctx, err);
+    access.lost(err as Error);
+    try {
+      await access.ready(Math.min(RETRY_WAIT_MS, access.timeoutMs));
+    } catch {
+      return failed(access, what, ctx, err);
     }
-    if (isConnectionLoss(err)) {
-      access.lost(err as Error);
-      throw new ToolError(`MCP server "${access.server}" lost its connection during ${what} (${(err as Error).message}); troupe is reconnecting it, try again shortly`);
+    try {
+      return await run(access.client(), { signal: ctx.signal, timeout: access.timeoutMs });
+    } catch (again) {
+      return failed(access, what, ctx, again);
     }
-    throw new ToolError(`${what} on MCP server "${access.server}" failed: ${(err as Error).message}`);
   }
+}
+
+/** A failed request as the model reads it (the turn's own cancellation goes up as it is). */
+function failed(access: ServerAccess, what: string, ctx: ToolContext, err: unknown): never {
+  if (ctx.signal.aborted || err instanceof ToolError) throw err;
+  if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
+    throw new ToolError(`${what} on MCP server "${access.server}" timed out after ${access.timeoutMs / 1000}s (its toolTimeout) and was cancelled`);
+  }
+  if (isConnectionLoss(err)) {
+    access.lost(err as Error);
+    throw new ToolError(`MCP server "${access.server}" lost its connection during ${what} (${(err as Error).message}); troupe is reconnecting it, try again shortly`);
+  }
+  throw new ToolError(`${what} on MCP server "${access.server}" failed: ${(err as Error).message}`);
 }
 
 /** An image part saved under the workspace, so the model (and read_file) can reach it. */
@@ -109,7 +150,7 @@ export function toolsFor(listings: Listings, enabled: string[], access: ServerAc
       idempotent: hints.idempotentHint === true,
       source: "mcp",
       execute: async (args, ctx) => {
-        const result = await request(access, `tool ${def.name}`, ctx, (client, opts) => client.callTool({ name: def.name, arguments: args }, undefined, opts));
+        const result = await request(access, `tool ${def.name}`, ctx, hints.readOnlyHint === true || hints.idempotentHint === true, (client, opts) => client.callTool({ name: def.name, arguments: args }, undefined, opts));
         return formatCallResult(result as CallToolResult, ctx);
       },
     });
@@ -125,7 +166,7 @@ export function toolsFor(listings: Listings, enabled: string[], access: ServerAc
       parameters: { jsonSchema: { type: "object", properties: { uri: { type: "string", description: "the resource's uri" } }, required: ["uri"] } },
       readOnly: true,
       source: "mcp",
-      execute: async (args, ctx) => resourceText(await request(access, `reading ${String(args.uri)}`, ctx, (client, opts) => client.readResource({ uri: String(args.uri) }, opts))),
+      execute: async (args, ctx) => resourceText(await request(access, `reading ${String(args.uri)}`, ctx, true, (client, opts) => client.readResource({ uri: String(args.uri) }, opts))),
     });
   }
   for (const prompt of listings.prompts) {
@@ -146,7 +187,7 @@ export function toolsFor(listings: Listings, enabled: string[], access: ServerAc
       source: "mcp",
       execute: async (input, ctx) => {
         const strings = Object.fromEntries(Object.entries(input).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)]));
-        return promptText(await request(access, `prompt ${prompt.name}`, ctx, (client, opts) => client.getPrompt({ name: prompt.name, arguments: strings }, opts)));
+        return promptText(await request(access, `prompt ${prompt.name}`, ctx, true, (client, opts) => client.getPrompt({ name: prompt.name, arguments: strings }, opts)));
       },
     });
   }

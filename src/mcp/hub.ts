@@ -31,6 +31,8 @@ interface Entry {
   counts: { tools: number; resources: number; prompts: number };
   registered: string[];
   onLost: Set<(error: Error) => void>;
+  /** Calls waiting for the server to be ready again (to retry a request it never received). */
+  onReady: Set<(error?: Error) => void>;
   attempted: boolean;
 }
 
@@ -56,7 +58,7 @@ export function createMcpHub(opts: McpHubOptions) {
   const { registry, logger } = opts;
   const entries = new Map<string, Entry>();
   for (const [name, config] of Object.entries(opts.servers)) {
-    entries.set(name, { name, config, kind: transportKind(config), state: "connecting", lastError: null, since: now(), counts: { tools: 0, resources: 0, prompts: 0 }, registered: [], onLost: new Set(), attempted: false });
+    entries.set(name, { name, config, kind: transportKind(config), state: "connecting", lastError: null, since: now(), counts: { tools: 0, resources: 0, prompts: 0 }, registered: [], onLost: new Set(), onReady: new Set(), attempted: false });
   }
   let closed = false;
   let attemptWaiters: Array<() => void> = [];
@@ -112,6 +114,18 @@ export function createMcpHub(opts: McpHubOptions) {
       lost: (error: Error) => {
         if (e.connection) lose(e, e.connection, error);
       },
+      ready: (ms: number) =>
+        new Promise<void>((resolve, reject) => {
+          if (e.connection && e.state === "ready") return resolve();
+          const timer = setTimeout(() => done(new Error(`not ready within ${ms / 1000}s`)), ms);
+          const done = (error?: Error) => {
+            clearTimeout(timer);
+            e.onReady.delete(done);
+            if (error) reject(error);
+            else resolve();
+          };
+          e.onReady.add(done);
+        }),
     };
     const { tools, toolCount, unmatched } = toolsFor(listings, e.config.enabledTools, access);
     if (unmatched.length) {
@@ -183,6 +197,9 @@ export function createMcpHub(opts: McpHubOptions) {
       e.state = state;
       e.lastError = error ?? (state === "ready" ? null : e.lastError);
       e.since = now();
+      if (state === "ready" || state === "failed") {
+        for (const waiter of [...e.onReady]) waiter(state === "failed" ? new Error(`MCP server "${name}" failed`) : undefined);
+      }
       if (state === "failed") {
         for (const tool of e.registered) registry.unregister(tool);
         e.registered = [];
