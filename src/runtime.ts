@@ -281,14 +281,14 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
       actors: {
         session: session as never,
         channel: channelActor.logic as never,
-        mcp: (mcpHub
-          ? createMcpLogic({
-              hub: mcpHub,
-              onState: (name, state, error) => {
-                if (state === "failed") supervisor.send({ type: "child.failed", id: mcpActorId(name), error: error ?? "failed" });
-              },
-            })
-          : undefined) as never,
+        ...(mcpHub && {
+          mcp: createMcpLogic({
+            hub: mcpHub,
+            onState: (name, state, error) => {
+              if (state === "failed") supervisor.send({ type: "child.failed", id: mcpActorId(name), error: error ?? "failed" });
+            },
+          }) as never,
+        }),
       },
       actions: {
         rejectMessage: (_, { sessionKey, message, reason }) => void notice(sessionKey, message, `This session is unavailable: it failed repeatedly (${reason}). Restart troupe to try again.`),
