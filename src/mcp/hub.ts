@@ -142,38 +142,33 @@ export function createMcpHub(opts: McpHubOptions) {
     /** Opens the server's connection and installs its tools; a failure leaves nothing open. */
     async connect(name: string, signal?: AbortSignal): Promise<{ tools: number }> {
       const e = entry(name);
-      try {
-        const connection = await openConnection(e.config, {
-          signal,
-          timeoutMs: opts.connectTimeoutMs ?? 30_000,
-          onStderr: (line) => logger.debug({ server: name, stderr: line }, "MCP server stderr"),
-          onListChanged: () => {
-            if (e.connection !== connection) return;
-            refresh(e, connection).then(
-              () => logger.info({ server: name, tools: e.counts.tools }, "MCP server's lists changed; tools refreshed"),
-              (err: Error) => logger.warn({ server: name, err: err.message }, "MCP server's lists changed but could not be listed again"),
-            );
-          },
-        });
-        if (signal?.aborted || closed) {
-          await connection.close();
-          throw closed ? new Error("troupe is shutting down") : (signal!.reason as Error);
-        }
-        e.connection = connection;
-        try {
-          await refresh(e, connection);
-        } catch (err) {
-          e.connection = undefined;
-          await connection.close();
-          throw err;
-        }
-        void connection.closed.then((error) => lose(e, connection, error ?? new Error("the server closed the connection")));
-        logger.info({ server: name, transport: e.kind, tools: e.counts.tools }, "MCP server ready");
-        return { tools: e.counts.tools };
-      } finally {
-        e.attempted = true;
-        settleAttempts();
+      const connection = await openConnection(e.config, {
+        signal,
+        timeoutMs: opts.connectTimeoutMs ?? 30_000,
+        onStderr: (line) => logger.debug({ server: name, stderr: line }, "MCP server stderr"),
+        onListChanged: () => {
+          if (e.connection !== connection) return;
+          refresh(e, connection).then(
+            () => logger.info({ server: name, tools: e.counts.tools }, "MCP server's lists changed; tools refreshed"),
+            (err: Error) => logger.warn({ server: name, err: err.message }, "MCP server's lists changed but could not be listed again"),
+          );
+        },
+      });
+      if (signal?.aborted || closed) {
+        await connection.close();
+        throw closed ? new Error("troupe is shutting down") : (signal!.reason as Error);
       }
+      e.connection = connection;
+      try {
+        await refresh(e, connection);
+      } catch (err) {
+        e.connection = undefined;
+        await connection.close();
+        throw err;
+      }
+      void connection.closed.then((error) => lose(e, connection, error ?? new Error("the server closed the connection")));
+      logger.info({ server: name, transport: e.kind, tools: e.counts.tools }, "MCP server ready");
+      return { tools: e.counts.tools };
     },
 
     /** Calls `onLost` once when the current connection goes; returns the unsubscribe. */
@@ -195,6 +190,11 @@ export function createMcpHub(opts: McpHubOptions) {
     report(name: string, state: McpServerState, error: string | null) {
       const e = entry(name);
       e.state = state;
+      // The first attempt is over once its outcome is known: a turn then sees the server as it is.
+      if (state !== "connecting" && !e.attempted) {
+        e.attempted = true;
+        settleAttempts();
+      }
       e.lastError = error ?? (state === "ready" ? null : e.lastError);
       e.since = now();
       if (state === "ready" || state === "failed") {

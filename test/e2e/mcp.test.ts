@@ -152,14 +152,17 @@ describe("MCP in troupe agent and the CLI", () => {
     await fake?.close();
   });
 
-  it("troupe agent -m: the first turn has the server's tools (it waits for the first connection attempt)", async () => {
+  it("troupe agent -m: the first turn has the server's tools (it waits for the first connection attempt); a server that cannot start is named to the model and fails no turn", async () => {
     fake = await toolCaller();
     const home = await tmp();
-    await writeHome(home, fake.url, { config: { tools: { mcpServers: { fx: stdioFixture(join(home, "mcp.log")) } } } });
+    await writeHome(home, fake.url, { config: { tools: { mcpServers: { fx: stdioFixture(join(home, "mcp.log")), gone: { command: "/nonexistent/mcp-server" } } } } });
     const r = await runCli(["agent", "-m", 'call mcp_fx_echo {"text":"from the cli"}', "--no-markdown"], { TROUPE_HOME: home });
     expect(r.stderr).toBe("");
     expect(r.stdout).toContain("tool said: echo: from the cli");
     expect(r.code).toBe(0);
+    const system = String(fake.requests[0]!.body.messages[0]!.content);
+    expect(system).toMatch(/MCP servers not ready[\s\S]*- gone: reconnecting \(last error: .*ENOENT/);
+    expect(system).not.toMatch(/- fx:/);
   }, 120_000);
 
   it("troupe mcp list without a daemon connects once; a server that cannot start is listed as failed (exit 1)", async () => {
