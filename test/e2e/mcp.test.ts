@@ -7,6 +7,7 @@ import { runCli } from "../helpers/cli.js";
 import { writeHome } from "../helpers/daemon.js";
 import { getJson, startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { fixtureLog, stdioFixture } from "../helpers/mcp.js";
+import { startHttpFixture } from "../fixtures/mcp-server.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
 import type { ActorNode } from "../../src/server/actor-tree.js";
@@ -128,6 +129,25 @@ describe("MCP servers in a real gateway (fake model, SDK fixture server)", () =>
     // The side effect was started once and never repeated by troupe.
     expect(entries.filter((e) => e.tool === "slow_write" && e.event === "start")).toHaveLength(1);
   }, 240_000);
+
+  it("a streamable HTTP server on 127.0.0.1 that restarts between two turns: the second turn's call is reconnected and answered", async () => {
+    fake = await toolCaller();
+    const home = await tmp();
+    let fx = await startHttpFixture();
+    try {
+      await writeHome(home, fake.url, { config: { gateway: { port: 0 }, tools: { mcpServers: { web: { url: fx.url, toolTimeout: 20 } } } } });
+      const g = (gateway = await startGateway(home));
+      await until(async () => (await mcpState(g, "web"))?.state === "ready", 60_000, "web ready");
+      expect(await ask(g, "api:web", 'call mcp_web_echo {"text":"first"}')).toBe("tool said: echo: first");
+      const port = fx.port;
+      await fx.close();
+      fx = await startHttpFixture({ port });
+      expect(await ask(g, "api:web", 'call mcp_web_echo {"text":"second"}')).toBe("tool said: echo: second");
+      expect((await mcpState(g, "web"))?.state).toBe("ready");
+    } finally {
+      await fx.close();
+    }
+  }, 180_000);
 
   it("a real third-party server from npm (@modelcontextprotocol/server-filesystem) driven by a model turn", async () => {
     fake = await toolCaller();

@@ -218,3 +218,19 @@ describe("MCP over HTTP", () => {
     expect((await fixtureLog(log)).filter((e) => e.tool === "echo")).toHaveLength(1);
   }, 60_000);
 });
+
+describe("MCP over SSE, restarted", () => {
+  it("SSE: a restarted server is reconnected and answers again", async () => {
+    const dir = await tempDir();
+    let fx = await startHttpFixture({ kind: "sse" });
+    const port = fx.port;
+    const h = await readyHub({ web: { url: fx.url } });
+    await fx.close();
+    fx = await startHttpFixture({ port, kind: "sse" });
+    try {
+      await until(async () => (await h.registry.execute("mcp_web_echo", { text: "back" }, toolCtx(dir))) === "echo: back", 30_000, "the restarted SSE server to answer");
+    } finally {
+      await fx.close();
+    }
+  }, 60_000);
+});
