@@ -14,8 +14,8 @@ export interface ServerAccess {
   timeoutMs: number;
   /** The live client, or a ToolError naming the server and its state. */
   client(): Client;
-  /** The call failed in a way that says the connection is gone: the hub reconnects. */
-  lost(error: Error): void;
+  /** A call on `client` failed in a way that says the connection is gone: the hub reconnects. */
+  lost(client: Client, error: Error): void;
   /** Resolves once the server is ready again (a new connection), rejects past `ms` or when it fails. */
   ready(ms: number): Promise<void>;
 }
@@ -52,33 +52,35 @@ async function request<T>(
   safeToRepeat: boolean,
   run: (client: Client, opts: { signal: AbortSignal; timeout: number }) => Promise<T>,
 ): Promise<T> {
+  const client = access.client();
   try {
-    return await run(access.client(), { signal: ctx.signal, timeout: access.timeoutMs });
+    return await run(client, { signal: ctx.signal, timeout: access.timeoutMs });
   } catch (err) {
     const retry = notDelivered(err) || (safeToRepeat && isConnectionLoss(err));
-    if (ctx.signal.aborted || err instanceof ToolError || !retry) return failed(access, what, ctx, err);
-    access.lost(err as Error);
+    if (ctx.signal.aborted || !retry) return failed(access, client, what, ctx, err);
+    access.lost(client, err as Error);
     try {
       await access.ready(Math.min(RETRY_WAIT_MS, access.timeoutMs));
     } catch {
-      return failed(access, what, ctx, err);
+      return failed(access, client, what, ctx, err);
     }
+    const next = access.client();
     try {
-      return await run(access.client(), { signal: ctx.signal, timeout: access.timeoutMs });
+      return await run(next, { signal: ctx.signal, timeout: access.timeoutMs });
     } catch (again) {
-      return failed(access, what, ctx, again);
+      return failed(access, next, what, ctx, again);
     }
   }
 }
 
 /** A failed request as the model reads it (the turn's own cancellation goes up as it is). */
-function failed(access: ServerAccess, what: string, ctx: ToolContext, err: unknown): never {
+function failed(access: ServerAccess, client: Client, what: string, ctx: ToolContext, err: unknown): never {
   if (ctx.signal.aborted || err instanceof ToolError) throw err;
   if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
     throw new ToolError(`${what} on MCP server "${access.server}" timed out after ${access.timeoutMs / 1000}s (its toolTimeout) and was cancelled`);
   }
   if (isConnectionLoss(err)) {
-    access.lost(err as Error);
+    access.lost(client, err as Error);
     throw new ToolError(`MCP server "${access.server}" lost its connection during ${what} (${(err as Error).message}); troupe is reconnecting it, try again shortly`);
   }
   throw new ToolError(`${what} on MCP server "${access.server}" failed: ${(err as Error).message}`);

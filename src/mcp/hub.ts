@@ -1,9 +1,11 @@
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { McpServerConfig } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
 import type { Tool } from "../tools/contract.js";
 import { ToolError } from "../tools/contract.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import { toolsFor } from "./adapters.js";
+import { toolNameFor } from "./names.js";
 import { openConnection, transportKind, type McpConnection, type McpTransportKind } from "./connection.js";
 
 export type McpServerState = "connecting" | "ready" | "reconnecting" | "failed";
@@ -76,17 +78,18 @@ export function createMcpHub(opts: McpHubOptions) {
 
   /** Swaps a server's tools in the registry: the next model call sees the new set. */
   function install(e: Entry, tools: Tool[]) {
-    const names = new Set(tools.map((t) => t.name));
+    const mine = new Set(e.registered);
+    /** Another server's (or a built-in's) name: "mcp_a_b_c" from server a_b and from server a. */
+    const takenByOther = (name: string) => registry.get(name) !== undefined && !mine.has(name);
+    const named = tools.map((tool) => {
+      let name = tool.name;
+      for (let i = 2; takenByOther(name); i++) name = toolNameFor(`${tool.name.slice(0, 60)}_${i}`);
+      if (name !== tool.name) logger.warn({ server: e.name, tool: tool.name, as: name }, "MCP tool renamed: its name is taken by another tool");
+      return name === tool.name ? tool : { ...tool, name };
+    });
+    const names = new Set(named.map((t) => t.name));
     for (const old of e.registered) if (!names.has(old)) registry.unregister(old);
-    for (const tool of tools) {
-      const taken = registry.get(tool.name);
-      if (taken && taken.source !== "mcp") {
-        logger.warn({ server: e.name, tool: tool.name }, "MCP tool skipped: its name is a built-in tool's");
-        names.delete(tool.name);
-        continue;
-      }
-      registry.register(tool);
-    }
+    named.forEach((tool) => registry.register(tool));
     e.registered = [...names];
   }
 
@@ -111,8 +114,9 @@ export function createMcpHub(opts: McpHubOptions) {
         }
         return e.connection.client;
       },
-      lost: (error: Error) => {
-        if (e.connection) lose(e, e.connection, error);
+      lost: (client: Client, error: Error) => {
+        // A late failure on an old connection must not take down the new one.
+        if (e.connection?.client === client) lose(e, e.connection, error);
       },
       ready: (ms: number) =>
         new Promise<void>((resolve, reject) => {

@@ -50,6 +50,14 @@ describe("MCP over stdio (the SDK fixture server)", () => {
     expect(h.hub.status()[0]!.tools).toBeGreaterThan(8);
   }, 120_000);
 
+  it("a wrapped name another tool already has is made unique, never replacing that tool", async () => {
+    const dir = await tempDir();
+    const squatter = defineTool({ name: "mcp_fx_echo", description: "not the server's", parameters: z.object({}), execute: async () => "built-in answer" });
+    const h = await readyHub({ fx: stdioFixture(join(dir, "log")) }, { builtins: [squatter] });
+    expect(await h.registry.execute("mcp_fx_echo", {}, toolCtx(dir))).toBe("built-in answer");
+    expect(await h.registry.execute("mcp_fx_echo_2", { text: "hi" }, toolCtx(dir))).toBe("echo: hi");
+  }, 120_000);
+
   it("answers calls: text, tool errors, images saved to the workspace, structured content, long results cut to a file, resources, prompts", async () => {
     const dir = await tempDir();
     const h = await readyHub({ fx: stdioFixture(join(dir, "log")) });
