@@ -34,6 +34,8 @@ export interface Reply {
 export interface ConversationDeps extends TurnDeps {
   config: Config;
   env?: NodeJS.ProcessEnv;
+  /** MCP servers: a new turn waits (bounded) for their first connection attempt, and hears of those not ready. */
+  mcp?: { ready(): Promise<void>; note(): string | undefined };
 }
 
 export const HELP_TEXT = [
@@ -112,7 +114,9 @@ export function createConversation(deps: ConversationDeps) {
     const meta = (await getSessionMeta(deps.store, msg.sessionKey)) ?? newSessionMeta(msg.sessionKey, now());
     const stored = (await sessionMessages(deps.store, meta)).filter((m) => !m.shownOnly);
     const history = historyWindow(stored.map((m) => m.message), historyBudget(deps.config));
-    const system = await systemPrompt();
+    await deps.mcp?.ready();
+    const mcpNote = deps.mcp?.note();
+    const system = mcpNote ? `${await systemPrompt()}\n\n${mcpNote}` : await systemPrompt();
     const turnId = newTurnId(now());
     const stamp = now();
     const userForModel = withRuntimeContext(msg.content, { now: new Date(stamp), timezone: d.timezone, channel: msg.channel, chatId: msg.chatId });

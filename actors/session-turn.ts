@@ -20,6 +20,8 @@ export interface SessionTurnDeps extends TurnDeps {
    * it ended there, atomically with its reply); `deliver: false` keeps the reply out of the outbox.
    */
   finalHook?: (result: TurnResult, answers: string[]) => Promise<{ ops: StoreOp[]; deliver: boolean }>;
+  /** Waits (bounded) for the tools a resumed turn may need: MCP servers' first connection attempt. */
+  toolsReady?: () => Promise<void>;
 }
 
 /** A reply on a chat, as an outbox entry. */
@@ -55,6 +57,8 @@ export function createSessionTurns(deps: SessionTurnDeps) {
     if (input.resumeTurnId) {
       const record = await getTurn(deps.store, input.resumeTurnId);
       if (!record || record.final) return { start: null };
+      // Its journal decides by the tool's annotations whether an interrupted MCP call is re-run: the tool must be known.
+      await deps.toolsReady?.();
       deps.logger?.info({ sessionKey: key, turnId: record.turnId, state: record.state }, "resuming an interrupted turn");
       return { start: { record }, turnId: record.turnId };
     }

@@ -1,4 +1,5 @@
 import { cronMachine } from "./cron.machine.js";
+import { mcpMachine } from "./mcp.machine.js";
 import { sessionMachine } from "./session.machine.js";
 import { supervisorMachine } from "./supervisor.machine.js";
 import { telegramPollerMachine } from "./telegram.machine.js";
@@ -11,6 +12,7 @@ export const machines = {
   turn: turnMachine,
   telegram: telegramPollerMachine,
   cron: cronMachine,
+  mcp: mcpMachine,
 } as const;
 
 export type MachineName = keyof typeof machines;

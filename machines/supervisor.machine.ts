@@ -19,7 +19,7 @@ export interface SupervisionPolicy {
 
 export const DEFAULT_POLICY: SupervisionPolicy = { maxRestarts: 5, windowMs: 60_000, baseDelayMs: 500, maxDelayMs: 30_000 };
 
-export type ChildKind = "session" | "channel" | "cron";
+export type ChildKind = "session" | "channel" | "cron" | "mcp";
 
 export interface ChildRecord {
   id: string;
@@ -53,11 +53,16 @@ export type SupervisorEvent =
   | { type: "child.restart"; id: string }
   /** Starts the cron scheduler (once); `cron.changed` tells it the jobs changed. */
   | { type: "cron.start"; startedAt: number }
-  | { type: "cron.changed" };
+  | { type: "cron.changed" }
+  /** An MCP server's actor: spawned once; it reconnects by itself and reports when it gives up. */
+  | { type: "mcp.start"; name: string; input: unknown }
+  /** A child that stays alive in a failed state (an MCP server past its limit) is shown as failed. */
+  | { type: "child.failed"; id: string; error: string };
 
 export const sessionActorId = (sessionKey: string) => `session:${sessionKey}`;
 export const channelActorId = (name: string) => `channel:${name}`;
 export const CRON_ACTOR_ID = "cron";
+export const mcpServerActorId = (name: string) => `mcp:${name}`;
 
 /** The wait before restart number `attempt` (1-based): base × 2^(attempt-1), capped. */
 export const restartDelay = (policy: SupervisionPolicy, attempt: number) =>
@@ -92,6 +97,7 @@ export const supervisorMachine = setup({
     channel: notProvided<CallbackActorLogic<{ type: string }, unknown>>("supervisor", "channel", "callback"),
     /** The cron scheduler (machines/cron.machine.ts, provided by the composition). */
     cron: notProvided<CallbackActorLogic<{ type: string }, unknown>>("supervisor", "cron", "callback"),
+    mcp: notProvided<CallbackActorLogic<{ type: string }, unknown>>("supervisor", "mcp", "callback"),
   },
   actions: {
     /** Delivers a message to its session actor, spawning it first if it is not running; wake only spawns. */
@@ -168,16 +174,31 @@ export const supervisorMachine = setup({
             const input = { startedAt: event.startedAt };
             enqueue.spawnChild("cron", { id: CRON_ACTOR_ID, input });
             enqueue.assign({
-              children: {
-                ...context.children,
-                [CRON_ACTOR_ID]: { id: CRON_ACTOR_ID, kind: "cron", input, status: "running", failures: [], lastError: null, since: Date.now(), pending: [] },
-              },
+              children: withChild(context.children, { id: CRON_ACTOR_ID, kind: "cron", input, status: "running", failures: [], lastError: null, since: Date.now(), pending: [] }),
             });
           }),
         },
         "cron.changed": {
           actions: enqueueActions(({ enqueue, self }) => {
             if (isActive(self.getSnapshot().children[CRON_ACTOR_ID] as AnyActorRef | undefined)) enqueue.sendTo(CRON_ACTOR_ID, { type: "jobs.changed" });
+          }),
+        },
+        "mcp.start": {
+          actions: enqueueActions(({ enqueue, event, context }) => {
+            const id = mcpServerActorId(event.name);
+            if (context.children[id]) return;
+            enqueue.spawnChild("mcp", { id, input: event.input });
+            enqueue.assign({
+              children: withChild(context.children, { id, kind: "mcp", input: event.input, status: "running", failures: [], lastError: null, since: Date.now(), pending: [] }),
+            });
+          }),
+        },
+        "child.failed": {
+          actions: enqueueActions(({ enqueue, event, context }) => {
+            const record = context.children[event.id];
+            if (!record || record.status === "failed") return;
+            enqueue.assign({ children: withChild(context.children, { ...record, status: "failed", lastError: event.error, since: Date.now() }) });
+            enqueue({ type: "childFailed", params: { id: event.id, error: event.error } } as never);
           }),
         },
         inbound: { actions: "route" },

@@ -39,6 +39,9 @@ import { openStore, type Store } from "./store/store.js";
 import { chooseExecSandbox } from "./tools/bwrap.js";
 import { createBuiltinTools } from "./tools/builtin/index.js";
 import { createToolRegistry, type ToolRegistry } from "./tools/registry.js";
+import { createMcpHub, type McpHub } from "./mcp/hub.js";
+import { createMcpLogic, mcpActorId } from "../actors/mcp.js";
+import { DEFAULT_POLICY as DEFAULT_SUPERVISION } from "../machines/supervisor.machine.js";
 
 /** The composition root: config in, the running parts out. */
 export interface AgentRuntime {
@@ -48,6 +51,8 @@ export interface AgentRuntime {
   registry: ToolRegistry;
   conversation: Conversation;
   provider: LlmProvider;
+  /** The configured MCP servers (undefined when there are none). */
+  mcp?: McpHub;
   close(): Promise<void>;
 }
 
@@ -58,6 +63,10 @@ export interface RuntimeOptions {
   channelNames?: string[];
   /** false turns the per-transition checkpoints off: only for measuring what they cost (npm run bench). */
   durable?: boolean;
+  /** The daemon runs the MCP server actors under its supervisor; otherwise (troupe agent) they run on their own. */
+  superviseMcp?: boolean;
+  /** How long a turn waits for the MCP servers' first connection attempt, and each attempt's limit. */
+  mcpConnectTimeoutMs?: number;
 }
 
 export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions = {}): Promise<AgentRuntime> {
@@ -86,7 +95,16 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
     createBuiltinTools({ config, workspace, paths, store, bus, channels: () => opts.channelNames ?? ["cli"] }),
     { maxResultChars: config.tools.maxToolResultChars },
   );
-  const conversation = createConversation({ config, store, provider, registry, workspace, bus, logger, durable: opts.durable });
+  const mcpServers = config.tools.mcpServers;
+  const connectTimeoutMs = opts.mcpConnectTimeoutMs ?? 30_000;
+  const mcp = Object.keys(mcpServers).length ? createMcpHub({ servers: mcpServers, registry, logger, connectTimeoutMs }) : undefined;
+  const mcpGate = mcp && { ready: () => mcp.firstAttempts(connectTimeoutMs), note: () => mcp.note() };
+  const conversation = createConversation({ config, store, provider, registry, workspace, bus, logger, durable: opts.durable, mcp: mcpGate });
+  // troupe agent: each server's actor runs on its own (the daemon spawns them under its supervisor).
+  const mcpActors =
+    mcp && !opts.superviseMcp
+      ? mcp.names().map((name) => createActor(createMcpLogic({ hub: mcp }), { id: mcpActorId(name), input: { name, policy: DEFAULT_SUPERVISION } }).start())
+      : [];
   logger.info({ provider: resolved.spec.name, model: resolved.model, workspace }, "runtime ready");
   return {
     bus,
@@ -94,7 +112,10 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
     logger,
     registry,
     conversation,
+    mcp,
     async close() {
+      mcpActors.forEach((a) => a.stop());
+      await mcp?.close();
       bus.close();
       await store.close();
       logger.flush();
@@ -146,7 +167,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   }
   const extra = opts.channels ?? [];
   const names = ["api", ...(telegram.enabled ? ["telegram"] : []), ...extra.map((c) => c.name)];
-  const core = await createAgentRuntime(loaded, { ...opts, channelNames: names });
+  const core = await createAgentRuntime(loaded, { ...opts, channelNames: names, superviseMcp: true });
   const { bus, store, logger, conversation } = core;
   const channels = new Map<string, Channel>([["api", createApiChannel(store)], ...extra.map((c) => [c.name, c] as const)]);
   if (telegram.enabled) {
@@ -186,6 +207,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
 
   const cron = createCronService({ store, defaultTz: d.timezone, changed: () => supervisor.send({ type: "cron.changed" }) });
   core.registry.register(cronTool({ service: cron, defaultTz: d.timezone }));
+  const mcpHub = core.mcp;
   const sessionTurns = createSessionTurns({
     conversation,
     store,
@@ -197,6 +219,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     durable: opts.durable,
     // A cron run's turn records how the run ended in its own final batch (atomically with the reply).
     finalHook: (result, answers) => cronFinalOps(store, answers, result.state === "responded", result.output.reply, Date.now()),
+    toolsReady: mcpHub && (() => mcpHub.firstAttempts(opts.mcpConnectTimeoutMs ?? 30_000)),
   });
   const session = sessionMachine.provide({
     actors: {
@@ -278,6 +301,14 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
         session: session as never,
         channel: channelActor.logic as never,
         cron: createCronScheduler({ store, logger, start: startRun }) as never,
+        ...(mcpHub && {
+          mcp: createMcpLogic({
+            hub: mcpHub,
+            onState: (name, state, error) => {
+              if (state === "failed") supervisor.send({ type: "child.failed", id: mcpActorId(name), error: error ?? "failed" });
+            },
+          }) as never,
+        }),
       },
       actions: {
         rejectMessage: (_, { sessionKey, message, reason }) => void notice(sessionKey, message, `This session is unavailable: it failed repeatedly (${reason}). Restart troupe to try again.`),
@@ -330,6 +361,9 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
       return { name, state, error: child?.lastError ?? null };
     });
   supervisor.start();
+  // MCP servers connect in parallel with everything else; a turn waits at most for their first attempt.
+  const mcpPolicy = { ...DEFAULT_SUPERVISION, ...opts.policy };
+  for (const name of mcpHub?.names() ?? []) supervisor.send({ type: "mcp.start", name, input: { name, policy: mcpPolicy } });
   for (const name of channels.keys()) supervisor.send({ type: "channel.start", name });
   // Recovery: sessions with an interrupted turn or unanswered messages start now, not at their next message.
   const { wake, left } = await sessionsToRecover(store, (channel) => channels.has(channel));

@@ -232,6 +232,15 @@ cron
     process.exitCode = await cronRunsCommand(dataPaths(), id);
   });
 
+const mcp = program.command("mcp").description("MCP servers (tools.mcpServers)");
+mcp
+  .command("list")
+  .description("each MCP server: transport, state, tools, resources, prompts, last error (live from the daemon, else by connecting once); exit 1 when one failed")
+  .action(async () => {
+    const { listMcpCommand } = await import("./mcp.js");
+    process.exitCode = await listMcpCommand(await loadForCli());
+  });
+
 program
   .command("doctor")
   .description("check config, provider (one tiny request), gateway port, Telegram, store and disk; exit 1 if anything failed")

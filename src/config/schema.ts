@@ -113,14 +113,33 @@ const gatewaySchema = z.object({
     .prefault({}),
 });
 
-const mcpServerSchema = z.object({
-  command: z.string().default(""),
-  args: z.array(z.string()).default([]),
-  env: z.record(z.string(), z.string()).default({}),
-  url: z.string().default(""),
-  headers: z.record(z.string(), z.string()).default({}),
-  toolTimeout: z.number().positive().default(30),
-});
+/**
+ * One MCP server (nanobot's shape): stdio {command, args, env, cwd} or remote {url, headers}.
+ * `type` may be left out: a url ending in /sse is SSE, another url streamable HTTP, a command stdio.
+ */
+const mcpServerSchema = z
+  .object({
+    type: z.enum(["stdio", "sse", "streamableHttp"]).nullable().default(null),
+    command: z.string().default(""),
+    args: z.array(z.string()).default([]),
+    env: z.record(z.string(), z.string()).default({}),
+    cwd: z.string().nullable().default(null),
+    url: z.string().default(""),
+    headers: z.record(z.string(), z.string()).default({}),
+    /** Seconds one call may take before it is cancelled. */
+    toolTimeout: z.number().positive().default(30),
+    /** ["*"] all (the default), [] none, else tool names raw ("read") or wrapped ("mcp_fs_read"). */
+    enabledTools: z.array(z.string()).default(["*"]),
+  })
+  .superRefine((s, ctx) => {
+    const problem = (message: string, path: string) => ctx.addIssue({ code: "custom", message, path: [path] });
+    if (!s.command && !s.url) return problem('needs a "command" (a stdio server) or a "url" (a remote server)', "command");
+    if (s.command && s.url) return problem('has both "command" and "url"; keep one (command for stdio, url for SSE or streamable HTTP)', "url");
+    if (s.url && !isHttpUrl(s.url)) return problem(`${JSON.stringify(s.url)} is not an http(s) URL (e.g. http://127.0.0.1:3001/mcp)`, "url");
+    if (s.type === "stdio" && !s.command) return problem('type "stdio" needs a "command"', "command");
+    if ((s.type === "sse" || s.type === "streamableHttp") && !s.url) return problem(`type "${s.type}" needs a "url"`, "url");
+  });
+export type McpServerConfig = z.infer<typeof mcpServerSchema>;
 
 const toolsSchema = z.object({
   web: z

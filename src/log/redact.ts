@@ -30,12 +30,18 @@ export function createRedactor(knownSecrets: Iterable<string>): (text: string) =
 export function secretsOf(config: {
   providers: Record<string, { apiKey: string }>;
   channels: { telegram: { token: string; transcription: { apiKey: string } } };
-  tools: { web: { search: { apiKey: string } } };
+  tools: { web: { search: { apiKey: string } }; mcpServers?: Record<string, { env: Record<string, string>; headers: Record<string, string> }> };
 }): string[] {
+  // An MCP server's credentials: env and header values whose names say they are secret.
+  const secretName = /key|token|secret|password|passwd|auth|credential|cookie/i;
+  const mcp = Object.values(config.tools.mcpServers ?? {}).flatMap((s) =>
+    [...Object.entries(s.env), ...Object.entries(s.headers)].filter(([name, value]) => secretName.test(name) && value.length >= 6).map(([, value]) => value),
+  );
   return [
     ...Object.values(config.providers).map((p) => p.apiKey),
     config.channels.telegram.token,
     config.channels.telegram.transcription.apiKey,
     config.tools.web.search.apiKey,
+    ...mcp,
   ].filter(Boolean);
 }

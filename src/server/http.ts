@@ -188,6 +188,9 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     if (req.method === "GET" && path === "/api/actors") {
       return json(res, 200, { root: daemon.tree.tree(withSubagents), failed: failedChildren(daemon), channels: daemon.channels(), turns: { running: daemon.limiter.active, waiting: daemon.limiter.waiting, max: daemon.limiter.max } });
     }
+    if (req.method === "GET" && path === "/api/mcp") {
+      return json(res, 200, { servers: daemon.mcp?.status() ?? [] });
+    }
     if (req.method === "GET" && path === "/api/sessions") {
       const live = new Set((daemon.tree.tree()?.children ?? []).map((c) => c.id));
       const { sessions, corrupt } = await sessionsOverview(store);

@@ -4,6 +4,8 @@ import { persistLongResult } from "./persist-result.js";
 
 export interface ToolRegistry {
   register(tool: Tool): void;
+  /** Takes a tool out (an MCP server's tool list changed); the next model call no longer sees it. */
+  unregister(name: string): void;
   get(name: string): Tool | undefined;
   names(): string[];
   /** Function schemas for the model: built-ins by name, then MCP tools by name. */
@@ -64,6 +66,10 @@ export function createToolRegistry(tools: Tool[] = [], opts: ToolRegistryOptions
     register(tool) {
       byName.set(tool.name, tool);
       jsonSchemas.delete(tool.name);
+    },
+    unregister(name) {
+      byName.delete(name);
+      jsonSchemas.delete(name);
     },
     get: (name) => byName.get(name),
     names: () => [...byName.keys()].sort(),

@@ -38,4 +38,24 @@ describe("log redaction", () => {
     expect(JSON.parse(lines[1] as string)).toMatchObject({ msg: "transcription refused [REDACTED]" });
     expect(lines.join("\n")).not.toMatch(/plainkey-98765|tg-token-value|whisper-key-value/);
   });
+
+  it("counts an MCP server's secret-named env and header values as secrets, not its other settings", () => {
+    const config = defaultConfig();
+    config.tools.mcpServers.lms = {
+      ...config.tools.mcpServers.lms!,
+      type: null,
+      command: "python",
+      args: [],
+      cwd: null,
+      url: "",
+      toolTimeout: 30,
+      enabledTools: ["*"],
+      env: { LMS_API_KEY: "lms-secret-123", PYTHONPATH: "/srv/lms" },
+      headers: { Authorization: "Bearer hdr-secret-456", Accept: "application/json" },
+    };
+    const secrets = secretsOf(config);
+    expect(secrets).toEqual(expect.arrayContaining(["lms-secret-123", "Bearer hdr-secret-456"]));
+    expect(secrets).not.toContain("/srv/lms");
+    expect(secrets).not.toContain("application/json");
+  });
 });

@@ -1,0 +1,111 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
+import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { Prompt, Resource, Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
+import type { McpServerConfig } from "../config/schema.js";
+import { VERSION } from "../version.js";
+import { ProcessGroupStdioTransport } from "./stdio-transport.js";
+
+export type McpTransportKind = "stdio" | "sse" | "streamableHttp";
+
+/** The transport a server entry names, or the one its url or command implies (nanobot's rule). */
+export function transportKind(server: McpServerConfig): McpTransportKind {
+  if (server.type) return server.type;
+  if (server.command) return "stdio";
+  return new URL(server.url).pathname.replace(/\/+$/, "").endsWith("/sse") ? "sse" : "streamableHttp";
+}
+
+/**
+ * A stdio server's environment: the few variables the SDK deems safe (HOME, PATH, USER, ...) and
+ * the server's own `env`. Nothing else of troupe's environment (its provider keys) reaches it.
+ */
+export function serverEnvironment(server: McpServerConfig): Record<string, string> {
+  return { ...getDefaultEnvironment(), ...server.env };
+}
+
+export interface Listings {
+  tools: McpTool[];
+  resources: Resource[];
+  prompts: Prompt[];
+}
+
+export interface McpConnection {
+  client: Client;
+  kind: McpTransportKind;
+  /** Resolves (once) when the connection is gone: the process exited, the stream closed, or close() was called. */
+  closed: Promise<Error | undefined>;
+  list(signal?: AbortSignal): Promise<Listings>;
+  close(): Promise<void>;
+}
+
+export interface ConnectOptions {
+  /** The listed tools, resources or prompts changed (notifications/…/list_changed). */
+  onListChanged: () => void;
+  onStderr?: (line: string) => void;
+  signal?: AbortSignal;
+  /** For initialize and the listings. */
+  timeoutMs: number;
+}
+
+function transportFor(server: McpServerConfig, kind: McpTransportKind, opts: ConnectOptions): Transport {
+  if (kind === "stdio") {
+    return new ProcessGroupStdioTransport({ command: server.command, args: server.args, env: serverEnvironment(server), cwd: server.cwd ?? undefined, onStderr: opts.onStderr });
+  }
+  const requestInit = { headers: server.headers };
+  if (kind === "sse") return new SSEClientTransport(new URL(server.url), { requestInit });
+  return new StreamableHTTPClientTransport(new URL(server.url), { requestInit });
+}
+
+async function listAll<T>(page: (cursor: string | undefined) => Promise<{ items: T[]; nextCursor?: string }>): Promise<T[]> {
+  const all: T[] = [];
+  let cursor: string | undefined;
+  // A server that hands back the same cursor forever is cut off after 100 pages.
+  for (let i = 0; i < 100; i++) {
+    const { items, nextCursor } = await page(cursor);
+    all.push(...items);
+    if (!nextCursor || nextCursor === cursor) break;
+    cursor = nextCursor;
+  }
+  return all;
+}
+
+/** Starts the transport, runs initialize, and hands back the live client. */
+export async function openConnection(server: McpServerConfig, opts: ConnectOptions): Promise<McpConnection> {
+  const kind = transportKind(server);
+  const changed = { autoRefresh: false, onChanged: () => opts.onListChanged() };
+  const client = new Client({ name: "troupe", version: VERSION }, { capabilities: {}, listChanged: { tools: changed, resources: changed, prompts: changed } });
+  const transport = transportFor(server, kind, opts);
+  let resolveClosed!: (error: Error | undefined) => void;
+  const closed = new Promise<Error | undefined>((r) => (resolveClosed = r));
+  let lastError: Error | undefined;
+  client.onerror = (err) => (lastError = err);
+  client.onclose = () => resolveClosed(lastError);
+  try {
+    await client.connect(transport, { signal: opts.signal, timeout: opts.timeoutMs });
+  } catch (err) {
+    await client.close().catch(() => {});
+    throw err;
+  }
+  const caps = client.getServerCapabilities() ?? {};
+  return {
+    client,
+    kind,
+    closed,
+    async list(signal) {
+      const request = { signal, timeout: opts.timeoutMs };
+      const [tools, resources, prompts] = await Promise.all([
+        caps.tools ? listAll((cursor) => client.listTools({ cursor }, request).then((r) => ({ items: r.tools, nextCursor: r.nextCursor }))) : [],
+        caps.resources ? listAll((cursor) => client.listResources({ cursor }, request).then((r) => ({ items: r.resources, nextCursor: r.nextCursor }))) : [],
+        caps.prompts ? listAll((cursor) => client.listPrompts({ cursor }, request).then((r) => ({ items: r.prompts, nextCursor: r.nextCursor }))) : [],
+      ]);
+      return { tools, resources, prompts };
+    },
+    async close() {
+      // A streamable HTTP session is ended on the server too (DELETE), when the server still answers.
+      if (transport instanceof StreamableHTTPClientTransport) await transport.terminateSession().catch(() => {});
+      await client.close().catch(() => {});
+    },
+  };
+}
