@@ -40,7 +40,7 @@ async function runningDaemon(paths: DataPaths): Promise<{ pid: number; url: stri
   try {
     const res = await fetch(`${info.url}/health`, { signal: AbortSignal.timeout(2_000) });
     const health = (await res.json()) as { pid?: number };
-    return res.ok && health.pid === info.pid ? info : undefined;
+    return (res.ok || res.status === 503) && health.pid === info.pid ? info : undefined;
   } catch {
     return undefined;
   }
