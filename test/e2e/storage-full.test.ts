@@ -160,8 +160,11 @@ describe.each(modes)("a full disk under the gateway: $name", ({ make, skip }) =>
       const early: Posted[] = [];
       for (let i = 0; i < 40 && !refused; i++) {
         const p = await post(g, "api:b", `between ${i} ${FOUR_KB}`);
-        if (p.status === 200) early.push(p), track("api:b", p);
-        else refused = p;
+        if (p.status !== 200) refused = p;
+        else {
+          early.push(p);
+          track("api:b", p);
+        }
       }
       expect(refused?.status, "a message sent to a full disk is refused").toBe(507);
       const refusal = JSON.parse(refused!.body) as { error: string };
