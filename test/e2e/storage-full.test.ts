@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { mkdir, open, rm, writeFile } from "node:fs/promises";
+import { mkdir, open, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { readSse } from "../../src/server/sse.js";
@@ -227,4 +227,35 @@ describe.each(modes)("a full disk under the gateway: $name", ({ make, skip }) =>
     },
     240_000,
   );
+});
+
+describe("free space under the floor (early warning)", () => {
+  const tmp = useTempDirs();
+  let fake: FakeOpenAi | undefined;
+  let gateway: GatewayProcess | undefined;
+  afterEach(async () => {
+    gateway?.proc.kill("SIGKILL");
+    if (gateway) await gateway.exited;
+    gateway = undefined;
+    await fake?.close();
+  });
+
+  it("the gateway logs a warning, /health carries it and troupe status shows it, before the disk is full", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "ok" }));
+    const home = await tmp();
+    // A floor of the whole disk: whatever is free is below it, on any machine.
+    await writeHome(home, fake.url, { config: { gateway: { port: 0 }, storage: { freeSpaceFloorMB: 10_000_000, freeSpaceFloorPercent: 100 } } });
+    await mkdir(join(home, "workspace"), { recursive: true });
+    const g = (gateway = await startGateway(home));
+    const text = await until(async () => {
+      const log = await readFile(join(home, "logs", "troupe.log"), "utf8");
+      return log.includes("disk space low") ? log : undefined;
+    }, 20_000, "the low-space warning in the log");
+    expect(text).toContain(`free on the disk holding ${home}`);
+    const h = (await (await fetch(`${g.url}/health`)).json()) as { ok: boolean; disk: { low: string | null; free: number } };
+    expect(h.ok).toBe(true);
+    expect(h.disk.low).toMatch(/free space before it fills/);
+    const status = await runCli(["status"], { TROUPE_HOME: home });
+    expect(status.stdout).toMatch(/^disk: {6}LOW: only .* free on the disk holding /m);
+  }, 120_000);
 });
