@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import { concatMap, debounceTime, filter, groupBy, map, mergeMap, Subject, type Subscription } from "rxjs";
 import type { Bus } from "../src/bus/index.js";
 import { DeliveryRejectedError, type Channel, type ChannelInbound } from "../src/channels/channel.js";
+import { StoreUnavailableError } from "../src/store/health.js";
 import { fault } from "../src/fault.js";
 import { outboxDeliveredOps, outboxPutOp, outboxRejectedOps, pendingOutbox, withDeliveredPart, type OutboxRecord } from "../src/store/outbox.js";
 import type { Store } from "../src/store/store.js";
@@ -87,7 +88,19 @@ export function createChannelActor(deps: ChannelActorDeps) {
         // A store-backed channel's delivery commits with the outbox removal, in one synced batch.
         const delivered = channel.deliveryOps ? channel.deliveryOps(record) : (await channel.send(record, onPartDelivered), []);
         fault("before-outbox-delete");
-        await deps.store.batch([...delivered, ...outboxDeliveredOps(record.deliveryId, now())], { sync: true });
+        // Sent: a failing store must not make it a failed delivery (a retry would send it twice). The
+        // record waits for the store; if troupe stops first, it is resent once at the next start, as after a crash.
+        for (;;) {
+          try {
+            await deps.store.batch([...delivered, ...outboxDeliveredOps(record.deliveryId, now())], { sync: true });
+            break;
+          } catch (err) {
+            if (!(err instanceof StoreUnavailableError)) throw err;
+            await deps.store.health.writable(signal).catch(() => undefined);
+            if (signal.aborted) return;
+          }
+        }
+        return;
       } catch (err) {
         if (err instanceof DeliveryRejectedError) {
           log?.error({ err, deliveryId: record.deliveryId }, "the platform refused this message; dropped");

@@ -152,6 +152,8 @@ export function createSubagentPool(deps: SubagentPoolDeps): SubagentPool {
       if (finished) settle(finished);
     } catch (err) {
       deps.logger?.error({ err, subagent: record.id }, "subagent stopped");
+      // Not finished: it resumes from its last checkpoint at the next start, or when the store recovers.
+      live.delete(record.id);
     } finally {
       running.delete(record.id);
       release();
@@ -217,7 +219,8 @@ export function createSubagentPool(deps: SubagentPoolDeps): SubagentPool {
     },
     active: () => [...live.values()],
     async recover() {
-      const unfinished = (await listSubagents(deps.store)).filter((r) => !isFinished(r));
+      // Those running here already (recovery after a store failure) are left to run.
+      const unfinished = (await listSubagents(deps.store)).filter((r) => !isFinished(r) && !live.has(r.id) && !running.has(r.id));
       for (const record of unfinished) {
         const turn = record.turnId ? await getTurn(deps.store, record.turnId) : undefined;
         void run(record, turn && !turn.final ? turn : undefined);

@@ -135,6 +135,8 @@ export const sessionMachine = setup({
       context.current.length - 1 < MAX_INJECTED_PER_TURN,
     hasQueue: ({ context }) => context.queue.length > 0,
     hasResume: ({ context }) => context.resume !== null,
+    /** The store is failing (supplied by the composition). */
+    storeDown: () => false,
   },
   delays: {
     idle: ({ context }) => context.idleMs,
@@ -232,7 +234,14 @@ export const sessionMachine = setup({
                 actions: assign(({ event }) => (event.output.start ? { turnStart: event.output.start, turnId: event.output.turnId } : {})),
               },
             ],
-            onError: {
+            onError: [
+              // The store failed: the message stays in the inbox; the session is parked and started again once the store recovers.
+              {
+                guard: "storeDown",
+                target: "#session.crashed",
+                actions: assign({ crash: ({ event }) => `the store failed: ${event.error instanceof Error ? event.error.message : String(event.error)}` }),
+              },
+              {
               target: "#session.next",
               actions: enqueueActions(({ context, event, enqueue }) => {
                 enqueue.assign({ resume: null, stopRequested: false });
@@ -240,7 +249,8 @@ export const sessionMachine = setup({
                 const why = event.error instanceof Error ? event.error.message : String(event.error);
                 if (message) enqueue({ type: "notify", params: { sessionKey: context.sessionKey, message, text: `Sorry, something went wrong: ${why}` } });
               }),
-            },
+              },
+            ],
           },
           on: {
             message: [

@@ -25,7 +25,8 @@ export interface ChildRecord {
   id: string;
   kind: ChildKind;
   input: unknown;
-  status: "running" | "restarting" | "failed";
+  /** parked: it failed while the store was failing; it is started again when the store has recovered. */
+  status: "running" | "restarting" | "failed" | "parked";
   /** When it failed, within the intensity window. */
   failures: number[];
   lastError: string | null;
@@ -57,7 +58,13 @@ export type SupervisorEvent =
   /** An MCP server's actor: spawned once; it reconnects by itself and reports when it gives up. */
   | { type: "mcp.start"; name: string; input: unknown }
   /** A child that stays alive in a failed state (an MCP server past its limit) is shown as failed. */
-  | { type: "child.failed"; id: string; error: string };
+  | { type: "child.failed"; id: string; error: string }
+  /**
+   * The store is writable again after a failure: parked sessions start again (resuming their turns),
+   * and idle sessions are started afresh so they read what their inbox kept (messages whose answer
+   * could not be stored).
+   */
+  | { type: "store.recovered" };
 
 export const sessionActorId = (sessionKey: string) => `session:${sessionKey}`;
 export const channelActorId = (name: string) => `channel:${name}`;
@@ -99,6 +106,10 @@ export const supervisorMachine = setup({
     cron: notProvided<CallbackActorLogic<{ type: string }, unknown>>("supervisor", "cron", "callback"),
     mcp: notProvided<CallbackActorLogic<{ type: string }, unknown>>("supervisor", "mcp", "callback"),
   },
+  guards: {
+    /** The store is failing (supplied by the composition). */
+    storeDown: () => false,
+  },
   actions: {
     /** Delivers a message to its session actor, spawning it first if it is not running; wake only spawns. */
     route: enqueueActions(({ enqueue, event, context, self }) => {
@@ -111,7 +122,7 @@ export const supervisorMachine = setup({
         if (message) enqueue({ type: "rejectMessage", params: { sessionKey: event.sessionKey, message, reason: record.lastError ?? "it failed repeatedly" } } as never);
         return;
       }
-      if (record?.status === "restarting") {
+      if (record?.status === "restarting" || record?.status === "parked") {
         if (message) enqueue.assign({ children: withChild(context.children, { ...record, pending: [...record.pending, message] }) });
         return;
       }
@@ -128,10 +139,16 @@ export const supervisorMachine = setup({
       if (message) enqueue.sendTo(id, { type: "message", message });
     }),
     /** A child failed: restart it after a backoff, or past the intensity limit mark it failed. */
-    childFailure: enqueueActions(({ enqueue, context }, { id, error }: { id: string; error: unknown }) => {
+    childFailure: enqueueActions(({ enqueue, context, check }, { id, error }: { id: string; error: unknown }) => {
       const record = context.children[id];
       if (!record) return;
       const now = Date.now();
+      // The store failed under it: restarting now would fail again. It waits for store.recovered; not a failure of its own.
+      if (record.kind === "session" && check({ type: "storeDown" })) {
+        enqueue.stopChild(id);
+        enqueue.assign({ children: { ...context.children, [id]: { ...record, status: "parked", lastError: error instanceof Error ? error.message : String(error), since: now } } });
+        return;
+      }
       const failures = [...record.failures.filter((t: number) => now - t < context.policy.windowMs), now];
       const lastError = error instanceof Error ? error.message : String(error);
       enqueue.stopChild(id);
@@ -144,6 +161,21 @@ export const supervisorMachine = setup({
       }
       enqueue.assign({ children: withChild(context.children, { ...record, status: "restarting", failures, lastError, since: now }) });
       enqueue.raise({ type: "child.restart", id } as SupervisorEvent, { delay: restartDelay(context.policy, failures.length) });
+    }),
+    /** A parked or idle session after the store recovered: started again (parked ones with the messages kept for them). */
+    restartAfterStore: enqueueActions(({ enqueue, context, self }) => {
+      const children = { ...context.children };
+      for (const record of Object.values(context.children)) {
+        if (record.kind !== "session") continue;
+        const ref = self.getSnapshot().children[record.id] as AnyActorRef | undefined;
+        const idle = record.status === "running" && isActive(ref) && ref!.getSnapshot().value === "idle";
+        if (record.status !== "parked" && !idle) continue;
+        const input: SessionInput = { ...(record.input as SessionInput), queue: record.pending };
+        if (ref) enqueue.stopChild(record.id);
+        enqueue.spawnChild("session", { id: record.id, input });
+        children[record.id] = { ...record, status: "running", since: Date.now(), pending: [] };
+      }
+      enqueue.assign({ children });
     }),
     /** A message for a session that has failed for good: tell the sender. Supplied by the composition. */
     rejectMessage: (_, _params: { sessionKey: string; message: SessionMessage; reason: string }) => {},
@@ -203,6 +235,7 @@ export const supervisorMachine = setup({
         },
         inbound: { actions: "route" },
         wake: { actions: "route" },
+        "store.recovered": { actions: "restartAfterStore" },
         "child.restart": {
           actions: enqueueActions(({ enqueue, event, context }) => {
             const record = context.children[event.id];

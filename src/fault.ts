@@ -1,3 +1,5 @@
+import { existsSync } from "node:fs";
+
 /**
  * Fault injection for the durability tests: TROUPE_FAULT=point[:n] makes the process die abruptly
  * (SIGKILL: no cleanup, no flush) the n-th time (default 1st) it reaches the named point. Unset, it
@@ -34,4 +36,17 @@ let hits = 0;
 export function fault(point: FaultPoint): void {
   if (armed?.point !== point) return;
   if (++hits === armed.at) process.kill(process.pid, "SIGKILL");
+}
+
+/**
+ * TROUPE_FAULT_DISK_FULL=<file>: while <file> exists, every write of the store fails as LevelDB's
+ * does on a full disk (an IO error naming ENOSPC), and so does the probe that checks whether the disk
+ * is writable again. It exercises the store's failure path where a small file system cannot be
+ * mounted; the test creates the file to fill the "disk" and removes it to free it.
+ */
+const diskFullFlag = process.env.TROUPE_FAULT_DISK_FULL || undefined;
+
+export function injectedDiskFull(storePath: string): Error | undefined {
+  if (!diskFullFlag || !existsSync(diskFullFlag)) return undefined;
+  return Object.assign(new Error(`IO error: ${storePath}/000000.log: No space left on device (injected by TROUPE_FAULT_DISK_FULL)`), { code: "LEVEL_IO_ERROR" });
 }

@@ -36,6 +36,8 @@ import { secretsOf } from "./log/redact.js";
 import { createOpenAiProvider, type LlmProvider } from "./providers/client.js";
 import { resolveProvider } from "./providers/registry.js";
 import { openStore, type Store } from "./store/store.js";
+import { diskSpace, floorBytes, lowSpaceLine } from "./store/disk.js";
+import type { StoreHealthSnapshot } from "./store/health.js";
 import { chooseExecSandbox } from "./tools/bwrap.js";
 import { createBuiltinTools } from "./tools/builtin/index.js";
 import { createToolRegistry, type ToolRegistry } from "./tools/registry.js";
@@ -77,7 +79,14 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
   chooseExecSandbox(config.tools, process.env, paths.configFile);
   const logger = createLogger({ logsDir: paths.logsDir, secrets: secretsOf(config), console: opts.consoleLogs });
   await mkdir(workspace, { recursive: true });
-  const store = await openStore(paths.storeDir);
+  const store = await openStore(paths.storeDir, { log: logger, probe: { maxMs: config.storage.probeMaxSeconds * 1000 } });
+  if (store.droppedAtOpen) {
+    const { records, bytes } = store.droppedAtOpen;
+    logger.warn(
+      { dropped: records, bytes },
+      `LevelDB dropped ${records} damaged record(s) (${bytes} bytes) of its log while opening the store; what they held is lost (troupe doctor shows what is left)`,
+    );
+  }
   const bus = createBus();
   const d = config.agents.defaults;
   const provider = createOpenAiProvider(resolved, {
@@ -147,9 +156,19 @@ export interface Daemon extends AgentRuntime {
   channels(): ChannelState[];
   /** Takes a message from a channel into the system; resolves with its id once it is routed. */
   accept(channel: string, message: ChannelInbound): Promise<string>;
+  /** The store's health and the free space under the data dir (last measured), for /health and status. */
+  storage(): StorageState;
   /** Stops taking work, lets running turns reach a checkpoint, stops every actor, closes the store. */
   shutdown(): Promise<void>;
 }
+
+export interface StorageState {
+  store: StoreHealthSnapshot;
+  disk: { free: number; size: number; floor: number; low: string | null } | null;
+}
+
+/** How often the gateway measures the free space under its data dir. */
+const DISK_CHECK_MS = 30_000;
 
 export interface ChannelState {
   name: string;
@@ -221,7 +240,9 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     finalHook: (result, answers) => cronFinalOps(store, answers, result.state === "responded", result.output.reply, Date.now()),
     toolsReady: mcpHub && (() => mcpHub.firstAttempts(opts.mcpConnectTimeoutMs ?? 30_000)),
   });
+  const storeDown = () => store.health.state === "failing";
   const session = sessionMachine.provide({
+    guards: { storeDown },
     actors: {
       slot: createSlot(limiter),
       prepareTurn: sessionTurns.prepareTurn,
@@ -297,6 +318,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   });
   const supervisor = createActor(
     supervisorMachine.provide({
+      guards: { storeDown },
       actors: {
         session: session as never,
         channel: channelActor.logic as never,
@@ -382,6 +404,31 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   for (const run of await unfinishedSystemRuns(store)) startRun(run);
   supervisor.send({ type: "cron.start", startedAt });
 
+  // The store came back after a disk failure: what it interrupted resumes as after a restart.
+  store.onRecovered(async () => {
+    supervisor.send({ type: "store.recovered" });
+    const again = await sessionsToRecover(store, (channel) => channels.has(channel));
+    if (again.wake.length) logger.info({ sessions: again.wake }, "store recovered; resuming interrupted work");
+    for (const sessionKey of again.wake) supervisor.send({ type: "wake", sessionKey });
+    const subs = await subagents.recover();
+    if (subs) logger.info({ subagents: subs }, "store recovered; resuming unfinished subagents");
+  });
+  const floor = loaded.config.storage;
+  let disk: StorageState["disk"] = null;
+  const checkDisk = async () => {
+    try {
+      const space = await diskSpace(loaded.paths.dataDir);
+      const low = lowSpaceLine(space, floor, loaded.paths.dataDir) ?? null;
+      if (low && !disk?.low) logger.warn({ free: space.free, size: space.size }, `disk space low: ${low}`);
+      else if (!low && disk?.low) logger.info({ free: space.free }, "disk space back above the floor");
+      disk = { ...space, floor: floorBytes(space, floor), low };
+    } catch (err) {
+      logger.warn({ err }, "could not measure the free disk space");
+    }
+  };
+  await checkDisk();
+  const diskTimer = setInterval(() => void checkDisk(), DISK_CHECK_MS).unref();
+
   return {
     ...core,
     loaded,
@@ -400,9 +447,11 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     },
     accept,
     channels: channelStates,
+    storage: () => ({ store: store.health.snapshot(), disk }),
     async shutdown() {
       accepting = false;
       lastChatSub.unsubscribe();
+      clearInterval(diskTimer);
       const grace = opts.shutdownGraceMs ?? 3_000;
       const settled = Promise.allSettled(sessionTurns.turns.running().map((id) => sessionTurns.turns.settled(id)));
       await Promise.race([settled, new Promise((r) => setTimeout(r, grace).unref())]);

@@ -8,7 +8,8 @@ import { PACKAGE_ROOT } from "../package-root.js";
 import type { ActorNode } from "../server/actor-tree.js";
 import type { ChannelState } from "../runtime.js";
 import { connectDaemon, type DaemonClient } from "./client.js";
-import { checkGateway, clearStale, isAlive, type GatewayCheck } from "./pidfile.js";
+import { checkGateway, clearStale, isAlive, type GatewayCheck, type Health } from "./pidfile.js";
+import { storeStateLine } from "./storage-lines.js";
 
 export const TROUPE_BIN = join(PACKAGE_ROOT, "bin", "troupe.js");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -129,11 +130,15 @@ export async function daemonStatus(paths: DataPaths): Promise<number> {
     else console.log(`troupe daemon (pid ${check.info.pid}) runs but does not answer on ${check.info.url}`);
     return 3;
   }
-  const health = await client.get<{ version: string; uptimeMs: number }>("/health");
+  // /health answers 503 while the store fails: that answer is read too (client.get would throw on it).
+  const health = check.kind === "ours" && check.health ? check.health : await client.get<Health>("/health");
   const actors = await client.get<ActorsResponse>("/api/actors");
   console.log(`troupe daemon running (pid ${client.pid}) on ${client.url}, version ${health.version}, up ${ago(health.uptimeMs)}`);
+  const store = storeStateLine(health);
+  if (store) console.log(`store: ${store}`);
+  if (health.disk?.low) console.log(`disk: ${health.disk.low}`);
   console.log(`turns: ${actors.turns.running} running, ${actors.turns.waiting} waiting (max ${actors.turns.max})`);
   if (actors.root) for (const line of treeLines(actors.root)) console.log(line);
   for (const f of actors.failed) console.log(`${f.status.toUpperCase()}: ${f.id}${f.error ? ` (${f.error})` : ""}`);
-  return actors.failed.some((f) => f.status === "failed") ? 1 : 0;
+  return actors.failed.some((f) => f.status === "failed") || health.store?.state === "failing" ? 1 : 0;
 }

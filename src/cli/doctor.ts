@@ -4,13 +4,16 @@ import { dirname } from "node:path";
 import { Api, GrammyError, HttpError } from "grammy";
 import { z } from "zod";
 import { loadConfig, type LoadedConfig } from "../config/index.js";
-import { ConfigError, StoreLockedError } from "../errors.js";
+import { ConfigError, StoreLockedError, TroupeError } from "../errors.js";
 import { dataPaths, type DataPaths } from "../paths.js";
 import { proxyAgent } from "../channels/telegram-net.js";
 import { resolveProvider } from "../providers/registry.js";
 import { showKey } from "../session-key.js";
 import { sessionsOverview } from "../store/session-view.js";
 import { openStore } from "../store/store.js";
+import { REPAIR_COMMAND, StoreDamagedError } from "../store/damage.js";
+import { floorBytes, type SpaceFloor } from "../store/disk.js";
+import { repairStore, storeSize } from "../store/repair.js";
 import { readPidfile } from "./pidfile.js";
 
 export interface CheckResult {
@@ -40,7 +43,7 @@ async function runningDaemon(paths: DataPaths): Promise<{ pid: number; url: stri
   try {
     const res = await fetch(`${info.url}/health`, { signal: AbortSignal.timeout(2_000) });
     const health = (await res.json()) as { pid?: number };
-    return res.ok && health.pid === info.pid ? info : undefined;
+    return (res.ok || res.status === 503) && health.pid === info.pid ? info : undefined;
   } catch {
     return undefined;
   }
@@ -161,7 +164,8 @@ async function checkStore(paths: DataPaths): Promise<CheckResult> {
     store = await openStore(paths.storeDir, { readOnly: true });
   } catch (err) {
     if (err instanceof StoreLockedError) return ok("store", `${paths.storeDir} is in use by another troupe process${err.holderPid ? ` (pid ${err.holderPid})` : ""}; not read`);
-    return fail("store", `${paths.storeDir} does not open: ${(err as Error).message}`, `move ${paths.storeDir} aside to start afresh, or restore a backup`);
+    if (err instanceof StoreDamagedError) return fail("store", `damaged: ${err.damage} (${paths.storeDir}, ${size(await storeSize(paths.storeDir))})`, `repair it with ${REPAIR_COMMAND} (it copies the store aside first)`);
+    return fail("store", `${paths.storeDir} does not open: ${(err as Error).message}`, `try ${REPAIR_COMMAND}; or move ${paths.storeDir} aside to start afresh, or restore a backup`);
   }
   try {
     // Listings skip corrupt records; the doctor's job is to name them.
@@ -176,7 +180,7 @@ async function checkStore(paths: DataPaths): Promise<CheckResult> {
       );
     }
     const interrupted = sessions.reduce((n, s) => n + s.interrupted, 0);
-    return ok("store", `${paths.storeDir}: ${sessions.length} session(s), ${interrupted} interrupted turn(s), ${undelivered} undelivered message(s)`);
+    return ok("store", `ok, ${size(await storeSize(paths.storeDir))} at ${paths.storeDir}: ${sessions.length} session(s), ${interrupted} interrupted turn(s), ${undelivered} undelivered message(s)`);
   } catch (err) {
     return fail("store", `${paths.storeDir}: ${(err as Error).message}`, "troupe sessions delete KEY removes a broken session");
   } finally {
@@ -184,8 +188,8 @@ async function checkStore(paths: DataPaths): Promise<CheckResult> {
   }
 }
 
-/** Room on the data dir's disk, and the right to write there. */
-function checkDisk(paths: DataPaths): CheckResult {
+/** Room on the data dir's disk (the floor is storage.freeSpaceFloorMB / freeSpaceFloorPercent), and the right to write there. */
+function checkDisk(paths: DataPaths, floor: SpaceFloor | undefined): CheckResult {
   let dir = paths.dataDir;
   while (!existsSync(dir) && dirname(dir) !== dir) dir = dirname(dir);
   try {
@@ -195,8 +199,9 @@ function checkDisk(paths: DataPaths): CheckResult {
   }
   const fs = statfsSync(dir);
   const free = fs.bavail * fs.bsize;
-  if (free < MIN_FREE_BYTES) return fail("disk", `only ${size(free)} free under ${paths.dataDir}`, "free some space: troupe stops a session whose checkpoint cannot be written");
-  return ok("disk", `${size(free)} free under ${paths.dataDir}`);
+  const limit = floor ? floorBytes({ free, size: fs.blocks * fs.bsize }, floor) : MIN_FREE_BYTES;
+  if (free < limit) return fail("disk", `only ${size(free)} free under ${paths.dataDir} (floor ${size(limit)})`, "free some space: on a full disk troupe refuses new messages until space is freed");
+  return ok("disk", `${size(free)} free of ${size(fs.blocks * fs.bsize)} under ${paths.dataDir}`);
 }
 
 /** Every check, in a fixed order; those that need a valid config are skipped without one. */
@@ -217,7 +222,7 @@ export async function doctorChecks(env: NodeJS.ProcessEnv = process.env): Promis
     needsConfig("telegram", checkTelegram),
     checkStore(paths),
   ]);
-  return [...checkConfig(paths, loaded, error), provider, gateway, telegram, store, checkDisk(paths)];
+  return [...checkConfig(paths, loaded, error), provider, gateway, telegram, store, checkDisk(paths, loaded?.config.storage)];
 }
 
 export const checkLine = (r: CheckResult) => `${(r.status === "fail" ? "FAIL" : r.status).padEnd(4)}  ${r.name}: ${r.detail}${r.fix ? `: ${r.fix}` : ""}`;
@@ -229,4 +234,22 @@ export async function doctor(env: NodeJS.ProcessEnv = process.env): Promise<numb
   const failed = results.filter((r) => r.status === "fail").length;
   console.log(failed ? `${failed} check(s) failed` : "all checks passed");
   return failed ? 1 : 0;
+}
+
+/**
+ * `troupe doctor --repair`: copies the store aside, runs LevelDB's repair on it, and says how many
+ * sessions and turns it reads back. Refused while a troupe process holds the store.
+ */
+export async function doctorRepair(env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const paths = dataPaths(env);
+  const daemon = await runningDaemon(paths);
+  if (daemon) throw new TroupeError(`the daemon (pid ${daemon.pid}) holds ${paths.storeDir}; stop it first (troupe daemon stop), then run troupe doctor --repair`);
+  if (!existsSync(paths.storeDir)) {
+    console.log(`no store at ${paths.storeDir}: nothing to repair`);
+    return 0;
+  }
+  const report = await repairStore(paths.storeDir);
+  console.log(`copied the store aside to ${report.copy}`);
+  console.log(`repaired ${paths.storeDir}: ${report.sessions} session(s) and ${report.turns} turn(s) read back${report.corrupt ? `; ${report.corrupt} record(s) still do not read (troupe doctor names them)` : ""}`);
+  return 0;
 }

@@ -28,6 +28,7 @@ Examples:
   troupe daemon start                run in the background, then: troupe daemon status, troupe daemon logs -f
   troupe sessions show cli:direct --all
   troupe doctor                      check config, provider, port, Telegram, store and disk
+  troupe doctor --repair             repair a damaged store (copied aside first)
   source <(troupe completion bash)   tab completion (zsh: troupe completion zsh)
 
 Data dir: ${dataPaths(process.env).dataDir} (config.json, store/, logs/, workspace/)
@@ -244,9 +245,10 @@ mcp
 program
   .command("doctor")
   .description("check config, provider (one tiny request), gateway port, Telegram, store and disk; exit 1 if anything failed")
-  .action(async () => {
-    const { doctor } = await import("./doctor.js");
-    process.exitCode = await doctor(process.env);
+  .option("--repair", "repair a damaged store with LevelDB's repair, after copying it aside (stop the daemon first)")
+  .action(async (opts: { repair?: boolean }) => {
+    const { doctor, doctorRepair } = await import("./doctor.js");
+    process.exitCode = opts.repair ? await doctorRepair(process.env) : await doctor(process.env);
   });
 
 program

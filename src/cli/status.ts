@@ -1,4 +1,7 @@
 import { existsSync } from "node:fs";
+import { dirname } from "node:path";
+import { diskSpace, formatBytes, lowSpaceLine, type SpaceFloor } from "../store/disk.js";
+import { storeStateLine } from "./storage-lines.js";
 import type { LoadedConfig } from "../config/index.js";
 import type { DataPaths } from "../paths.js";
 import { connectDaemon } from "./client.js";
@@ -14,7 +17,20 @@ async function daemonLine(paths: DataPaths): Promise<string> {
   if (!client) return check.kind === "ours" || check.kind === "unknown" ? `pid ${check.info.pid} runs but does not answer on ${check.info.url}` : "not running (troupe daemon start)";
   const { channels = [] } = await client.get<ActorsResponse>("/api/actors").catch(() => ({}) as Partial<ActorsResponse>);
   const failed = channels.filter((c) => c.state === "failed").map((c) => c.name);
-  return `running (pid ${client.pid}) on ${client.url}${failed.length ? `; failed: ${failed.join(", ")}` : ""}`;
+  const store = storeStateLine(check.kind === "ours" ? check.health : undefined);
+  return `running (pid ${client.pid}) on ${client.url}${failed.length ? `; failed: ${failed.join(", ")}` : ""}${store ? `\nstore:     ${store}` : ""}`;
+}
+
+/** The free space under the data dir, with a warning under the floor (measured here: no daemon needed). */
+async function diskLine(paths: DataPaths, floor: SpaceFloor): Promise<string> {
+  const dir = existsSync(paths.dataDir) ? paths.dataDir : dirname(paths.dataDir);
+  try {
+    const space = await diskSpace(dir);
+    const low = lowSpaceLine(space, floor, paths.dataDir);
+    return low ? `LOW: ${low}` : `${formatBytes(space.free)} free of ${formatBytes(space.size)}`;
+  } catch (err) {
+    return `could not be measured: ${(err as Error).message}`;
+  }
 }
 
 /** What `troupe status` prints: where things are, what is configured (never a key), and whether the daemon runs. */
@@ -40,6 +56,7 @@ export async function statusLines({ config, paths, workspace, fromFile }: Loaded
     `providers: ${providers.length ? providers.join(", ") : "none configured (set providers.<name>.apiKey)"}`,
     `store:     ${paths.storeDir}`,
     `gateway:   ${config.gateway.host}:${config.gateway.port}`,
+    `disk:      ${await diskLine(paths, config.storage)}`,
     `daemon:    ${await daemonLine(paths)}`,
     `channels:  api${config.channels.telegram.enabled ? ", telegram" : " (telegram disabled)"}`,
   ];

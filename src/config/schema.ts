@@ -113,6 +113,15 @@ const gatewaySchema = z.object({
     .prefault({}),
 });
 
+/** The store's disk: the free-space early warning and how often a failing store is probed. */
+const storageSchema = z.object({
+  /** Warn when the free space under the data dir falls below this many MB or this share of the disk, whichever is smaller. */
+  freeSpaceFloorMB: z.number().nonnegative().default(200),
+  freeSpaceFloorPercent: z.number().min(0).max(100).default(5),
+  /** A failing store is probed after 1 s, then at doubling waits up to this many seconds. */
+  probeMaxSeconds: z.number().positive().default(15),
+});
+
 /**
  * One MCP server (nanobot's shape): stdio {command, args, env, cwd} or remote {url, headers}.
  * `type` may be left out: a url ending in /sse is SSE, another url streamable HTTP, a command stdio.
@@ -180,6 +189,7 @@ export const configSchema = z.object({
   channels: channelsSchema.prefault({}),
   gateway: gatewaySchema.prefault({}),
   tools: toolsSchema.prefault({}),
+  storage: storageSchema.prefault({}),
 });
 
 export type Config = z.infer<typeof configSchema>;

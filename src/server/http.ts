@@ -10,6 +10,7 @@ import { InvalidSessionKeyError, parseSessionKey } from "../session-key.js";
 import { sessionDetail, sessionsOverview } from "../store/session-view.js";
 import { deleteSessionOps } from "../store/sessions.js";
 import { listOpenTurns } from "../store/turns.js";
+import { failureLine, StoreUnavailableError } from "../store/health.js";
 import { VERSION } from "../version.js";
 import type { ActorNode } from "./actor-tree.js";
 import { allowedHosts, hostAllowed } from "./host-check.js";
@@ -132,31 +133,46 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
   const { store, bus } = daemon;
   const withSubagents = subagentsUnder(daemon);
 
+  /** The refusal of a message while the store is failing: 507 (disk full) or 503, the cause without a path, and when to retry. */
+  function refusal(err: StoreUnavailableError): HttpError {
+    return new HttpError(err.status, err.message);
+  }
+
   function postMessage(req: IncomingMessage, res: ServerResponse, key: string, content: string) {
-    const sse = openSse(res);
+    const down = daemon.storage().store;
+    if (down.state === "failing") throw refusal(new StoreUnavailableError(down.failure ?? "io-error"));
+    // Events are held until the message is accepted: a message the store refuses is answered with a
+    // status code (below), not with a 200 and an error event.
+    let sse: ReturnType<typeof openSse> | undefined;
+    const held: Array<[string, unknown]> = [];
+    const send = (event: string, data: unknown) => (sse ? sse.send(event, data) : void held.push([event, data]));
     let id: string | undefined;
     const sub = merge(
       bus.ofType("progress", "tool_hint", "turn_state").pipe(filter((e) => e.sessionKey === key)),
       bus.ofType("outbound").pipe(filter((e) => e.channel === "api")),
     ).subscribe((e) => {
-      if (e.type !== "outbound") return sse.send(e.type, e);
+      if (e.type !== "outbound") return send(e.type, e);
       if (id && e.answers.includes(id)) {
-        sse.send("reply", { content: e.content, answers: e.answers, deliveryId: e.deliveryId });
+        send("reply", { content: e.content, answers: e.answers, deliveryId: e.deliveryId });
         sub.unsubscribe();
-        res.end();
-      } else if (e.chatId === key && e.answers.length === 0) sse.send("message", { content: e.content, media: e.media });
+        if (sse) res.end();
+      } else if (e.chatId === key && e.answers.length === 0) send("message", { content: e.content, media: e.media });
     });
     req.on("close", () => sub.unsubscribe());
     // An API chat is its session: replies come back on the chat named by the session key.
     daemon.accept("api", { chatId: key, senderId: "api", content, sessionKey: key }).then(
       (accepted) => {
         id = accepted;
+        sse = openSse(res);
         sse.send("accepted", { id, sessionKey: key });
+        for (const [event, data] of held.splice(0)) sse.send(event, data);
+        if (sub.closed && !req.destroyed) res.end();
       },
       (err: Error) => {
-        sse.send("error", { error: err.message });
         sub.unsubscribe();
-        res.end();
+        if (err instanceof StoreUnavailableError) return json(res, err.status, { error: err.message, retry: "later" });
+        daemon.logger.error({ err }, "could not take a message in");
+        json(res, err instanceof TroupeError ? 503 : 500, { error: err.message });
       },
     );
   }
@@ -171,7 +187,17 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     const url = new URL(`http://localhost${req.url}`);
     const path = url.pathname;
     if (req.method === "GET" && path === "/health") {
-      return json(res, 200, { ok: true, version: VERSION, pid: process.pid, dataDir: daemon.loaded.paths.dataDir, uptimeMs: Date.now() - startedAt });
+      const { store: health, disk } = daemon.storage();
+      const failing = health.state === "failing" && health.failure;
+      return json(res, failing ? 503 : 200, {
+        ok: !failing,
+        version: VERSION,
+        pid: process.pid,
+        dataDir: daemon.loaded.paths.dataDir,
+        uptimeMs: Date.now() - startedAt,
+        store: { ...health, ...(failing ? { error: failureLine(failing, daemon.loaded.paths.dataDir) } : {}) },
+        disk,
+      });
     }
     if (!path.startsWith("/api/")) throw new HttpError(404, `no route ${req.method} ${path}`);
     if (!tokenMatches(req.headers.authorization, opts.token)) {
@@ -234,7 +260,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
 
   const handle = (req: IncomingMessage, res: ServerResponse) => {
     route(req, res).catch((err: unknown) => {
-      const status = err instanceof HttpError ? err.status : 500;
+      const status = err instanceof HttpError || err instanceof StoreUnavailableError ? err.status : 500;
       if (status === 500) daemon.logger.error({ err }, "control API error");
       const body = { error: err instanceof Error ? err.message : String(err) };
       if (res.headersSent) res.end();

@@ -1,9 +1,12 @@
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, open, readFile, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Level } from "level";
 import type { z } from "zod";
 import { CorruptRecordError, StoreLockedError } from "../errors.js";
+import { injectedDiskFull } from "../fault.js";
+import { diagnoseOpenFailure, droppedAtOpen, type DroppedAtOpen } from "./damage.js";
 import { createGroupCommit, type GroupCommitStats } from "./group-commit.js";
+import { classifyStoreError, createStoreHealth, StoreUnavailableError, type StoreFailure, type StoreHealth } from "./health.js";
 
 export const SUBLEVELS = ["sessions", "turns", "journal", "inbox", "outbox", "cron", "meta", "subagents"] as const;
 export type SublevelName = (typeof SUBLEVELS)[number];
@@ -43,8 +46,29 @@ export interface Store {
   /** One atomic batch across sublevels. With sync it goes through the group-commit writer. */
   batch(ops: StoreOp[], opts?: { sync?: boolean }): Promise<void>;
   readonly commitStats: GroupCommitStats;
+  /** ok / failing (a disk failure; writes refused until a probe succeeds and the store is reopened) / recovering. */
+  readonly health: StoreHealth;
+  /** What LevelDB dropped as corrupt while opening (from its LOG file); null when nothing. */
+  readonly droppedAtOpen: DroppedAtOpen | null;
+  /**
+   * Called once the store is reopened after a failure (state `recovering`), to resume the work the
+   * failure interrupted; the state becomes `ok` when it resolves.
+   */
+  onRecovered(handler: () => Promise<void>): void;
   close(): Promise<void>;
 }
+
+export interface StoreOptions {
+  /** `troupe doctor`: a missing store is not created, no holder file is written and writes are refused. */
+  readOnly?: boolean;
+  /** The wait before the first probe of a failing store, doubled after each failed probe up to maxMs. */
+  probe?: { baseMs?: number; maxMs?: number };
+  /** Where the store reports a failure, a probe and a recovery (the daemon's logger). */
+  log?: { error(obj: object, msg: string): void; warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
+}
+
+/** How much a probe writes (and deletes) to check that the disk takes writes again. */
+const PROBE_BYTES = 256 * 1024;
 
 const HOLDER_FILE = "holder.json";
 
@@ -77,21 +101,28 @@ export function prefixEnd(prefix: string): string | undefined {
 }
 
 /**
- * Opens the store (LevelDB allows one process at a time). readOnly (`troupe doctor`): a missing store
- * is not created, no holder file is written and writes are refused.
+ * Opens the store (LevelDB allows one process at a time). A store that cannot open because it is
+ * damaged (a missing CURRENT or MANIFEST file, corruption) is a StoreDamagedError naming what is
+ * damaged and the command that repairs it.
  */
-export async function openStore(path: string, opts: { readOnly?: boolean } = {}): Promise<Store> {
+export async function openStore(path: string, opts: StoreOptions = {}): Promise<Store> {
   if (!opts.readOnly) await mkdir(path, { recursive: true });
-  const db: Db = new Level<string, unknown>(path, { valueEncoding: "json" });
+  // Checked before LevelDB opens it: without its CURRENT file LevelDB would start an empty store over the old files.
+  const damaged = await diagnoseOpenFailure(path, undefined);
+  if (damaged) throw damaged;
+  let db: Db = new Level<string, unknown>(path, { valueEncoding: "json" });
   try {
     await db.open({ createIfMissing: !opts.readOnly });
   } catch (err) {
     if (isLocked(err)) throw new StoreLockedError(path, await readHolderPid(path));
-    throw err;
+    throw (await diagnoseOpenFailure(path, err)) ?? err;
   }
+  const dropped = opts.readOnly ? null : await droppedAtOpen(path);
   if (!opts.readOnly) await writeFile(join(path, HOLDER_FILE), JSON.stringify({ pid: process.pid, since: new Date().toISOString() }));
 
-  const subs = new Map<SublevelName, Sub>(SUBLEVELS.map((name) => [name, makeSub(db, name)]));
+  const health = createStoreHealth();
+  const makeSubs = () => new Map<SublevelName, Sub>(SUBLEVELS.map((name) => [name, makeSub(db, name)]));
+  let subs = makeSubs();
   const sub = (name: SublevelName): Sub => subs.get(name) as Sub;
   const toLevelOps = (ops: StoreOp[]) =>
     ops.map((op) =>
@@ -99,8 +130,118 @@ export async function openStore(path: string, opts: { readOnly?: boolean } = {})
         ? { type: "put" as const, sublevel: sub(op.sublevel), key: op.key, value: op.value }
         : { type: "del" as const, sublevel: sub(op.sublevel), key: op.key },
     );
-  const synced = createGroupCommit<StoreOp>((ops) => db.batch(toLevelOps(ops), { sync: true }));
 
+  let closed = false;
+  let probeTimer: NodeJS.Timeout | undefined;
+  /** Set while the store is being reopened: every operation waits for it. */
+  let reopening: Promise<void> | undefined;
+  let recoveryHandler: (() => Promise<void>) | undefined;
+  const baseMs = opts.probe?.baseMs ?? 1_000;
+  const maxMs = opts.probe?.maxMs ?? 15_000;
+
+  /** A failure of the disk: writes are refused from now on, until a probe finds it writable and the store is reopened. */
+  function failing(failure: StoreFailure, err: unknown): StoreUnavailableError {
+    if (health.state !== "failing") {
+      opts.log?.error({ err, failure }, "store write failed; refusing writes until the disk takes them again");
+      health.fail(failure, Date.now());
+      scheduleProbe();
+    }
+    return new StoreUnavailableError(failure, { cause: err });
+  }
+
+  function scheduleProbe() {
+    if (closed || probeTimer) return;
+    const delay = Math.min(maxMs, baseMs * 2 ** Math.min(20, health.snapshot().probes));
+    probeTimer = setTimeout(() => {
+      probeTimer = undefined;
+      void probe();
+    }, delay);
+    probeTimer.unref();
+  }
+
+  /** Whether the disk takes a synced write again: a file of PROBE_BYTES next to the store. */
+  async function diskWritable(): Promise<boolean> {
+    if (injectedDiskFull(path)) return false;
+    const file = join(path, "probe.tmp");
+    try {
+      const fh = await open(file, "w");
+      try {
+        await fh.write(Buffer.alloc(PROBE_BYTES));
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      return true;
+    } catch {
+      return false;
+    } finally {
+      await unlink(file).catch(() => undefined);
+    }
+  }
+
+  /** Closes and opens LevelDB again: it keeps a failed background write as its state until then. */
+  async function reopen(): Promise<void> {
+    await synced.drain();
+    await db.close().catch(() => undefined);
+    db = new Level<string, unknown>(path, { valueEncoding: "json" });
+    subs = makeSubs();
+    await db.open({ createIfMissing: false });
+    await db.batch([{ type: "put", key: "store-probe", value: { at: Date.now() }, sublevel: sub("meta") }], { sync: true });
+    await db.batch([{ type: "del", key: "store-probe", sublevel: sub("meta") }], { sync: true });
+  }
+
+  async function probe(): Promise<void> {
+    if (closed || health.state !== "failing") return;
+    health.probed();
+    if (!(await diskWritable())) return scheduleProbe();
+    let done!: () => void;
+    reopening = new Promise((resolve) => (done = resolve));
+    try {
+      await reopen();
+    } catch (err) {
+      opts.log?.warn({ err, probes: health.snapshot().probes }, "store still not writable; probing again");
+      return scheduleProbe();
+    } finally {
+      reopening = undefined;
+      done();
+    }
+    if (closed) return;
+    opts.log?.info({ failure: health.snapshot().failure, probes: health.snapshot().probes }, "store writable again; reopened it, resuming interrupted work");
+    health.set("recovering");
+    try {
+      await recoveryHandler?.();
+    } catch (err) {
+      opts.log?.error({ err }, "resuming work after the store recovered failed");
+    }
+    if (health.snapshot().state === "recovering") health.set("ok");
+  }
+
+  async function write(ops: StoreOp[], sync: boolean): Promise<void> {
+    if (health.state === "failing") throw new StoreUnavailableError(health.snapshot().failure ?? "io-error");
+    if (reopening) await reopening;
+    try {
+      const injected = injectedDiskFull(path);
+      if (injected) throw injected;
+      await db.batch(toLevelOps(ops), { sync });
+    } catch (err) {
+      const failure = classifyStoreError(err);
+      if (!failure) throw err;
+      throw failing(failure, err);
+    }
+  }
+  const synced = createGroupCommit<StoreOp>((ops) => write(ops, true));
+
+  /** A read while the store is closed for a probe is refused as the failure it is. */
+  async function reading<T>(read: () => Promise<T>): Promise<T> {
+    if (reopening) await reopening;
+    try {
+      return await read();
+    } catch (err) {
+      const failure = health.snapshot().failure;
+      if (failure && (err as { code?: string }).code === "LEVEL_DATABASE_NOT_OPEN") throw new StoreUnavailableError(failure, { cause: err });
+      throw err;
+    }
+  }
   /** Values are read as text and decoded here, so an undecodable one is a corrupt record, not a LEVEL_DECODE_ERROR. */
   function parse<S extends z.ZodType>(sublevel: SublevelName, key: string, text: string, schema: S): { value: z.infer<S> } | { corrupt: CorruptRecord } {
     let value: unknown;
@@ -120,8 +261,13 @@ export async function openStore(path: string, opts: { readOnly?: boolean } = {})
   return {
     path,
     commitStats: synced.stats,
+    health,
+    droppedAtOpen: dropped,
+    onRecovered(handler) {
+      recoveryHandler = handler;
+    },
     async get(sublevel, key, schema) {
-      const text = (await sub(sublevel).get(key, { valueEncoding: "utf8" })) as string | undefined;
+      const text = (await reading(() => sub(sublevel).get(key, { valueEncoding: "utf8" }))) as string | undefined;
       if (text === undefined) return undefined;
       const parsed = parse(sublevel, key, text, schema);
       if ("corrupt" in parsed) throw raise(parsed.corrupt);
@@ -130,22 +276,27 @@ export async function openStore(path: string, opts: { readOnly?: boolean } = {})
     async list(sublevel, schema, opts = {}) {
       const end = opts.prefix === undefined ? undefined : prefixEnd(opts.prefix);
       const range = { ...(opts.prefix ? { gte: opts.prefix } : {}), ...(end !== undefined ? { lt: end } : {}) };
-      const out: Array<{ key: string; value: z.infer<typeof schema> }> = [];
-      for await (const [key, text] of sub(sublevel).iterator<string, string>({ ...range, limit: opts.limit ?? -1, valueEncoding: "utf8" })) {
-        const parsed = parse(sublevel, key, text, schema);
-        if ("value" in parsed) out.push({ key, value: parsed.value });
-        else if (opts.onCorrupt) opts.onCorrupt(parsed.corrupt);
-        else throw raise(parsed.corrupt);
-      }
-      return out;
+      return reading(async () => {
+        const out: Array<{ key: string; value: z.infer<typeof schema> }> = [];
+        for await (const [key, text] of sub(sublevel).iterator<string, string>({ ...range, limit: opts.limit ?? -1, valueEncoding: "utf8" })) {
+          const parsed = parse(sublevel, key, text, schema);
+          if ("value" in parsed) out.push({ key, value: parsed.value });
+          else if (opts.onCorrupt) opts.onCorrupt(parsed.corrupt);
+          else throw raise(parsed.corrupt);
+        }
+        return out;
+      });
     },
     async batch(ops, batchOpts = {}) {
       if (opts.readOnly) throw new Error(`the store at ${path} was opened read-only`);
       if (ops.length === 0) return;
       if (batchOpts.sync) return synced.commit(ops);
-      await db.batch(toLevelOps(ops));
+      await write(ops, false);
     },
     async close() {
+      closed = true;
+      clearTimeout(probeTimer);
+      if (reopening) await reopening;
       await synced.drain();
       await db.close();
     },

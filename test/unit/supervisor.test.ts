@@ -20,12 +20,13 @@ function fakeSessions() {
   return { starts, received, logic };
 }
 
-function start(policy = { maxRestarts: 3, windowMs: 10_000, baseDelayMs: 40, maxDelayMs: 1_000 }) {
+function start(policy = { maxRestarts: 3, windowMs: 10_000, baseDelayMs: 40, maxDelayMs: 1_000 }, storeDown = () => false) {
   const sessions = fakeSessions();
   const rejected: string[] = [];
   const failed: string[] = [];
   const actor = createActor(
     supervisorMachine.provide({
+      guards: { storeDown },
       actors: { session: sessions.logic },
       actions: {
         rejectMessage: (_, p) => rejected.push(`${p.message.content} (${p.reason})`),
@@ -87,6 +88,32 @@ describe("supervisor", () => {
     s.send("b", "fine");
     expect(s.received.at(-1)).toBe("b:fine");
     expect(s.actor.getSnapshot().status).toBe("active");
+    s.actor.stop();
+  });
+
+  it("a session that fails while the store is failing is parked, not restarted or failed, and starts again with its messages when the store recovers", async () => {
+    let down = true;
+    const s = start({ maxRestarts: 1, windowMs: 10_000, baseDelayMs: 5, maxDelayMs: 20 }, () => down);
+    s.send("idle", "hello");
+    for (let i = 0; i < 3; i++) {
+      s.send("a", "crash");
+      await sleep(30);
+    }
+    const record = s.actor.getSnapshot().context.children["session:a"];
+    expect(record?.status).toBe("parked");
+    expect(record?.failures).toEqual([]);
+    expect(s.failed).toEqual([]);
+    // Only the first start: a parked session is not restarted while the store fails.
+    expect(s.starts.filter((x) => x.key === "a")).toHaveLength(1);
+    s.send("a", "kept");
+    expect(s.rejected).toEqual([]);
+
+    down = false;
+    s.actor.send({ type: "store.recovered" });
+    const a = s.starts.filter((x) => x.key === "a");
+    expect(a).toHaveLength(2);
+    expect(a[1]!.queue).toEqual(["crash", "crash", "kept"]);
+    expect(s.actor.getSnapshot().context.children["session:a"]?.status).toBe("running");
     s.actor.stop();
   });
 
