@@ -66,7 +66,10 @@ program
   .command("status")
   .description("show config, workspace, model, providers, store, whether the daemon runs and which channels are enabled")
   .action(async () => {
-    for (const line of await statusLines(await loadForCli())) console.log(line);
+    const loaded = await loadForCli();
+    for (const line of await statusLines(loaded)) console.log(line);
+    // An enabled channel that will not run is a problem a script checking status must see.
+    if (loaded.unrunnableChannels.length > 0) process.exitCode = 1;
   });
 
 program

@@ -18,7 +18,7 @@ async function daemonLine(paths: DataPaths): Promise<string> {
 }
 
 /** What `troupe status` prints: where things are, what is configured (never a key), and whether the daemon runs. */
-export async function statusLines({ config, paths, workspace, fromFile }: LoadedConfig): Promise<string[]> {
+export async function statusLines({ config, paths, workspace, fromFile, unrunnableChannels = [] }: LoadedConfig): Promise<string[]> {
   const d = config.agents.defaults;
   const providers = Object.entries(config.providers).map(
     ([name, p]) => `${name} (${p.apiKey ? "key set" : "no key"}${p.apiBase ? `, ${p.apiBase}` : ""})`,
@@ -35,12 +35,15 @@ export async function statusLines({ config, paths, workspace, fromFile }: Loaded
     `config:    ${paths.configFile}${fromFile ? "" : " (missing: run `troupe onboard`)"}`,
     `data dir:  ${paths.dataDir}`,
     `workspace: ${workspace}${existsSync(workspace) ? "" : " (missing: run `troupe onboard`)"}`,
-    `model:     ${d.model}`,
+    `model:     ${d.model}${d.modelPreset && d.modelPreset !== "default" ? ` (preset ${d.modelPreset})` : ""}`,
     `provider:  ${d.provider === "auto" ? "auto → " : ""}${provider}`,
     `providers: ${providers.length ? providers.join(", ") : "none configured (set providers.<name>.apiKey)"}`,
     `store:     ${paths.storeDir}`,
     `gateway:   ${config.gateway.host}:${config.gateway.port}`,
     `daemon:    ${await daemonLine(paths)}`,
     `channels:  api${config.channels.telegram.enabled ? ", telegram" : " (telegram disabled)"}`,
+    ...(unrunnableChannels.length
+      ? [`not run:   ${unrunnableChannels.join(", ")} enabled, but troupe cannot run ${unrunnableChannels.length > 1 ? "them" : "it"} yet (set enabled to false to silence this)`]
+      : []),
   ];
 }
