@@ -4,6 +4,7 @@ import type { DataPaths } from "../paths.js";
 import { connectDaemon } from "./client.js";
 import type { ActorsResponse } from "./daemon.js";
 import { checkGateway } from "./pidfile.js";
+import { loadSkills } from "../context/skills.js";
 import { resolveProvider } from "../providers/registry.js";
 import { VERSION } from "../version.js";
 
@@ -30,6 +31,9 @@ export async function statusLines({ config, paths, workspace, fromFile, unrunnab
   } catch (err) {
     provider = `not ready: ${(err as Error).message}`;
   }
+  const skills = await loadSkills(workspace, process.env, { disabled: config.agents.defaults.disabledSkills, onWarning: (w) => console.error(`warning: ${w}`) });
+  const unavailable = skills.filter((s) => s.missing.length && !s.broken.length).map((s) => `${s.name} (${s.missing.join(", ")})`);
+  const broken = skills.filter((s) => s.broken.length).map((s) => `${s.name} (${s.broken.join("; ")})`);
   return [
     `troupe ${VERSION}`,
     `config:    ${paths.configFile}${fromFile ? "" : " (missing: run `troupe onboard`)"}`,
@@ -41,6 +45,7 @@ export async function statusLines({ config, paths, workspace, fromFile, unrunnab
     `store:     ${paths.storeDir}`,
     `gateway:   ${config.gateway.host}:${config.gateway.port}`,
     `daemon:    ${await daemonLine(paths)}`,
+    `skills:    ${skills.length}${unavailable.length ? `; unavailable: ${unavailable.join(", ")}` : ""}${broken.length ? `; broken: ${broken.join(", ")}` : ""}`,
     `channels:  api${config.channels.telegram.enabled ? ", telegram" : " (telegram disabled)"}`,
     ...(unrunnableChannels.length
       ? [`not run:   ${unrunnableChannels.join(", ")} enabled, but troupe cannot run ${unrunnableChannels.length > 1 ? "them" : "it"} yet (set enabled to false to silence this)`]
