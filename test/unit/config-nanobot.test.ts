@@ -1,10 +1,14 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig, parseConfig } from "../../src/config/index.js";
 import { classifyKey, isInert, nanobotAcceptsNull } from "../../src/config/known-keys.js";
 import { ConfigError } from "../../src/errors.js";
+import { createOpenAiProvider } from "../../src/providers/client.js";
 import { resolveProvider } from "../../src/providers/registry.js";
+import { openStore } from "../../src/store/store.js";
+import { createBuiltinTools } from "../../src/tools/builtin/index.js";
+import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
 /** The config a nanobot user copies over, as nanobot writes and reads it. */
@@ -171,4 +175,45 @@ describe("nanobot configs: model presets", () => {
     const r = resolveProvider(parseConfig(raw, "c.json").config);
     expect([r.spec.name, r.apiBase, r.apiKey, r.model]).toEqual(["deepseek_main", "https://api.deepseek.com/v1", "sk-d", "deepseek-v4-flash"]);
   });
+});
+
+describe("nanobot configs: what the values do", () => {
+  let fake: FakeOpenAi | undefined;
+  afterEach(async () => {
+    await fake?.close();
+    fake = undefined;
+  });
+
+  it.each([
+    ["max", "max"],
+    ["xhigh", "xhigh"],
+    ["none", undefined],
+  ])("reasoningEffort %s is sent as %s", async (effort, wire) => {
+    fake = await startFakeOpenAi([{ content: "ok" }]);
+    const provider = createOpenAiProvider(
+      { spec: { name: "custom", displayName: "c", defaultApiBase: null, keywords: [] }, apiKey: "k", apiBase: fake.url, extraHeaders: {}, model: "m" },
+      { maxTokens: 10, temperature: 0, stream: false, reasoningEffort: effort },
+    );
+    await provider.chat({ messages: [{ role: "user", content: "hi" }], tools: [] });
+    expect((fake.requests[0]?.body as { reasoning_effort?: string }).reasoning_effort).toBe(wire);
+  });
+
+  it("tools.exec.enable and tools.web.enable false leave those tools out", async () => {
+    const dir = await tempDir();
+    const store = await openStore(join(dir, "store"));
+    try {
+      const names = (raw: unknown) =>
+        createBuiltinTools({ config: parseConfig(raw, "c.json").config, workspace: dir, paths: { dataDir: dir, mediaDir: join(dir, "media"), configFile: join(dir, "c.json") }, store, channels: () => [] }).map((t) => t.name);
+      expect(names({})).toEqual(expect.arrayContaining(["exec", "web_fetch", "web_search"]));
+      const off = names({ tools: { exec: { enable: false }, web: { enable: false } } });
+      expect(off).not.toContain("exec");
+      expect(off).not.toContain("web_fetch");
+      expect(off).not.toContain("web_search");
+      expect(off).toContain("read_file");
+    } finally {
+      await store.close();
+    }
+  });
+
+  const tempDir = useTempDirs();
 });
