@@ -129,6 +129,14 @@ describe("nanobot configs: keys troupe does not use", () => {
     expect(warnings).toEqual(["agents.defaults.max_tool_result_chars is read as tools.maxToolResultChars (where troupe keeps it)"]);
   });
 
+  it("reads nanobot's NANOBOT_…__… environment overrides; a TROUPE_ one for the same key wins", () => {
+    expect(parseConfig({}, "c.json", { NANOBOT_AGENTS__DEFAULTS__MODEL: "from-nanobot" }).config.agents.defaults.model).toBe("from-nanobot");
+    const both = { TROUPE_AGENTS__DEFAULTS__MODEL: "from-troupe", NANOBOT_AGENTS__DEFAULTS__MODEL: "from-nanobot", NANOBOT_PROVIDERS__OPENAI__API_KEY: "sk-n" };
+    const { config } = parseConfig({ agents: { defaults: { model: "from-file" } } }, "c.json", both);
+    expect([config.agents.defaults.model, config.providers.openai?.apiKey]).toEqual(["from-troupe", "sk-n"]);
+    expect(() => parseConfig({}, "c.json", { NANOBOT_GATEWAY__PORT: "x" })).toThrow(/environment variable NANOBOT_GATEWAY__PORT=x: gateway\.port/);
+  });
+
   it("honours tools.exec.enable and tools.web.enable", () => {
     const { config, warnings } = parseConfig({ tools: { exec: { enable: false }, web: { enable: false } } }, "c.json");
     expect(config.tools.exec.enable).toBe(false);
