@@ -2,6 +2,7 @@ import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
+import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 
@@ -25,7 +26,10 @@ const SKILLS: Record<string, string> = {
 describe("a nanobot user's config and skills, through the CLI", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
+  let gateway: GatewayProcess | undefined;
   afterEach(async () => {
+    gateway?.proc.kill("SIGKILL");
+    gateway = undefined;
     await fake?.close();
     fake = undefined;
   });
@@ -118,5 +122,15 @@ describe("a nanobot user's config and skills, through the CLI", () => {
     expect(shown.stdout).not.toContain("WEATHER-SKILL-BODY");
     const logs = await Promise.all((await readdir(join(home, "logs"))).map((f) => readFile(join(home, "logs", f), "utf8")));
     expect(logs.join("\n").match(/notes\/SKILL\.md: the frontmatter is not valid YAML/g)).toHaveLength(1);
+  });
+
+  it("gateway: serves, and says that the enabled channel troupe cannot run will not start", async () => {
+    const home = await nanobotHome("http://127.0.0.1:9/v1");
+    gateway = await startGateway(home);
+    expect(gateway.output()).toContain("warning: enabled in config but troupe cannot run channels.discord: it will not start");
+    const stopped = gateway.exited;
+    gateway.proc.kill("SIGTERM");
+    expect((await stopped).code).toBe(0);
+    gateway = undefined;
   });
 });
