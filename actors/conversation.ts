@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Config } from "../src/config/schema.js";
 import { buildSystemPrompt, withRuntimeContext } from "../src/context/prompt.js";
 import { userMessageWithMedia } from "../src/context/media.js";
-import { loadSkills } from "../src/context/skills.js";
+import { loadSkills, withMentionedSkills, type Skill } from "../src/context/skills.js";
 import {
   appendMessagesOps,
   getSessionMeta,
@@ -66,15 +66,16 @@ export function createConversation(deps: ConversationDeps) {
 
   // Reading the bootstrap files and parsing every skill costs about a millisecond a turn; under load
   // that adds up, so the prompt is rebuilt at most every PROMPT_TTL_MS (edits show up within that).
-  let cachedPrompt: { text: Promise<string>; at: number } | undefined;
-  function systemPrompt(): Promise<string> {
+  let cachedPrompt: { text: Promise<{ prompt: string; skills: Skill[] }>; at: number } | undefined;
+  function systemPrompt(): Promise<{ prompt: string; skills: Skill[] }> {
     if (cachedPrompt && now() - cachedPrompt.at < PROMPT_TTL_MS) return cachedPrompt.text;
-    const text = (async () =>
-      buildSystemPrompt({
-        workspace: deps.workspace,
-        skills: await loadSkills(deps.workspace, deps.env),
-        restrictToWorkspace: deps.config.tools.restrictToWorkspace,
-      }))();
+    const text = (async () => {
+      const skills = await loadSkills(deps.workspace, deps.env, {
+        disabled: deps.config.agents.defaults.disabledSkills,
+        onWarning: (warning) => deps.logger?.warn(`skill: ${warning}`),
+      });
+      return { prompt: await buildSystemPrompt({ workspace: deps.workspace, skills, restrictToWorkspace: deps.config.tools.restrictToWorkspace }), skills };
+    })();
     cachedPrompt = { text, at: now() };
     text.catch(() => (cachedPrompt = undefined));
     return text;
@@ -116,10 +117,12 @@ export function createConversation(deps: ConversationDeps) {
     const history = historyWindow(stored.map((m) => m.message), historyBudget(deps.config));
     await deps.mcp?.ready();
     const mcpNote = deps.mcp?.note();
-    const system = mcpNote ? `${await systemPrompt()}\n\n${mcpNote}` : await systemPrompt();
+    const { prompt: basePrompt, skills } = await systemPrompt();
+    const system = mcpNote ? `${basePrompt}\n\n${mcpNote}` : basePrompt;
     const turnId = newTurnId(now());
     const stamp = now();
-    const userForModel = withRuntimeContext(msg.content, { now: new Date(stamp), timezone: d.timezone, channel: msg.channel, chatId: msg.chatId });
+    // `$skill-name` brings that skill's full text into this turn; the session stores the message as written.
+    const userForModel = withRuntimeContext(withMentionedSkills(msg.content, skills), { now: new Date(stamp), timezone: d.timezone, channel: msg.channel, chatId: msg.chatId });
     const { ops } = appendMessagesOps(meta, [{ role: "user", content: msg.content }], turnId, stamp);
     return {
       input: {

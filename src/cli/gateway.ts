@@ -31,6 +31,11 @@ export async function runGateway(loaded: LoadedConfig, opts: { consoleLogs: bool
   installCrashHandlers({ logger: daemon.logger, redact: createRedactor(secretsOf(config)), name: "troupe gateway" });
   const notice = sandboxNotice(chooseExecSandbox(config.tools, process.env, paths.configFile));
   if (notice) daemon.logger.warn(notice);
+  if (loaded.unrunnableChannels.length > 0) {
+    const warning = `enabled in config but troupe cannot run ${loaded.unrunnableChannels.join(", ")}: ${loaded.unrunnableChannels.length > 1 ? "they" : "it"} will not start`;
+    console.error(`warning: ${warning}`);
+    daemon.logger.warn(warning);
+  }
   let server;
   try {
     const token = await ensureToken(paths.tokenFile);

@@ -37,6 +37,7 @@ Environment:
   TROUPE_HOME                        the data dir (default ~/.troupe)
   TROUPE_<KEY>__<KEY>=value          overrides a config key, __ between levels, e.g.
                                      TROUPE_PROVIDERS__OPENAI__API_KEY=sk-...  TROUPE_AGENTS__DEFAULTS__MODEL=gpt-4o
+                                     (nanobot's NANOBOT_<KEY>__<KEY> are read too; TROUPE_ wins)
   TROUPE_LOG_LEVEL                   log level: trace, debug, info (default), warn, error
   TROUPE_DEBUG=1                     print the stack trace of an unexpected error
   \${VAR} in config.json              is read from the environment (troupe daemon install-service keeps them)`,
@@ -63,7 +64,10 @@ program
   .description("show config, workspace, model, providers, store, whether the daemon runs and which channels are enabled")
   .action(async () => {
     const { statusLines } = await import("./status.js");
-    for (const line of await statusLines(await loadForCli())) console.log(line);
+    const loaded = await loadForCli();
+    for (const line of await statusLines(loaded)) console.log(line);
+    // An enabled channel that will not run is a problem a script checking status must see.
+    if (loaded.unrunnableChannels.length > 0) process.exitCode = 1;
   });
 
 program

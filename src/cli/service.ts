@@ -50,7 +50,7 @@ export function serviceUnit(paths: DataPaths, nodePath = process.execPath, bin =
 export async function serviceVariables(paths: DataPaths, env: NodeJS.ProcessEnv = process.env): Promise<string[]> {
   const text = await readFile(paths.configFile, "utf8").catch(() => "");
   const interpolated = [...text.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1]!);
-  const troupe = Object.keys(env).filter((k) => (k.startsWith("TROUPE_") && k.includes("__")) || k === "TROUPE_LOG_LEVEL");
+  const troupe = Object.keys(env).filter((k) => ((k.startsWith("TROUPE_") || k.startsWith("NANOBOT_")) && k.includes("__")) || k === "TROUPE_LOG_LEVEL");
   return [...new Set([...interpolated, ...troupe.sort()])];
 }
 

@@ -7,6 +7,7 @@ import type { DataPaths } from "../paths.js";
 import { connectDaemon } from "./client.js";
 import type { ActorsResponse } from "./daemon.js";
 import { checkGateway } from "./pidfile.js";
+import { loadSkills } from "../context/skills.js";
 import { resolveProvider } from "../providers/registry.js";
 import { VERSION } from "../version.js";
 
@@ -34,7 +35,7 @@ async function diskLine(paths: DataPaths, floor: SpaceFloor): Promise<string> {
 }
 
 /** What `troupe status` prints: where things are, what is configured (never a key), and whether the daemon runs. */
-export async function statusLines({ config, paths, workspace, fromFile }: LoadedConfig): Promise<string[]> {
+export async function statusLines({ config, paths, workspace, fromFile, unrunnableChannels = [] }: LoadedConfig): Promise<string[]> {
   const d = config.agents.defaults;
   const providers = Object.entries(config.providers).map(
     ([name, p]) => `${name} (${p.apiKey ? "key set" : "no key"}${p.apiBase ? `, ${p.apiBase}` : ""})`,
@@ -46,18 +47,25 @@ export async function statusLines({ config, paths, workspace, fromFile }: Loaded
   } catch (err) {
     provider = `not ready: ${(err as Error).message}`;
   }
+  const skills = await loadSkills(workspace, process.env, { disabled: config.agents.defaults.disabledSkills, onWarning: (w) => console.error(`warning: ${w}`) });
+  const unavailable = skills.filter((s) => s.missing.length && !s.broken.length).map((s) => `${s.name} (${s.missing.join(", ")})`);
+  const broken = skills.filter((s) => s.broken.length).map((s) => `${s.name} (${s.broken.join("; ")})`);
   return [
     `troupe ${VERSION}`,
     `config:    ${paths.configFile}${fromFile ? "" : " (missing: run `troupe onboard`)"}`,
     `data dir:  ${paths.dataDir}`,
     `workspace: ${workspace}${existsSync(workspace) ? "" : " (missing: run `troupe onboard`)"}`,
-    `model:     ${d.model}`,
+    `model:     ${d.model}${d.modelPreset && d.modelPreset !== "default" ? ` (preset ${d.modelPreset})` : ""}`,
     `provider:  ${d.provider === "auto" ? "auto → " : ""}${provider}`,
     `providers: ${providers.length ? providers.join(", ") : "none configured (set providers.<name>.apiKey)"}`,
     `store:     ${paths.storeDir}`,
     `gateway:   ${config.gateway.host}:${config.gateway.port}`,
     `disk:      ${await diskLine(paths, config.storage)}`,
     `daemon:    ${await daemonLine(paths)}`,
+    `skills:    ${skills.length}${unavailable.length ? `; unavailable: ${unavailable.join(", ")}` : ""}${broken.length ? `; broken: ${broken.join(", ")}` : ""}`,
     `channels:  api${config.channels.telegram.enabled ? ", telegram" : " (telegram disabled)"}`,
+    ...(unrunnableChannels.length
+      ? [`not run:   ${unrunnableChannels.join(", ")} enabled, but troupe cannot run ${unrunnableChannels.length > 1 ? "them" : "it"} yet (set enabled to false to silence this)`]
+      : []),
   ];
 }

@@ -49,13 +49,18 @@ export interface EnvOverride {
 
 /**
  * TROUPE_PROVIDERS__OPENAI__API_KEY=sk-... sets providers.openai.api_key (snake_case is accepted
- * downstream). Only names with `__` count, so TROUPE_HOME and TROUPE_FAULT are not config.
+ * downstream), and so does nanobot's NANOBOT_PROVIDERS__OPENAI__API_KEY. Only names with `__`
+ * count, so TROUPE_HOME and TROUPE_FAULT are not config.
  */
 export function applyEnvOverrides(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): EnvOverride[] {
   const applied: EnvOverride[] = [];
-  for (const [name, text] of Object.entries(env)) {
-    if (!name.startsWith("TROUPE_") || !name.includes("__") || text === undefined) continue;
-    const segments = name.slice("TROUPE_".length).toLowerCase().split("__").filter(Boolean);
+  // nanobot's NANOBOT_…__… variables are read too; TROUPE_ ones come last, so they win.
+  const prefixOf = (name: string) => ["NANOBOT_", "TROUPE_"].find((p) => name.startsWith(p));
+  const ordered = Object.entries(env).sort(([a], [b]) => Number(a.startsWith("TROUPE_")) - Number(b.startsWith("TROUPE_")));
+  for (const [name, text] of ordered) {
+    const prefix = prefixOf(name);
+    if (!prefix || !name.includes("__") || text === undefined) continue;
+    const segments = name.slice(prefix.length).toLowerCase().split("__").filter(Boolean);
     if (segments.length === 0) continue;
     let node: Record<string, unknown> = raw;
     for (const seg of segments.slice(0, -1)) {

@@ -3,7 +3,9 @@ import { dirname } from "node:path";
 import { ConfigError } from "../errors.js";
 import { dataPaths, resolveUserPath, type DataPaths } from "../paths.js";
 import { applyEnvOverrides, describeOverride, interpolateEnv, overrideAt } from "./env.js";
+import { nanobotAcceptsNull, reportUnknownKeys } from "./known-keys.js";
 import { migrateConfig } from "./migrate.js";
+import { applyModelPreset } from "./presets.js";
 import { isPlainObject, normalizeKeys, snakeToCamel } from "./normalize.js";
 import { configSchema, type Config } from "./schema.js";
 
@@ -15,6 +17,8 @@ export interface LoadedConfig {
   /** Whether config.json exists (a missing file means defaults). */
   fromFile: boolean;
   warnings: string[];
+  /** channels.<name> enabled in the file that troupe cannot run (nanobot's other channels, plugins). */
+  unrunnableChannels: string[];
 }
 
 /** Line and column of a character offset, for "which file and where" on unparseable JSON. */
@@ -25,6 +29,12 @@ function lineCol(text: string, offset: number): { line: number; col: number } {
 }
 
 export function parseJsonFile(text: string, file: string): unknown {
+  if (text.startsWith("\uFEFF")) {
+    // nanobot refuses it too ("Unexpected UTF-8 BOM").
+    throw new ConfigError(file, [
+      `starts with a UTF-8 byte order mark (BOM), which JSON does not allow: save it as UTF-8 without BOM (e.g. sed -i '1s/^\xEF\xBB\xBF//' ${file})`,
+    ]);
+  }
   try {
     return JSON.parse(text);
   } catch (err) {
@@ -74,7 +84,11 @@ function forbiddenKeys(value: unknown, path: string[] = []): string[] {
 }
 
 /** Turns raw JSON into a valid Config, or throws ConfigError listing every problem. */
-export function parseConfig(raw: unknown, file: string, env: NodeJS.ProcessEnv = {}): { config: Config; warnings: string[] } {
+export function parseConfig(
+  raw: unknown,
+  file: string,
+  env: NodeJS.ProcessEnv = {},
+): { config: Config; warnings: string[]; unrunnableChannels: string[] } {
   if (!isPlainObject(raw)) throw new ConfigError(file, ["(root): expected a JSON object"]);
   const deep = tooDeep(raw, MAX_DEPTH);
   if (deep) throw new ConfigError(file, [`${deep}: nested more than ${MAX_DEPTH} levels deep`]);
@@ -86,11 +100,22 @@ export function parseConfig(raw: unknown, file: string, env: NodeJS.ProcessEnv =
   const interpolated = interpolateEnv(migrated, env, problems) as Record<string, unknown>;
   const overrides = applyEnvOverrides(interpolated, env);
   const unknownKeys: string[] = [];
-  const normalized = normalizeKeys(configSchema, interpolated, [], unknownKeys);
-  for (const key of unknownKeys) {
-    const override = overrideAt(overrides, key.split(".").map(snakeToCamel));
-    warnings.push(override ? `environment variable ${override.name} sets unknown config key ${key}; it is ignored (check its spelling)` : `unknown config key ${key} is ignored (check its spelling)`);
-  }
+  const siblings = new Map<string, string[]>();
+  // nanobot takes null for its optional fields (its onboard writes "apiKey": null): null there means the default.
+  const normalized = normalizeKeys(configSchema, interpolated, [], unknownKeys, { siblings, dropNull: nanobotAcceptsNull });
+  const report = reportUnknownKeys(
+    unknownKeys,
+    interpolated,
+    (path) => siblings.get(path.join(".")) ?? [],
+    (key, suggestion) => {
+      const override = overrideAt(overrides, key.split(".").map(snakeToCamel));
+      const hint = suggestion ? `did you mean ${[...key.split(".").slice(0, -1), suggestion].join(".")}?` : "check its spelling";
+      return override
+        ? `environment variable ${override.name} sets unknown config key ${key}; it is ignored (${hint})`
+        : `unknown config key ${key} is ignored: no nanobot release has it either (${hint})`;
+    },
+  );
+  warnings.push(...report.warnings);
   const result = configSchema.safeParse(normalized);
   // A value an environment variable set is that variable's problem: the file may be fine.
   const envProblems: string[] = [];
@@ -100,7 +125,10 @@ export function parseConfig(raw: unknown, file: string, env: NodeJS.ProcessEnv =
     else problems.push(describeIssue(issue));
   }
   if (problems.length > 0 || envProblems.length > 0 || !result.success) throw new ConfigError(file, problems, envProblems);
-  return { config: result.data, warnings };
+  const presetProblems: string[] = [];
+  const config = applyModelPreset(result.data, presetProblems);
+  if (presetProblems.length > 0) throw new ConfigError(file, presetProblems);
+  return { config, warnings, unrunnableChannels: report.unrunnableChannels };
 }
 
 export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<LoadedConfig> {
@@ -113,11 +141,11 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
     if (e.code !== "ENOENT") throw new ConfigError(paths.configFile, [`cannot read it (${e.code ?? e.message})`]);
   }
   const raw = text === undefined ? {} : parseJsonFile(text, paths.configFile);
-  const { config, warnings } = parseConfig(raw, paths.configFile, env);
+  const { config, warnings, unrunnableChannels } = parseConfig(raw, paths.configFile, env);
   const workspace = config.agents.defaults.workspace
     ? resolveUserPath(config.agents.defaults.workspace, paths.dataDir)
     : paths.defaultWorkspace;
-  return { config, paths, workspace, fromFile: text !== undefined, warnings };
+  return { config, paths, workspace, fromFile: text !== undefined, warnings, unrunnableChannels };
 }
 
 /** Writes atomically (temp file + rename), so a crash never leaves half a config. */

@@ -18,5 +18,19 @@ export function migrateConfig(raw: Record<string, unknown>, notes: string[]): Re
       }
     }
   }
+  // troupe keeps maxToolResultChars under tools; nanobot has it under agents.defaults.
+  const agents = raw.agents;
+  const defaults = isPlainObject(agents) ? agents.defaults : undefined;
+  if (isPlainObject(defaults)) {
+    for (const key of ["maxToolResultChars", "max_tool_result_chars"]) {
+      if (!(key in defaults)) continue;
+      const target = isPlainObject(raw.tools) ? raw.tools : (raw.tools = {});
+      if (isPlainObject(target) && !("maxToolResultChars" in target) && !("max_tool_result_chars" in target)) {
+        target.maxToolResultChars = defaults[key];
+        notes.push(`agents.defaults.${key} is read as tools.maxToolResultChars (where troupe keeps it)`);
+      }
+      delete defaults[key];
+    }
+  }
   return raw;
 }

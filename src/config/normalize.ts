@@ -22,7 +22,14 @@ export const snakeToCamel = (key: string): string => key.replace(/_([a-z0-9])/g,
 export const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
-export function normalizeKeys(schema: z.ZodType, value: unknown, path: string[], unknownKeys: string[]): unknown {
+export interface NormalizeOptions {
+  /** Filled with the schema's field names beside each unknown key (for did-you-mean). */
+  siblings?: Map<string, string[]>;
+  /** Whether a null the field does not take means "use the default" here (nanobot takes null there). */
+  dropNull?: (path: string[]) => boolean;
+}
+
+export function normalizeKeys(schema: z.ZodType, value: unknown, path: string[], unknownKeys: string[], opts: NormalizeOptions = {}): unknown {
   let def = defOf(schema);
   while (def.innerType || def.type === "pipe") {
     schema = (def.innerType ?? def.in) as z.ZodType;
@@ -37,9 +44,11 @@ export function normalizeKeys(schema: z.ZodType, value: unknown, path: string[],
       const field = Object.hasOwn(shape, name) ? shape[name] : undefined;
       if (!field) {
         unknownKeys.push([...path, key].join("."));
+        opts.siblings?.set([...path, key].join("."), Object.keys(shape));
         continue;
       }
-      out[name] = normalizeKeys(field, v, [...path, name], unknownKeys);
+      if (v === null && opts.dropNull?.([...path, name]) && !field.safeParse(null).success) continue;
+      out[name] = normalizeKeys(field, v, [...path, name], unknownKeys, opts);
     }
     return out;
   }
@@ -50,11 +59,11 @@ export function normalizeKeys(schema: z.ZodType, value: unknown, path: string[],
       if (k === "__proto__") unknownKeys.push([...path, k].join("."));
       return k !== "__proto__";
     });
-    return Object.fromEntries(entries.map(([k, v]) => [k, normalizeKeys(valueType, v, [...path, k], unknownKeys)]));
+    return Object.fromEntries(entries.map(([k, v]) => [k, normalizeKeys(valueType, v, [...path, k], unknownKeys, opts)]));
   }
   if (def.type === "array" && def.element && Array.isArray(value)) {
     const element = def.element;
-    return value.map((v, i) => normalizeKeys(element, v, [...path, String(i)], unknownKeys));
+    return value.map((v, i) => normalizeKeys(element, v, [...path, String(i)], unknownKeys, opts));
   }
   return value;
 }

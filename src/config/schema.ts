@@ -43,6 +43,22 @@ const providerSchema = z.object({
 });
 export type ProviderConfig = z.infer<typeof providerSchema>;
 
+/** nanobot's values: "none" sends no reasoning_effort; "minimum" is DashScope's name for "minimal". */
+export const REASONING_EFFORTS = ["none", "minimal", "minimum", "low", "medium", "high", "xhigh", "max", "adaptive"] as const;
+const reasoningEffortSchema = z.preprocess((v) => (typeof v === "string" ? v.toLowerCase() : v), z.enum(REASONING_EFFORTS));
+
+/** A named model with its generation settings (nanobot's model_presets); unset fields take nanobot's preset defaults. */
+const modelPresetSchema = z.object({
+  label: z.string().nullable().default(null),
+  model: z.string().min(1),
+  provider: z.string().default("auto"),
+  maxTokens: z.number().int().positive().default(8192),
+  contextWindowTokens: z.number().int().positive().default(200_000),
+  temperature: z.number().min(0).max(2).default(0.1),
+  reasoningEffort: reasoningEffortSchema.nullable().default(null),
+});
+export type ModelPreset = z.infer<typeof modelPresetSchema>;
+
 const agentDefaultsSchema = z.object({
   /** Empty means `<data dir>/workspace`; `~` and relative paths are resolved by the loader. */
   workspace: z.string().default(""),
@@ -57,7 +73,11 @@ const agentDefaultsSchema = z.object({
   /** Tool iterations one subagent may use before it must answer. */
   maxSubagentIterations: z.number().int().positive().default(15),
   maxConcurrentTurns: z.number().int().positive().default(8),
-  reasoningEffort: z.enum(["low", "medium", "high"]).nullable().default(null),
+  reasoningEffort: reasoningEffortSchema.nullable().default(null),
+  /** A name in the top-level modelPresets: its model, provider and generation settings replace the ones here (as in nanobot). */
+  modelPreset: z.string().nullable().default(null),
+  /** Skills (folder names) left out of the prompt, as nanobot's agents.defaults.disabledSkills. */
+  disabledSkills: z.array(z.string()).default([]),
   /** IANA timezone for cron expressions and times given without one. */
   timezone: z
     .string()
@@ -82,7 +102,9 @@ const agentDefaultsSchema = z.object({
 const telegramSchema = z.object({
   enabled: z.boolean().default(false),
   token: z.string().default(""),
-  allowFrom: z.array(z.string()).default([]),
+  allowFrom: z
+    .array(z.string({ error: (iss) => (typeof iss.input === "number" ? `expected a string: write the id in quotes ("${iss.input}")` : undefined) }))
+    .default([]),
   proxy: z.string().nullable().default(null),
   replyToMessage: z.boolean().default(false),
   groupPolicy: z.enum(["mention", "open"]).default("mention"),
@@ -153,6 +175,8 @@ export type McpServerConfig = z.infer<typeof mcpServerSchema>;
 const toolsSchema = z.object({
   web: z
     .object({
+      /** false leaves web_fetch and web_search out (nanobot's tools.web.enable). */
+      enable: z.boolean().default(true),
       proxy: z.string().nullable().default(null),
       search: z
         .object({
@@ -165,6 +189,8 @@ const toolsSchema = z.object({
     .prefault({}),
   exec: z
     .object({
+      /** false leaves the exec tool out (nanobot's tools.exec.enable). */
+      enable: z.boolean().default(true),
       timeout: z.number().int().positive().max(600).default(60),
       pathAppend: z.string().default(""),
       allowedEnvKeys: z.array(z.string()).default([]),
@@ -190,6 +216,7 @@ export const configSchema = z.object({
   gateway: gatewaySchema.prefault({}),
   tools: toolsSchema.prefault({}),
   storage: storageSchema.prefault({}),
+  modelPresets: z.record(z.string(), modelPresetSchema).default({}),
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { arch, platform } from "node:os";
 import { join } from "node:path";
-import type { Skill } from "./skills.js";
+import { usable, type Skill } from "./skills.js";
 
 export const BOOTSTRAP_FILES = ["AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md"] as const;
 
@@ -46,14 +46,19 @@ function identity({ workspace, restrictToWorkspace }: PromptInput): string {
 }
 
 function skillsSummary(skills: Skill[]): string {
+  // nanobot's line: name, description, what is missing; a malformed skill says why it cannot be used.
   const lines = skills.map((s) => {
-    const availability = s.missing.length ? `unavailable (missing ${s.missing.join(", ")})` : "available";
-    return `- **${s.name}**: ${s.description || "(no description)"} — ${s.path} — ${availability}`;
+    const state = s.broken.length
+      ? ` (broken: ${s.broken.join("; ")})`
+      : s.missing.length
+        ? ` (unavailable: ${s.missing.join(", ")})`
+        : "";
+    return `- **${s.name}** — ${s.description}${state}  \`${s.path}\``;
   });
   return [
     "# Skills",
     "",
-    "Read a skill's SKILL.md with read_file before using it.",
+    "Read a skill's SKILL.md with read_file before using it. An unavailable skill needs what it lists first (install the CLI, set the variable); a broken one cannot be used as written.",
     "",
     ...lines,
   ].join("\n");
@@ -72,7 +77,7 @@ export async function buildSystemPrompt(input: PromptInput): Promise<string> {
   }
   const memory = await readIfExists(join(input.workspace, "memory", "MEMORY.md"));
   if (memory) sections.push(`# Memory\n\n${memory}`);
-  const always = input.skills.filter((s) => s.always && s.missing.length === 0);
+  const always = input.skills.filter((s) => s.always && usable(s));
   if (always.length) sections.push(`# Active Skills\n\n${always.map((s) => `### Skill: ${s.name}\n\n${s.body}`).join("\n\n")}`);
   const others = input.skills.filter((s) => !always.includes(s));
   if (others.length) sections.push(skillsSummary(others));

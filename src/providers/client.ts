@@ -34,7 +34,8 @@ export class ModelCallError extends TroupeError {}
 export interface ProviderOptions {
   maxTokens: number;
   temperature: number;
-  reasoningEffort?: "low" | "medium" | "high" | null;
+  /** nanobot's values (agents.defaults.reasoningEffort); "none" sends none. */
+  reasoningEffort?: string | null;
   stream?: boolean;
   backoff?: BackoffPolicy;
   /** agents.defaults.modelIdleTimeoutSeconds: an attempt that receives no byte for this long is abandoned and retried. */
@@ -207,7 +208,9 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
       max_tokens: opts.maxTokens,
       temperature: opts.temperature,
       ...(req.tools.length ? { tools: req.tools, tool_choice: "auto" as const } : {}),
-      ...(opts.reasoningEffort ? { reasoning_effort: opts.reasoningEffort } : {}),
+      ...(opts.reasoningEffort && opts.reasoningEffort !== "none"
+        ? { reasoning_effort: opts.reasoningEffort as OpenAI.Chat.ChatCompletionCreateParams["reasoning_effort"] }
+        : {}),
     };
     const { controller, dispose } = childController(signal);
     const idle = idleWatch(idleTimeoutMs, () =>

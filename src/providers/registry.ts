@@ -55,13 +55,26 @@ function usable(spec: ProviderSpec, cfg: ProviderConfig | undefined): boolean {
   return Boolean(cfg.apiKey) || (Boolean(spec.isLocal) && Boolean(cfg.apiBase ?? spec.defaultApiBase));
 }
 
+/**
+ * A provider named in config.providers that the registry does not know is, as in nanobot, a custom
+ * OpenAI-compatible endpoint (its apiBase); names compare without case, "-" as "_".
+ */
+function customSpec(config: Config, name: string): ProviderSpec | undefined {
+  const norm = (s: string) => s.toLowerCase().replace(/-/g, "_");
+  const key = Object.keys(config.providers).find((k) => norm(k) === norm(name));
+  if (key === undefined || providerSpec(key)) return undefined;
+  return { name: key, displayName: `${key} (custom, OpenAI-compatible)`, defaultApiBase: null, keywords: [], isLocal: true };
+}
+
 function pick(config: Config): ProviderSpec | undefined {
   const { model, provider } = config.agents.defaults;
-  if (provider !== "auto") return providerSpec(provider);
+  if (provider !== "auto") return providerSpec(provider) ?? customSpec(config, provider);
   const configured = PROVIDERS.filter((s) => usable(s, config.providers[s.name]));
   const prefix = model.includes("/") ? model.split("/")[0]?.toLowerCase() : undefined;
   const byPrefix = configured.find((s) => s.name === prefix);
   if (byPrefix) return byPrefix;
+  const customByPrefix = prefix ? customSpec(config, prefix) : undefined;
+  if (customByPrefix) return customByPrefix;
   const lower = model.toLowerCase();
   const byKeyword = configured.find((s) => s.keywords.some((k) => lower.includes(k)));
   if (byKeyword) return byKeyword;
@@ -82,7 +95,7 @@ export function resolveProvider(config: Config, configFile = "config.json"): Res
   if (!spec) {
     if (provider !== "auto") {
       throw new ProviderNotConfiguredError(
-        `agents.defaults.provider is "${provider}", which troupe does not know; use one of: ${PROVIDERS.map((p) => p.name).join(", ")}, or "auto"`,
+        `agents.defaults.provider is "${provider}", which troupe does not know; use one of: ${PROVIDERS.map((p) => p.name).join(", ")}, or "auto", or name a provider you define under providers with its apiBase`,
       );
     }
     throw new ProviderNotConfiguredError(

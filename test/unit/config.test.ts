@@ -64,8 +64,8 @@ describe("config", () => {
   it("warns about unknown keys instead of dropping them silently", () => {
     const { warnings } = parseConfig({ agents: { defaults: { modle: "x" } }, extra: 1 }, "c.json");
     expect(warnings).toEqual([
-      "unknown config key agents.defaults.modle is ignored (check its spelling)",
-      "unknown config key extra is ignored (check its spelling)",
+      "unknown config key agents.defaults.modle is ignored: no nanobot release has it either (did you mean agents.defaults.model?)",
+      "unknown config key extra is ignored: no nanobot release has it either (check its spelling)",
     ]);
   });
 

@@ -22,7 +22,7 @@ describe("prompt assembly", () => {
 
     const skills = await loadSkills(ws, { PATH: "" });
     expect(skills.map((s) => [s.name, s.source])).toEqual([["cron", "builtin"], ["github", "workspace"], ["memory", "builtin"], ["weather", "workspace"]]);
-    expect(skills.find((s) => s.name === "weather")?.missing).toEqual(["env:WEATHER_KEY_FOR_TEST"]);
+    expect(skills.find((s) => s.name === "weather")?.missing).toEqual(["ENV: WEATHER_KEY_FOR_TEST"]);
 
     const prompt = await buildSystemPrompt({ workspace: ws, skills, restrictToWorkspace: true });
     const order = [
@@ -37,8 +37,8 @@ describe("prompt assembly", () => {
       "# Active Skills",
       "### Skill: memory",
       "# Skills",
-      "- **github**: My own github skill.",
-      "- **weather**: Forecasts. — " + join(ws, "skills", "weather", "SKILL.md") + " — unavailable (missing env:WEATHER_KEY_FOR_TEST)",
+      "- **github** — My own github skill.",
+      "- **weather** — Forecasts. (unavailable: ENV: WEATHER_KEY_FOR_TEST)  `" + join(ws, "skills", "weather", "SKILL.md") + "`",
     ];
     let at = -1;
     for (const piece of order) {

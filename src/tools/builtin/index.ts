@@ -51,7 +51,7 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
   const egress = () => (proxy ??= startEgressProxy(guard)).then((p) => p.socketPath);
   const isolation: ExecIsolation =
     choice.kind === "bwrap" ? { kind: "bwrap", bin: choice.bin, hide, readable: sandbox.readableRoots, egress, node: process.execPath } : { kind: "none" };
-  return [
+  const tools = [
     readFileTool(sandbox),
     writeFileTool(sandbox),
     editFileTool(sandbox),
@@ -76,4 +76,7 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
     webSearchTool({ braveApiKey: t.web.search.apiKey || env.BRAVE_API_KEY || "", maxResults: t.web.search.maxResults }),
     messageTool({ store: deps.store, bus: deps.bus, sandbox, channels: deps.channels, now: deps.now }),
   ];
+  // nanobot's tools.exec.enable / tools.web.enable switch those tools off.
+  const off = new Set([...(t.exec.enable ? [] : ["exec"]), ...(t.web.enable ? [] : ["web_fetch", "web_search"])]);
+  return tools.filter((tool) => !off.has(tool.name));
 }

@@ -1,0 +1,81 @@
+import { parse as parseYaml } from "yaml";
+
+/**
+ * A SKILL.md's frontmatter, read as nanobot reads it (YAML between `---` lines) and, when the YAML
+ * does not parse, recovered field by field as OpenClaw's parser does: most broken frontmatter is
+ * one unquoted ": " inside a description, and every other field is still fine.
+ */
+
+export interface Frontmatter {
+  /** The fields, as YAML gave them or as recovered. */
+  fields: Record<string, unknown>;
+  body: string;
+  /** Whether the file starts with a frontmatter block at all. */
+  present: boolean;
+  /** The YAML error when the fields had to be recovered line by line. */
+  yamlError?: string;
+}
+
+const BLOCK = /^---[ \t]*\r?\n(?:([\s\S]*?)\r?\n)?---[ \t]*(?:\r?\n|$)/;
+
+const isMapping = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+const firstLine = (message: string) => message.split("\n")[0]?.trim() ?? message;
+
+const unquote = (s: string) => {
+  const t = s.trim();
+  return t.length >= 2 && (t[0] === '"' || t[0] === "'") && t.at(-1) === t[0] ? t.slice(1, -1) : t;
+};
+
+/** Removes the common indentation of continuation lines. */
+function dedent(lines: string[]): string[] {
+  const indents = lines.filter((l) => l.trim()).map((l) => /^\s*/.exec(l)?.[0].length ?? 0);
+  const cut = indents.length ? Math.min(...indents) : 0;
+  return lines.map((l) => l.slice(cut));
+}
+
+/** One top-level field from its key line and the indented lines under it. */
+function recoverField(key: string, rest: string, more: string[]): unknown {
+  const chunk = [`${key}:${rest ? ` ${rest}` : ""}`, ...more].join("\n");
+  try {
+    const parsed: unknown = parseYaml(chunk);
+    if (isMapping(parsed) && key in parsed) return parsed[key];
+  } catch {
+    // This field is the broken one: take its text as written.
+  }
+  const text = dedent(more).join("\n").trim();
+  if (rest.startsWith("|")) return text;
+  if (!rest || rest.startsWith(">")) return text.replace(/\s*\n\s*/g, " ");
+  return unquote([rest, ...more.map((l) => l.trim())].filter(Boolean).join(" "));
+}
+
+/** Top-level `key: value` lines, each with the indented or blank lines that follow it. */
+export function recoverFields(block: string): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  const lines = block.split(/\r?\n/);
+  for (let i = 0; i < lines.length; i++) {
+    const m = /^([A-Za-z_][\w-]*)[ \t]*:(?:[ \t]+(.*))?$/.exec(lines[i] ?? "");
+    if (!m) continue;
+    const more: string[] = [];
+    while (i + 1 < lines.length && (/^\s/.test(lines[i + 1] ?? "") || (lines[i + 1] ?? "").trim() === "")) more.push(lines[++i] ?? "");
+    while (more.length && !more.at(-1)?.trim()) more.pop();
+    fields[m[1] as string] = recoverField(m[1] as string, (m[2] ?? "").trim(), more);
+  }
+  return fields;
+}
+
+export function parseFrontmatter(text: string): Frontmatter {
+  const source = text.replace(/^\uFEFF/, "");
+  const m = BLOCK.exec(source);
+  if (!m) return { fields: {}, body: source.trim(), present: false };
+  const block = m[1] ?? "";
+  const body = source.slice(m[0].length).trim();
+  try {
+    const parsed: unknown = parseYaml(block);
+    if (parsed === null || parsed === undefined) return { fields: {}, body, present: true };
+    if (isMapping(parsed)) return { fields: parsed, body, present: true };
+    return { fields: recoverFields(block), body, present: true, yamlError: "the frontmatter is not a mapping of fields" };
+  } catch (err) {
+    return { fields: recoverFields(block), body, present: true, yamlError: firstLine((err as Error).message) };
+  }
+}

@@ -1,0 +1,149 @@
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { parseFrontmatter } from "../../src/context/frontmatter.js";
+import { buildSystemPrompt } from "../../src/context/prompt.js";
+import { loadSkills, mentionedSkills, readSkill, withMentionedSkills, type Skill } from "../../src/context/skills.js";
+import { useTempDirs } from "../helpers/tmp.js";
+
+/** A skill read from text as if it were <ws>/skills/<folder>/SKILL.md, on a machine with no binaries and only `env`. */
+const skill = (text: string, folder = "demo", env: NodeJS.ProcessEnv = { PATH: "" }): Skill => readSkill(text, folder, `/ws/skills/${folder}/SKILL.md`, "workspace", env);
+
+describe("skills: requirements in metadata (nanobot and OpenClaw formats)", () => {
+  it.each([
+    ["nanobot key, JSON string", `---\nname: github\ndescription: GitHub via gh.\nmetadata: {"nanobot":{"emoji":"🐙","requires":{"bins":["gh"]}}}\n---\nUse gh.`],
+    ["openclaw key, JSON string", `---\nname: github\ndescription: GitHub via gh.\nmetadata: '{"openclaw":{"requires":{"bins":["gh"]}}}'\n---\nUse gh.`],
+    ["nanobot key, YAML mapping", `---\nname: github\ndescription: GitHub via gh.\nmetadata:\n  nanobot:\n    requires:\n      bins: [gh]\n---\nUse gh.`],
+    ["openclaw key, YAML mapping", `---\nname: github\ndescription: GitHub via gh.\nmetadata:\n  openclaw:\n    requires:\n      bins:\n        - gh\n---\nUse gh.`],
+  ])("reads requires.bins from metadata: %s", (_label, text) => {
+    const s = skill(text, "github");
+    expect(s.missing).toEqual(["CLI: gh"]);
+    expect(s.broken).toEqual([]);
+    expect(s.description).toBe("GitHub via gh.");
+  });
+
+  it("says which variable is missing, and nothing once it is set", () => {
+    const text = `---\ndescription: Notion.\nmetadata: {"openclaw":{"requires":{"env":["NOTION_API_KEY"]}}}\n---\nbody`;
+    expect(skill(text).missing).toEqual(["ENV: NOTION_API_KEY"]);
+    expect(skill(text, "demo", { PATH: "", NOTION_API_KEY: "k" }).missing).toEqual([]);
+  });
+
+  it("prefers the nanobot key over the openclaw key, as nanobot does", () => {
+    const text = `---\ndescription: d\nmetadata: {"nanobot":{"requires":{"env":["A_VAR"]}},"openclaw":{"requires":{"env":["B_VAR"]}}}\n---\n`;
+    expect(skill(text).missing).toEqual(["ENV: A_VAR"]);
+  });
+
+  it("also reads requires at the top level (nanobot ignores it; troupe does not)", () => {
+    expect(skill(`---\ndescription: d\nrequires:\n  bins: [gh]\n---\n`).missing).toEqual(["CLI: gh"]);
+  });
+
+  it("reads always from metadata and from the top level", () => {
+    expect(skill(`---\ndescription: d\nmetadata: {"openclaw":{"always":true}}\n---\nbody`).always).toBe(true);
+    expect(skill(`---\ndescription: d\nmetadata:\n  nanobot:\n    always: true\n---\nbody`).always).toBe(true);
+    expect(skill(`---\ndescription: d\nalways: true\n---\nbody`).always).toBe(true);
+    expect(skill(`---\ndescription: d\n---\nbody`).always).toBe(false);
+  });
+});
+
+describe("skills: malformed files never break a turn", () => {
+  it.each([
+    ["bins: gh (a string)", "requires:\n  bins: gh", /requires\.bins must be a list of names, not the text "gh" \(write \[gh\]\)/],
+    ["env: 3 (a number)", 'metadata: {"nanobot":{"requires":{"env":3}}}', /metadata requires\.env must be a list of names, not a number/],
+    ["requires: a list", "requires: [gh]", /requires must be a mapping/],
+    ["bins with a mapping inside", "requires:\n  bins: [{name: gh}]", /non-text items/],
+  ])("lists %s as broken with the reason", async (_label, yaml, reason) => {
+    const s = skill(`---\ndescription: d\n${yaml}\n---\nbody`);
+    expect(s.broken.join("; ")).toMatch(reason);
+    const prompt = await buildSystemPrompt({ workspace: "/ws", skills: [s], restrictToWorkspace: true });
+    expect(prompt).toContain("- **demo** — d (broken: ");
+  });
+
+  it("keeps a broken always-skill out of the active skills", async () => {
+    const s = skill(`---\ndescription: d\nalways: true\nrequires:\n  bins: gh\n---\nSECRET BODY`);
+    const prompt = await buildSystemPrompt({ workspace: "/ws", skills: [s], restrictToWorkspace: true });
+    expect(prompt).not.toContain("SECRET BODY");
+  });
+});
+
+describe("skills: names, descriptions and frontmatter recovery", () => {
+  it("is named after its folder; a different frontmatter name is a warning", () => {
+    const s = skill(`---\nname: clawhub\ndescription: Poly markets.\n---\n`, "poly");
+    expect(s.name).toBe("poly");
+    expect(s.warnings).toEqual(['/ws/skills/poly/SKILL.md: its frontmatter name "clawhub" differs from its folder; the skill is named "poly" after the folder']);
+    expect(skill(`---\nname: poly\ndescription: d\n---\n`, "poly").warnings).toEqual([]);
+  });
+
+  it("recovers fields line by line from YAML that does not parse (an unquoted ': ' in the description), with one warning", () => {
+    const text = `---\nname: notes\ndescription: Take notes: quick ones, long ones\nmetadata: {"nanobot":{"requires":{"bins":["jq"]}}}\n---\n# Notes\nbody`;
+    const s = skill(text, "notes");
+    expect(s.description).toBe("Take notes: quick ones, long ones");
+    expect(s.missing).toEqual(["CLI: jq"]);
+    expect(s.warnings).toHaveLength(1);
+    expect(s.warnings[0]).toMatch(/^\/ws\/skills\/notes\/SKILL\.md: the frontmatter is not valid YAML \(.+\); its fields were recovered line by line$/);
+  });
+
+  it("recovers quoted values, block scalars and nested mappings of a broken file", () => {
+    const block = `name: x\ndescription: "A: b"\nbad: [unclosed\nlong: |\n  line one\n  line two\nfolded: >\n  a\n  b\nmetadata:\n  nanobot:\n    always: true`;
+    const { fields, yamlError } = parseFrontmatter(`---\n${block}\n---\nbody`);
+    expect(yamlError).toBeTruthy();
+    expect(fields).toMatchObject({ name: "x", description: "A: b", long: "line one\nline two\n", folded: "a b\n", metadata: { nanobot: { always: true } } });
+  });
+
+  it("takes a description: | block as one line, without its trailing newline", () => {
+    const s = skill(`---\nname: demo\ndescription: |\n  Does things.\n  Across lines.\n---\nbody`);
+    expect(s.description).toBe("Does things. Across lines.");
+  });
+
+  it("without frontmatter: the body's first line is the description, with a warning; empty frontmatter falls back to the name", () => {
+    const s = skill(`# Deploy helper\n\nRun the deploy.`, "deploy");
+    expect([s.name, s.description]).toEqual(["deploy", "Deploy helper"]);
+    expect(s.warnings[0]).toMatch(/has no frontmatter/);
+    expect(skill(`---\n---\nbody`, "bare").description).toBe("bare");
+    expect(skill(`---\nname: bare\n---\nbody`, "bare").description).toBe("bare");
+  });
+
+  it("reads CRLF files and a BOM", () => {
+    const s = skill(`\uFEFF---\r\nname: demo\r\ndescription: Windows.\r\n---\r\nbody`);
+    expect([s.description, s.body, s.warnings]).toEqual(["Windows.", "body", []]);
+  });
+});
+
+describe("skills: loading, disabling and $skill-name", () => {
+  const tempDir = useTempDirs();
+
+  async function workspace(files: Record<string, string>): Promise<string> {
+    const ws = await tempDir();
+    for (const [folder, text] of Object.entries(files)) {
+      await mkdir(join(ws, "skills", folder), { recursive: true });
+      await writeFile(join(ws, "skills", folder, "SKILL.md"), text);
+    }
+    return ws;
+  }
+
+  it("leaves out agents.defaults.disabledSkills, by folder name, built-in ones included", async () => {
+    const ws = await workspace({ weather: "---\ndescription: w\n---\n", poly: "---\nname: clawhub\ndescription: p\n---\n" });
+    const names = (await loadSkills(ws, { PATH: "" }, { disabled: ["weather", "memory"] })).map((s) => s.name);
+    expect(names).toContain("poly");
+    expect(names).not.toContain("weather");
+    expect(names).not.toContain("memory");
+  });
+
+  it("reports each warning once per process, however often the skills are read", async () => {
+    const ws = await workspace({ broken: "---\ndescription: a: b: c\nrequires:\n  bins: gh\n---\n" });
+    const seen: string[] = [];
+    await loadSkills(ws, { PATH: "" }, { onWarning: (w) => seen.push(w) });
+    await loadSkills(ws, { PATH: "" }, { onWarning: (w) => seen.push(w) });
+    expect(seen.filter((w) => w.includes(join(ws, "skills", "broken")))).toHaveLength(2);
+    expect(seen.some((w) => /not valid YAML/.test(w))).toBe(true);
+    expect(seen.some((w) => /listed as broken/.test(w))).toBe(true);
+  });
+
+  it("finds $skill-name mentions of known skills only, and puts their full text before the message", () => {
+    const skills = [skill("---\ndescription: w\n---\nWEATHER BODY", "weather"), skill("---\ndescription: g\nrequires:\n  bins: [gh]\n---\nGH BODY", "github")];
+    expect(mentionedSkills("use $weather and ($github), not $5 or a$weather or $nope", skills).map((s) => s.name)).toEqual(["weather", "github"]);
+    const text = withMentionedSkills("$weather in Paris?", skills);
+    expect(text).toBe("[Skill: weather, loaded because the message names $weather]\nWEATHER BODY\n[/Skill: weather]\n\n$weather in Paris?");
+    expect(withMentionedSkills("try $github", skills)).toContain("(unavailable: CLI: gh)");
+    expect(withMentionedSkills("costs $5", skills)).toBe("costs $5");
+  });
+});
