@@ -12,6 +12,13 @@ export const FAULT_POINTS = [
   // A part of a multi-part message (Telegram) accepted by the platform, not yet recorded.
   "after-part-accepted",
   "before-outbox-delete",
+  // Consolidation: the chunk summarised, its history entry not yet written; written, the session not yet told.
+  "consolidate-before-append",
+  "consolidate-after-append",
+  // Dream: inside each phase of a run.
+  "dream-analysing",
+  "dream-editing",
+  "dream-committing",
 ] as const;
 export type FaultPoint = (typeof FAULT_POINTS)[number];
 

@@ -29,6 +29,7 @@ import { secretsOf } from "./log/redact.js";
 import { createOpenAiProvider, type LlmProvider } from "./providers/client.js";
 import { resolveProvider } from "./providers/registry.js";
 import { openStore, type Store } from "./store/store.js";
+import { inputBudget } from "./memory/tokens.js";
 import { chooseExecSandbox } from "./tools/bwrap.js";
 import { createBuiltinTools } from "./tools/builtin/index.js";
 import { createToolRegistry, type ToolRegistry } from "./tools/registry.js";
@@ -169,7 +170,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     return notice(sessionKey, message, tell(err instanceof Error ? err.message : String(err)));
   };
 
-  const sessionTurns = createSessionTurns({ conversation, store, bus, logger, provider: core.provider, registry: core.registry, workspace: loaded.workspace, durable: opts.durable });
+  const sessionTurns = createSessionTurns({ conversation, store, bus, logger, provider: core.provider, registry: core.registry, workspace: loaded.workspace, durable: opts.durable, contextBudget: inputBudget(d.contextWindowTokens, d.maxTokens) });
   const session = sessionMachine.provide({
     actors: {
       slot: createSlot(limiter),
