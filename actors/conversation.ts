@@ -143,7 +143,11 @@ export function createConversation(deps: ConversationDeps) {
   async function prepare(msg: IncomingMessage & { messageId?: string }): Promise<{ input: TurnInput; initialOps: StoreOp[] }> {
     const d = deps.config.agents.defaults;
     // Over budget: the oldest messages are archived before the turn (nanobot's Consolidator).
-    await consolidator.maybeConsolidate(msg.sessionKey).catch((err: unknown) => deps.logger?.error({ err, sessionKey: msg.sessionKey }, "consolidation failed"));
+    const archived = await consolidator.maybeConsolidate(msg.sessionKey).catch((err: unknown) => {
+      deps.logger?.error({ err, sessionKey: msg.sessionKey }, "consolidation failed");
+      return 0;
+    });
+    if (archived) cachedPrompt = undefined;
     const view = await consolidator.view(msg.sessionKey);
     const meta = view?.meta ?? newSessionMeta(msg.sessionKey, now());
     const stored = (view?.messages.slice(view.state.lastConsolidated) ?? []).filter((m) => !m.shownOnly);

@@ -88,8 +88,7 @@ export function tailChunks(messages: ChatMessage[], start: number, maxMessages =
   const chunks: Chunk[] = [];
   let from = start;
   while (from < messages.length) {
-    const b = pickBoundary(messages, from, Number.POSITIVE_INFINITY, maxMessages);
-    const to = b?.end ?? messages.length;
+    const to = messages.length - from <= maxMessages ? messages.length : (pickBoundary(messages, from, Number.POSITIVE_INFINITY, maxMessages)?.end ?? messages.length);
     chunks.push({ from, to });
     from = to;
   }
@@ -97,9 +96,11 @@ export function tailChunks(messages: ChatMessage[], start: number, maxMessages =
 }
 
 /** The newest `to` of entries that archived this session's epoch: what is archived even if the store never heard. */
-export function archivedUpTo(entries: HistoryEntry[], sessionKey: string, epoch: number): number {
+export function archivedUpTo(entries: HistoryEntry[], meta: { key: string; epoch: number; createdAt: number }): number {
   let to = 0;
-  for (const e of entries) if (e.session_key === sessionKey && e.archived?.epoch === epoch) to = Math.max(to, e.archived.to);
+  for (const e of entries) {
+    if (e.session_key === meta.key && e.archived?.epoch === meta.epoch && e.archived.createdAt === meta.createdAt) to = Math.max(to, e.archived.to);
+  }
   return to;
 }
 
@@ -128,11 +129,11 @@ export function createConsolidator(deps: ConsolidatorDeps) {
     const meta = await getSessionMeta(deps.store, sessionKey);
     if (!meta) return undefined;
     const messages = await sessionMessages(deps.store, meta);
-    let state = await getConsolidationState(deps.store, sessionKey, meta.epoch);
-    const written = archivedUpTo(await deps.files.readHistory(), sessionKey, meta.epoch);
+    let state = await getConsolidationState(deps.store, meta);
+    const written = archivedUpTo(await deps.files.readHistory(), meta);
     if (written > state.lastConsolidated) {
       deps.logger?.info({ sessionKey, from: state.lastConsolidated, to: written }, "consolidation was interrupted after its history entry; catching up");
-      state = { epoch: meta.epoch, lastConsolidated: written };
+      state = { ...state, lastConsolidated: written };
       await deps.store.batch([consolidationStateOp(sessionKey, state)], { sync: true });
     }
     state = { ...state, lastConsolidated: Math.min(state.lastConsolidated, messages.length) };
@@ -169,7 +170,7 @@ export function createConsolidator(deps: ConsolidatorDeps) {
     const forModel = chunk.filter((m) => !m.shownOnly);
     const summary = await summarise(forModel);
     fault("consolidate-before-append");
-    const archived = { epoch: v.meta.epoch, from, to };
+    const archived = { epoch: v.meta.epoch, from, to, createdAt: v.meta.createdAt };
     let kind: "summary" | "raw" | "nothing";
     if (summary === "(nothing)") kind = "nothing";
     else if (summary) {
@@ -181,7 +182,7 @@ export function createConsolidator(deps: ConsolidatorDeps) {
       await deps.files.appendHistory({ content: `[RAW] ${chunk.length} messages\n${body}`, sessionKey: v.meta.key, archived });
     }
     fault("consolidate-after-append");
-    v.state = { epoch: v.meta.epoch, lastConsolidated: to };
+    v.state = { ...v.state, lastConsolidated: to };
     await deps.store.batch([consolidationStateOp(v.meta.key, v.state)], { sync: true });
     deps.logger?.info({ sessionKey: v.meta.key, from, to, kind }, "archived session messages");
     return kind;

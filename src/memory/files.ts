@@ -21,7 +21,9 @@ export const historyEntrySchema = z
     content: z.string(),
     session_key: z.string().optional(),
     /** troupe's addition: which session messages this entry archived, so a crash can tell it was written. */
-    archived: z.object({ epoch: z.number().int().nonnegative(), from: z.number().int().nonnegative(), to: z.number().int().nonnegative() }).optional(),
+    archived: z
+      .object({ epoch: z.number().int().nonnegative(), from: z.number().int().nonnegative(), to: z.number().int().nonnegative(), createdAt: z.number() })
+      .optional(),
   })
   .loose();
 export type HistoryEntry = z.infer<typeof historyEntrySchema>;

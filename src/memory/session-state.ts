@@ -9,15 +9,17 @@ import type { Store, StoreOp } from "../store/store.js";
 export const consolidationStateSchema = z.object({
   epoch: z.number().int().nonnegative(),
   lastConsolidated: z.number().int().nonnegative(),
+  /** The session's createdAt: a deleted and recreated session under the same key starts afresh. */
+  createdAt: z.number(),
 });
 export type ConsolidationState = z.infer<typeof consolidationStateSchema>;
 
 const stateKey = (sessionKey: string) => `consolidated:${sessionKey}`;
 
-/** The session's state for `epoch`; one of an earlier epoch (before a /new) counts as nothing archived. */
-export async function getConsolidationState(store: Store, sessionKey: string, epoch: number): Promise<ConsolidationState> {
-  const stored = await store.get("meta", stateKey(sessionKey), consolidationStateSchema);
-  return stored && stored.epoch === epoch ? stored : { epoch, lastConsolidated: 0 };
+/** The state of the session's current epoch; one of an earlier epoch (before a /new) or session counts as nothing archived. */
+export async function getConsolidationState(store: Store, meta: { key: string; epoch: number; createdAt: number }): Promise<ConsolidationState> {
+  const stored = await store.get("meta", stateKey(meta.key), consolidationStateSchema);
+  return stored && stored.epoch === meta.epoch && stored.createdAt === meta.createdAt ? stored : { epoch: meta.epoch, lastConsolidated: 0, createdAt: meta.createdAt };
 }
 
 export const consolidationStateOp = (sessionKey: string, state: ConsolidationState): StoreOp => ({
