@@ -1,3 +1,4 @@
+import { dreamMachine } from "./dream.machine.js";
 import { sessionMachine } from "./session.machine.js";
 import { supervisorMachine } from "./supervisor.machine.js";
 import { telegramPollerMachine } from "./telegram.machine.js";
@@ -9,6 +10,7 @@ export const machines = {
   session: sessionMachine,
   turn: turnMachine,
   telegram: telegramPollerMachine,
+  dream: dreamMachine,
 } as const;
 
 export type MachineName = keyof typeof machines;

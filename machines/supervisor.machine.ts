@@ -19,7 +19,7 @@ export interface SupervisionPolicy {
 
 export const DEFAULT_POLICY: SupervisionPolicy = { maxRestarts: 5, windowMs: 60_000, baseDelayMs: 500, maxDelayMs: 30_000 };
 
-export type ChildKind = "session" | "channel";
+export type ChildKind = "session" | "channel" | "dream";
 
 export interface ChildRecord {
   id: string;
@@ -50,10 +50,13 @@ export type SupervisorEvent =
   | { type: "inbound"; sessionKey: string; message: SessionMessage }
   /** Start a session that has work waiting in LevelDB (recovery at daemon start). */
   | { type: "wake"; sessionKey: string }
-  | { type: "child.restart"; id: string };
+  | { type: "child.restart"; id: string }
+  /** Start Dream, the protected memory job (one per daemon). */
+  | { type: "dream.start" };
 
 export const sessionActorId = (sessionKey: string) => `session:${sessionKey}`;
 export const channelActorId = (name: string) => `channel:${name}`;
+export const DREAM_ACTOR_ID = "dream";
 
 /** The wait before restart number `attempt` (1-based): base × 2^(attempt-1), capped. */
 export const restartDelay = (policy: SupervisionPolicy, attempt: number) =>
@@ -73,6 +76,7 @@ export const supervisorMachine = setup({
   actors: {
     session: notProvided<CallbackActorLogic<{ type: "message"; message: SessionMessage }, SessionInput>>("supervisor", "session", "callback"),
     channel: notProvided<CallbackActorLogic<{ type: string }, unknown>>("supervisor", "channel", "callback"),
+    dream: notProvided<CallbackActorLogic<{ type: string }, unknown>>("supervisor", "dream", "callback"),
   },
   actions: {
     /** Delivers a message to its session actor, spawning it first if it is not running; wake only spawns. */
@@ -143,6 +147,15 @@ export const supervisorMachine = setup({
             enqueue.spawnChild("channel", { id, input });
             enqueue.assign({
               children: { ...context.children, [id]: { id, kind: "channel", input, status: "running", failures: [], lastError: null, since: Date.now(), pending: [] } },
+            });
+          }),
+        },
+        "dream.start": {
+          actions: enqueueActions(({ enqueue, context }) => {
+            if (context.children[DREAM_ACTOR_ID]) return;
+            enqueue.spawnChild("dream", { id: DREAM_ACTOR_ID, input: {} });
+            enqueue.assign({
+              children: { ...context.children, [DREAM_ACTOR_ID]: { id: DREAM_ACTOR_ID, kind: "dream", input: {}, status: "running", failures: [], lastError: null, since: Date.now(), pending: [] } },
             });
           }),
         },

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { mkdir } from "node:fs/promises";
-import { createActor, type Actor } from "xstate";
+import { createActor, type Actor, type AnyActorRef } from "xstate";
 import { createChannelActor } from "../actors/channel.js";
+import { createDreamRuntime, type DreamRuntime } from "../actors/dream.js";
 import { createLoadSession } from "../actors/load-session.js";
 import { createSessionTurns, replyRecord } from "../actors/session-turn.js";
 import { createSlot } from "../actors/slot.js";
@@ -9,7 +10,7 @@ import { createSubagentPool, type SubagentPool } from "../actors/subagents.js";
 import { createTelegramChannel } from "../actors/telegram.js";
 import { userMessageWithMedia } from "./context/media.js";
 import { sessionMachine, type SessionMessage } from "../machines/session.machine.js";
-import { channelActorId, supervisorMachine, type SupervisionPolicy } from "../machines/supervisor.machine.js";
+import { channelActorId, DREAM_ACTOR_ID, supervisorMachine, type SupervisionPolicy } from "../machines/supervisor.machine.js";
 import { createApiChannel } from "./channels/api.js";
 import type { Channel, ChannelInbound } from "./channels/channel.js";
 import { fault } from "./fault.js";
@@ -30,6 +31,8 @@ import { createOpenAiProvider, type LlmProvider } from "./providers/client.js";
 import { resolveProvider } from "./providers/registry.js";
 import { openStore, type Store } from "./store/store.js";
 import { inputBudget } from "./memory/tokens.js";
+import { createDream } from "./memory/dream.js";
+import { createMemoryFiles } from "./memory/files.js";
 import { chooseExecSandbox } from "./tools/bwrap.js";
 import { createBuiltinTools } from "./tools/builtin/index.js";
 import { createToolRegistry, type ToolRegistry } from "./tools/registry.js";
@@ -42,6 +45,8 @@ export interface AgentRuntime {
   registry: ToolRegistry;
   conversation: Conversation;
   provider: LlmProvider;
+  /** Dream (run in process until the daemon's supervisor takes it over). */
+  memory: DreamRuntime;
   close(): Promise<void>;
 }
 
@@ -65,7 +70,7 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
   const store = await openStore(paths.storeDir);
   const bus = createBus();
   const d = config.agents.defaults;
-  const provider = createOpenAiProvider(resolved, {
+  const providerOptions = {
     maxTokens: d.maxTokens,
     temperature: d.temperature,
     reasoningEffort: d.reasoningEffort,
@@ -75,12 +80,24 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
     maxReplyChars: d.maxReplyChars,
     logger,
     secrets: secretsOf(config),
-  });
+  };
+  const provider = createOpenAiProvider(resolved, providerOptions);
   const registry = createToolRegistry(
     createBuiltinTools({ config, workspace, paths, store, bus, channels: () => opts.channelNames ?? ["cli"] }),
     { maxResultChars: config.tools.maxToolResultChars },
   );
-  const conversation = createConversation({ config, store, provider, registry, workspace, bus, logger, durable: opts.durable });
+  const memory = createDreamRuntime(
+    createDream({
+      store,
+      provider: d.dream.modelOverride ? createOpenAiProvider({ ...resolved, model: d.dream.modelOverride }, providerOptions) : provider,
+      workspace,
+      files: createMemoryFiles(workspace, { timezone: d.timezone }),
+      settings: d.dream,
+      logger,
+    }),
+    workspace,
+  );
+  const conversation = createConversation({ config, store, provider, registry, workspace, bus, logger, durable: opts.durable, dream: memory.control });
   logger.info({ provider: resolved.spec.name, model: resolved.model, workspace }, "runtime ready");
   return {
     bus,
@@ -88,6 +105,7 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
     logger,
     registry,
     conversation,
+    memory,
     async close() {
       bus.close();
       await store.close();
@@ -250,6 +268,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
       actors: {
         session: session as never,
         channel: channelActor.logic as never,
+        dream: core.memory.logic as never,
       },
       actions: {
         rejectMessage: (_, { sessionKey, message, reason }) => void notice(sessionKey, message, `This session is unavailable: it failed repeatedly (${reason}). Restart troupe to try again.`),
@@ -268,6 +287,10 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     });
   supervisor.start();
   for (const name of channels.keys()) supervisor.send({ type: "channel.start", name });
+  if (d.dream.enabled) {
+    supervisor.send({ type: "dream.start" });
+    core.memory.attach(() => supervisor.getSnapshot().children[DREAM_ACTOR_ID] as AnyActorRef | undefined);
+  }
   // Recovery: sessions with an interrupted turn or unanswered messages start now, not at their next message.
   const { wake, left } = await sessionsToRecover(store, (channel) => channels.has(channel));
   if (wake.length) logger.info({ sessions: wake }, "recovering interrupted work");
