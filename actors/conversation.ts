@@ -8,7 +8,6 @@ import {
   getSessionMeta,
   newEpochOps,
   newSessionMeta,
-  sessionMessages,
 } from "../src/store/sessions.js";
 import type { StoreOp } from "../src/store/store.js";
 import type { TurnRecord } from "../src/store/turns.js";

@@ -18,7 +18,7 @@ import { writeFileTool } from "../tools/builtin/write-file.js";
 import { createToolRegistry, type ToolRegistry } from "../tools/registry.js";
 import type { Sandbox } from "../tools/sandbox.js";
 import { readText, type MemoryFiles } from "./files.js";
-import { changeSummary, commitMemory } from "./git.js";
+import { changeSummary, commitMemory, ensureMemoryRepo } from "./git.js";
 
 /**
  * Dream (nanobot's second memory layer): every intervalH hours it compares the next batch of
@@ -156,6 +156,8 @@ export function createDream(deps: DreamDeps) {
   async function begin(): Promise<DreamRun | undefined> {
     const record = await load();
     if (record.run) return record.run;
+    // The repository exists before any edit, so the first run's change is a commit of its own.
+    await ensureMemoryRepo(deps.workspace, now);
     const batch = (await deps.files.undigested()).slice(0, deps.settings.maxBatchSize);
     if (!batch.length) {
       await finish(record, "nothing new to digest", null);

@@ -19,9 +19,14 @@ export function lineOps(before: string, after: string): Op[] {
   let i = 0;
   let j = 0;
   while (i < n || j < m) {
-    if (i < n && j < m && a[i] === b[j]) ops.push({ kind: " ", line: a[i++]! }), j++;
-    else if (i < n && (j >= m || lcs[i + 1]![j]! >= lcs[i]![j + 1]!)) ops.push({ kind: "-", line: a[i++]! });
-    else ops.push({ kind: "+", line: b[j++]! });
+    if (i < n && j < m && a[i] === b[j]) {
+      ops.push({ kind: " ", line: a[i++]! });
+      j++;
+    } else if (i < n && (j >= m || lcs[i + 1]![j]! >= lcs[i]![j + 1]!)) {
+      ops.push({ kind: "-", line: a[i++]! });
+    } else {
+      ops.push({ kind: "+", line: b[j++]! });
+    }
   }
   return ops;
 }
