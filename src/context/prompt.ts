@@ -32,6 +32,7 @@ function identity({ workspace, restrictToWorkspace }: PromptInput): string {
     "## Workspace",
     `Your workspace is ${workspace}.`,
     `- Long-term memory: ${join(workspace, "memory", "MEMORY.md")}`,
+    `- History log: ${join(workspace, "memory", "history.jsonl")} (search it with grep)`,
     `- Custom skills: ${join(workspace, "skills")}/<name>/SKILL.md`,
     "",
     "## Platform policy",

@@ -2,7 +2,10 @@ import { existsSync } from "node:fs";
 import { mkdir, readFile, stat, writeFile, appendFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { buildSystemPrompt } from "../../src/context/prompt.js";
+import { loadSkills } from "../../src/context/skills.js";
 import { createMemoryFiles, historyTimestamp, parseHistory } from "../../src/memory/files.js";
+import { recentHistory } from "../../src/memory/recent.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
 const at = Date.UTC(2026, 3, 2, 10, 7);
@@ -133,5 +136,23 @@ describe("memory files (nanobot's layout)", () => {
     expect((await files.readHistory()).length).toBe(1);
     await appendFile(join(ws, "memory", "history.jsonl"), JSON.stringify({ cursor: 2, timestamp: "t", content: "b" }) + "\n");
     expect((await files.readHistory()).length).toBe(2);
+  });
+
+  it("puts the entries after .dream_cursor, the last 50, in the system prompt's Recent History after the skills", async () => {
+    const ws = await tempDir();
+    const files = createMemoryFiles(ws, { now: () => at });
+    for (let i = 1; i <= 70; i++) await files.appendHistory({ content: `fact ${i}` });
+    await files.setDreamCursor(10);
+    const recent = await recentHistory(files);
+    expect(recent.map((e) => e.cursor)).toEqual(Array.from({ length: 50 }, (_, i) => i + 21));
+    const prompt = await buildSystemPrompt({ workspace: ws, skills: await loadSkills(ws, {}), restrictToWorkspace: true, recentHistory: recent });
+    const section = prompt.slice(prompt.indexOf("# Recent History"));
+    expect(section.split("\n").slice(0, 4)).toEqual(["# Recent History", "", "- [2026-04-02 10:07] fact 21", "- [2026-04-02 10:07] fact 22"]);
+    expect(prompt.indexOf("# Recent History")).toBeGreaterThan(prompt.indexOf("# Active Skills"));
+    // The memory skill is always loaded and says who owns the files.
+    expect(prompt).toContain("### Skill: memory");
+    expect(prompt).toMatch(/USER\.md` — the user's profile and preferences\. \*\*Managed by Dream\.\*\* Do not edit\./);
+    await files.setDreamCursor(70);
+    expect(await recentHistory(files)).toEqual([]);
   });
 });
