@@ -6,14 +6,18 @@ import { loadSkills, withMentionedSkills, type Skill } from "../src/context/skil
 import {
   appendMessagesOps,
   getSessionMeta,
-  historyWindow,
   newEpochOps,
   newSessionMeta,
-  sessionMessages,
 } from "../src/store/sessions.js";
 import type { StoreOp } from "../src/store/store.js";
 import type { TurnRecord } from "../src/store/turns.js";
 import type { TurnInput } from "../machines/turn.machine.js";
+import { createConsolidator } from "../src/memory/consolidator.js";
+import { dreamCommand, type DreamControl } from "../src/memory/commands.js";
+import { createMemoryFiles } from "../src/memory/files.js";
+import { tokenWindow } from "../src/memory/fit.js";
+import { recentHistory } from "../src/memory/recent.js";
+import { inputBudget, textTokens, toolsTokens } from "../src/memory/tokens.js";
 import { createTurnRuntime, type TurnDeps, type TurnFinalState, type TurnHandle, type TurnResult } from "./turn.js";
 
 export interface IncomingMessage {
@@ -36,6 +40,8 @@ export interface ConversationDeps extends TurnDeps {
   env?: NodeJS.ProcessEnv;
   /** MCP servers: a new turn waits (bounded) for their first connection attempt, and hears of those not ready. */
   mcp?: { ready(): Promise<void>; note(): string | undefined };
+  /** Dream, for /dream, /dream-log and /dream-restore (the daemon's actor, or run in process). */
+  dream?: DreamControl;
 }
 
 export const HELP_TEXT = [
@@ -43,6 +49,9 @@ export const HELP_TEXT = [
   "/new — start a new conversation (the old one is kept)",
   "/status — this session's turns and token usage",
   "/stop — cancel the running turn",
+  "/dream — digest recent history into memory now",
+  "/dream-log [sha] — recent Dream changes, or one with its diff",
+  "/dream-restore <sha> — put the memory files back as they were at a Dream change",
   "/help — this list",
 ].join("\n");
 
@@ -52,9 +61,6 @@ export const PROMPT_TTL_MS = 2_000;
 /** Time-ordered, unique turn ids. */
 export const newTurnId = (now: number) => `${now.toString(36).padStart(9, "0")}-${randomBytes(4).toString("hex")}`;
 
-/** Characters of history to send: the context window less the reply, at ~3 chars a token. */
-const historyBudget = (config: Config) =>
-  Math.max(4_000, (config.agents.defaults.contextWindowTokens - config.agents.defaults.maxTokens) * 3);
 
 /**
  * A session's message handling: slash commands answered at once, everything else as a turn whose
@@ -63,6 +69,19 @@ const historyBudget = (config: Config) =>
  */
 export function createConversation(deps: ConversationDeps) {
   const now = deps.now ?? Date.now;
+  const d0 = deps.config.agents.defaults;
+  const budget = deps.contextBudget ?? inputBudget(d0.contextWindowTokens, d0.maxTokens);
+  deps = { ...deps, contextBudget: budget };
+  const files = createMemoryFiles(deps.workspace, { now, timezone: d0.timezone });
+  const consolidator = createConsolidator({
+    store: deps.store,
+    provider: deps.provider,
+    files,
+    budget,
+    fixedTokens: async () => textTokens((await systemPrompt()).prompt) + toolsTokens(deps.registry.schemas()),
+    timezone: d0.timezone,
+    logger: deps.logger,
+  });
 
   // Reading the bootstrap files and parsing every skill costs about a millisecond a turn; under load
   // that adds up, so the prompt is rebuilt at most every PROMPT_TTL_MS (edits show up within that).
@@ -74,7 +93,15 @@ export function createConversation(deps: ConversationDeps) {
         disabled: deps.config.agents.defaults.disabledSkills,
         onWarning: (warning) => deps.logger?.warn(`skill: ${warning}`),
       });
-      return { prompt: await buildSystemPrompt({ workspace: deps.workspace, skills, restrictToWorkspace: deps.config.tools.restrictToWorkspace }), skills };
+      return {
+        prompt: await buildSystemPrompt({
+          workspace: deps.workspace,
+          skills,
+          restrictToWorkspace: deps.config.tools.restrictToWorkspace,
+          recentHistory: await recentHistory(files),
+        }),
+        skills,
+      };
     })();
     cachedPrompt = { text, at: now() };
     text.catch(() => (cachedPrompt = undefined));
@@ -85,17 +112,29 @@ export function createConversation(deps: ConversationDeps) {
     const word = msg.content.trim().split(/\s+/)[0]?.toLowerCase();
     if (word === "/help") return { content: HELP_TEXT };
     if (word === "/new") {
+      // The unarchived tail goes to history.jsonl first; a crash in between redoes only what is not written.
+      const archived = await consolidator.archiveTail(msg.sessionKey);
+      cachedPrompt = undefined;
       const meta = (await getSessionMeta(deps.store, msg.sessionKey)) ?? newSessionMeta(msg.sessionKey, now());
       await deps.store.batch(newEpochOps(meta, now()).ops, { sync: true });
-      return { content: "New session started." };
+      return { content: archived ? `New session started; ${archived} message(s) archived to memory.` : "New session started." };
+    }
+    if (word?.startsWith("/dream")) {
+      const answer = await dreamCommand(deps.dream, msg.content);
+      if (answer !== undefined) {
+        cachedPrompt = undefined;
+        return { content: answer };
+      }
     }
     if (word === "/status") {
       const meta = await getSessionMeta(deps.store, msg.sessionKey);
       const u = meta?.usage;
+      const c = await consolidator.status(msg.sessionKey);
+      const context = `Context: ~${c.estimated} of ${budget} tokens (window ${d0.contextWindowTokens}, ${d0.maxTokens} for the reply); ${c.lastConsolidated} of ${c.messages} message(s) consolidated.`;
       return {
         content: meta
-          ? `Session ${meta.key}: ${meta.turns} turn(s), ${u?.totalTokens ?? 0} tokens (${u?.promptTokens ?? 0} prompt, ${u?.completionTokens ?? 0} completion). Model: ${deps.provider.model}.`
-          : `Session ${msg.sessionKey}: no turns yet. Model: ${deps.provider.model}.`,
+          ? `Session ${meta.key}: ${meta.turns} turn(s), ${u?.totalTokens ?? 0} tokens (${u?.promptTokens ?? 0} prompt, ${u?.completionTokens ?? 0} completion). Model: ${deps.provider.model}.\n${context}`
+          : `Session ${msg.sessionKey}: no turns yet. Model: ${deps.provider.model}.\n${context}`,
       };
     }
     return undefined;
@@ -112,9 +151,15 @@ export function createConversation(deps: ConversationDeps) {
   /** A new turn for a message: its input (system prompt, history, the message) and the ops that store the user message with its first checkpoint. */
   async function prepare(msg: IncomingMessage & { messageId?: string }): Promise<{ input: TurnInput; initialOps: StoreOp[] }> {
     const d = deps.config.agents.defaults;
-    const meta = (await getSessionMeta(deps.store, msg.sessionKey)) ?? newSessionMeta(msg.sessionKey, now());
-    const stored = (await sessionMessages(deps.store, meta)).filter((m) => !m.shownOnly);
-    const history = historyWindow(stored.map((m) => m.message), historyBudget(deps.config));
+    // Over budget: the oldest messages are archived before the turn (nanobot's Consolidator).
+    const archived = await consolidator.maybeConsolidate(msg.sessionKey).catch((err: unknown) => {
+      deps.logger?.error({ err, sessionKey: msg.sessionKey }, "consolidation failed");
+      return 0;
+    });
+    if (archived) cachedPrompt = undefined;
+    const view = await consolidator.view(msg.sessionKey);
+    const meta = view?.meta ?? newSessionMeta(msg.sessionKey, now());
+    const stored = (view?.messages.slice(view.state.lastConsolidated) ?? []).filter((m) => !m.shownOnly);
     await deps.mcp?.ready();
     const mcpNote = deps.mcp?.note();
     const { prompt: basePrompt, skills } = await systemPrompt();
@@ -123,6 +168,8 @@ export function createConversation(deps: ConversationDeps) {
     const stamp = now();
     // `$skill-name` brings that skill's full text into this turn; the session stores the message as written.
     const userForModel = withRuntimeContext(withMentionedSkills(msg.content, skills), { now: new Date(stamp), timezone: d.timezone, channel: msg.channel, chatId: msg.chatId });
+    const room = budget - textTokens(system) - textTokens(userForModel) - toolsTokens(deps.registry.schemas());
+    const history = tokenWindow(stored.map((m) => m.message), Math.max(0, room));
     const { ops } = appendMessagesOps(meta, [{ role: "user", content: msg.content }], turnId, stamp);
     return {
       input: {
@@ -154,6 +201,14 @@ export function createConversation(deps: ConversationDeps) {
     return turns.start({ record }, withExtra(extraFinalOps));
   }
 
+  /** After a turn: consolidation in the background when the session is over budget. */
+  function afterTurn(sessionKey: string): void {
+    void consolidator.maybeConsolidate(sessionKey).then(
+      (n) => void (n && (cachedPrompt = undefined)),
+      (err: unknown) => deps.logger?.error({ err, sessionKey }, "background consolidation failed"),
+    );
+  }
+
   return {
     /** A slash command's answer (/help, /new, /status), or undefined for a message that needs a turn. */
     command,
@@ -162,6 +217,9 @@ export function createConversation(deps: ConversationDeps) {
     prepare,
     sessionFinalOps,
     resume,
+    afterTurn,
+    consolidator,
+    memory: files,
     /** Handles one message; `onTurn` gets the running turn's handle (to cancel or inject). */
     async handle(msg: IncomingMessage, onTurn?: (turn: TurnHandle) => void): Promise<Reply> {
       const answered = await command(msg);
@@ -169,6 +227,7 @@ export function createConversation(deps: ConversationDeps) {
       const turn = await begin(msg);
       onTurn?.(turn);
       const result = await turn.done;
+      afterTurn(msg.sessionKey);
       return { content: result.output.reply, turnId: result.turnId, state: result.state };
     },
   };

@@ -78,6 +78,7 @@ export function createSessionTurns(deps: SessionTurnDeps) {
     const reply = replies.get(input.turnId);
     replies.delete(input.turnId);
     if (reply) announce(deps.bus, reply);
+    deps.conversation.afterTurn(input.sessionKey);
     return { output: result.output };
   });
 

@@ -22,6 +22,7 @@ import { ToolError } from "../src/tools/contract.js";
 import type { SubagentControl } from "../src/tools/builtin/spawn.js";
 import type { ToolRegistry } from "../src/tools/registry.js";
 import { newTurnId } from "./conversation.js";
+import { inputBudget } from "../src/memory/tokens.js";
 import { startTurn, type TurnHandle, type TurnResult } from "./turn.js";
 
 export interface SubagentPoolDeps {
@@ -67,7 +68,7 @@ export function createSubagentPool(deps: SubagentPoolDeps): SubagentPool {
   const queued = new Map<string, AbortController>();
   const live = new Map<string, { record: SubagentRecord; phase: string; since: number }>();
   const waiters = new Map<string, Array<(r: SubagentRecord) => void>>();
-  const turnDeps = { store: deps.store, provider: deps.provider, registry: deps.registry, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now };
+  const turnDeps = { store: deps.store, provider: deps.provider, registry: deps.registry, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now, contextBudget: inputBudget(d.contextWindowTokens, d.maxTokens) };
 
   deps.bus?.ofType("turn_state").subscribe((e) => {
     const id = subagentIdOf(e.sessionKey);

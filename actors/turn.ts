@@ -2,6 +2,8 @@ import { createActor, fromPromise, type AnyActorRef } from "xstate";
 import type { Logger } from "pino";
 import type { Bus } from "../src/bus/index.js";
 import { microcompact } from "../src/context/microcompact.js";
+import { fitToBudget } from "../src/memory/fit.js";
+import { toolsTokens } from "../src/memory/tokens.js";
 import { repairHistory } from "../src/providers/history.js";
 import type { LlmProvider } from "../src/providers/client.js";
 import { createCheckpointBarrier, type CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
@@ -32,6 +34,8 @@ export interface TurnDeps {
   logger?: Logger;
   now?: () => number;
   barrier?: CheckpointBarrier;
+  /** Tokens a model request may take (window − reply − buffer): every request is fitted to it (src/memory/fit.ts). */
+  contextBudget?: number;
   /** false skips the per-transition checkpoints (only the final batch is written): for measuring their cost, never for use. */
   durable?: boolean;
 }
@@ -86,7 +90,10 @@ function effects(deps: TurnDeps, barrier: CheckpointBarrier) {
         bus: deps.bus,
         now: deps.now,
         // Whatever was stored, the model gets a well-formed history; older read-only results are compacted.
-        compact: (messages) => microcompact(repairHistory(messages), (name) => deps.registry.get(name)?.readOnly === true),
+        compact: (messages) => {
+          const compacted = microcompact(repairHistory(messages), (name) => deps.registry.get(name)?.readOnly === true);
+          return deps.contextBudget ? fitToBudget(compacted, deps.contextBudget, toolsTokens(deps.registry.schemas())) : compacted;
+        },
       }),
       runTools: createRunTools({ registry: deps.registry, store: deps.store, barrier, workspace: deps.workspace, bus: deps.bus, now: deps.now }),
       checkpointed: fromPromise<void, CheckpointedInput>(({ input, signal }) => barrier.reached(input.turnId, input.seq, signal)),

@@ -1,4 +1,5 @@
 import { cronMachine } from "./cron.machine.js";
+import { dreamMachine } from "./dream.machine.js";
 import { mcpMachine } from "./mcp.machine.js";
 import { sessionMachine } from "./session.machine.js";
 import { supervisorMachine } from "./supervisor.machine.js";
@@ -13,6 +14,7 @@ export const machines = {
   telegram: telegramPollerMachine,
   cron: cronMachine,
   mcp: mcpMachine,
+  dream: dreamMachine,
 } as const;
 
 export type MachineName = keyof typeof machines;

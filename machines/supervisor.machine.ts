@@ -19,7 +19,7 @@ export interface SupervisionPolicy {
 
 export const DEFAULT_POLICY: SupervisionPolicy = { maxRestarts: 5, windowMs: 60_000, baseDelayMs: 500, maxDelayMs: 30_000 };
 
-export type ChildKind = "session" | "channel" | "cron" | "mcp";
+export type ChildKind = "session" | "channel" | "cron" | "mcp" | "dream";
 
 export interface ChildRecord {
   id: string;
@@ -64,11 +64,14 @@ export type SupervisorEvent =
    * and idle sessions are started afresh so they read what their inbox kept (messages whose answer
    * could not be stored).
    */
-  | { type: "store.recovered" };
+  | { type: "store.recovered" }
+  /** Start Dream, the protected memory job (one per daemon). */
+  | { type: "dream.start" };
 
 export const sessionActorId = (sessionKey: string) => `session:${sessionKey}`;
 export const channelActorId = (name: string) => `channel:${name}`;
 export const CRON_ACTOR_ID = "cron";
+export const DREAM_ACTOR_ID = "dream";
 export const mcpServerActorId = (name: string) => `mcp:${name}`;
 
 /** The wait before restart number `attempt` (1-based): base × 2^(attempt-1), capped. */
@@ -105,6 +108,7 @@ export const supervisorMachine = setup({
     /** The cron scheduler (machines/cron.machine.ts, provided by the composition). */
     cron: notProvided<CallbackActorLogic<{ type: string }, unknown>>("supervisor", "cron", "callback"),
     mcp: notProvided<CallbackActorLogic<{ type: string }, unknown>>("supervisor", "mcp", "callback"),
+    dream: notProvided<CallbackActorLogic<{ type: string }, unknown>>("supervisor", "dream", "callback"),
   },
   guards: {
     /** The store is failing (supplied by the composition). */
@@ -231,6 +235,15 @@ export const supervisorMachine = setup({
             if (!record || record.status === "failed") return;
             enqueue.assign({ children: withChild(context.children, { ...record, status: "failed", lastError: event.error, since: Date.now() }) });
             enqueue({ type: "childFailed", params: { id: event.id, error: event.error } } as never);
+          }),
+        },
+        "dream.start": {
+          actions: enqueueActions(({ enqueue, context }) => {
+            if (context.children[DREAM_ACTOR_ID]) return;
+            enqueue.spawnChild("dream", { id: DREAM_ACTOR_ID, input: {} });
+            enqueue.assign({
+              children: withChild(context.children, { id: DREAM_ACTOR_ID, kind: "dream", input: {}, status: "running", failures: [], lastError: null, since: Date.now(), pending: [] }),
+            });
           }),
         },
         inbound: { actions: "route" },

@@ -16,6 +16,13 @@ export const FAULT_POINTS = [
   "before-outbox-delete",
   // A cron run recorded (synced, its inbox message with it), its turn not yet started.
   "after-cron-run-write",
+  // Consolidation: the chunk summarised, its history entry not yet written; written, the session not yet told.
+  "consolidate-before-append",
+  "consolidate-after-append",
+  // Dream: inside each phase of a run.
+  "dream-analysing",
+  "dream-editing",
+  "dream-committing",
 ] as const;
 export type FaultPoint = (typeof FAULT_POINTS)[number];
 

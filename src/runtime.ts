@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { mkdir } from "node:fs/promises";
-import { createActor, type Actor } from "xstate";
+import { createActor, type Actor, type AnyActorRef } from "xstate";
 import { createChannelActor } from "../actors/channel.js";
 import { createCronScheduler } from "../actors/cron.js";
 import { createHeartbeat } from "../actors/heartbeat.js";
@@ -10,13 +10,14 @@ import { HEARTBEAT_SESSION, pickHeartbeatTarget } from "./cron/heartbeat.js";
 import { createCronService, type CronService } from "./cron/service.js";
 import { cronTool } from "./tools/builtin/cron.js";
 import { listSessions } from "./store/sessions.js";
+import { createDreamRuntime, type DreamRuntime } from "../actors/dream.js";
 import { createLoadSession } from "../actors/load-session.js";
 import { createSessionTurns, replyRecord } from "../actors/session-turn.js";
 import { createSlot } from "../actors/slot.js";
 import { createSubagentPool, type SubagentPool } from "../actors/subagents.js";
 import { userMessageWithMedia } from "./context/media.js";
 import { sessionMachine, type SessionMessage } from "../machines/session.machine.js";
-import { channelActorId, supervisorMachine, type SupervisionPolicy } from "../machines/supervisor.machine.js";
+import { channelActorId, DREAM_ACTOR_ID, supervisorMachine, type SupervisionPolicy } from "../machines/supervisor.machine.js";
 import { createApiChannel } from "./channels/api.js";
 import type { Channel, ChannelInbound } from "./channels/channel.js";
 import { fault } from "./fault.js";
@@ -38,6 +39,9 @@ import { resolveProvider } from "./providers/registry.js";
 import { openStore, type Store } from "./store/store.js";
 import { diskSpace, floorBytes, lowSpaceLine } from "./store/disk.js";
 import type { StoreHealthSnapshot } from "./store/health.js";
+import { inputBudget } from "./memory/tokens.js";
+import { createDream } from "./memory/dream.js";
+import { createMemoryFiles } from "./memory/files.js";
 import { chooseExecSandbox } from "./tools/bwrap.js";
 import { createBuiltinTools } from "./tools/builtin/index.js";
 import { createToolRegistry, type ToolRegistry } from "./tools/registry.js";
@@ -55,6 +59,8 @@ export interface AgentRuntime {
   provider: LlmProvider;
   /** The configured MCP servers (undefined when there are none). */
   mcp?: McpHub;
+  /** Dream (run in process until the daemon's supervisor takes it over). */
+  memory: DreamRuntime;
   close(): Promise<void>;
 }
 
@@ -89,7 +95,7 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
   }
   const bus = createBus();
   const d = config.agents.defaults;
-  const provider = createOpenAiProvider(resolved, {
+  const providerOptions = {
     maxTokens: d.maxTokens,
     temperature: d.temperature,
     reasoningEffort: d.reasoningEffort,
@@ -99,16 +105,28 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
     maxReplyChars: d.maxReplyChars,
     logger,
     secrets: secretsOf(config),
-  });
+  };
+  const provider = createOpenAiProvider(resolved, providerOptions);
   const registry = createToolRegistry(
     createBuiltinTools({ config, workspace, paths, store, bus, channels: () => opts.channelNames ?? ["cli"] }),
     { maxResultChars: config.tools.maxToolResultChars },
+  );
+  const memory = createDreamRuntime(
+    createDream({
+      store,
+      provider: d.dream.modelOverride ? createOpenAiProvider({ ...resolved, model: d.dream.modelOverride }, providerOptions) : provider,
+      workspace,
+      files: createMemoryFiles(workspace, { timezone: d.timezone }),
+      settings: d.dream,
+      logger,
+    }),
+    workspace,
   );
   const mcpServers = config.tools.mcpServers;
   const connectTimeoutMs = opts.mcpConnectTimeoutMs ?? 30_000;
   const mcp = Object.keys(mcpServers).length ? createMcpHub({ servers: mcpServers, registry, logger, connectTimeoutMs }) : undefined;
   const mcpGate = mcp && { ready: () => mcp.firstAttempts(connectTimeoutMs), note: () => mcp.note() };
-  const conversation = createConversation({ config, store, provider, registry, workspace, bus, logger, durable: opts.durable, mcp: mcpGate });
+  const conversation = createConversation({ config, store, provider, registry, workspace, bus, logger, durable: opts.durable, mcp: mcpGate, dream: memory.control });
   // troupe agent: each server's actor runs on its own (the daemon spawns them under its supervisor).
   const mcpActors =
     mcp && !opts.superviseMcp
@@ -122,6 +140,7 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
     registry,
     conversation,
     mcp,
+    memory,
     async close() {
       mcpActors.forEach((a) => a.stop());
       await mcp?.close();
@@ -238,6 +257,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     durable: opts.durable,
     // A cron run's turn records how the run ended in its own final batch (atomically with the reply).
     finalHook: (result, answers) => cronFinalOps(store, answers, result.state === "responded", result.output.reply, Date.now()),
+    contextBudget: inputBudget(d.contextWindowTokens, d.maxTokens),
     toolsReady: mcpHub && (() => mcpHub.firstAttempts(opts.mcpConnectTimeoutMs ?? 30_000)),
   });
   const storeDown = () => store.health.state === "failing";
@@ -331,6 +351,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
             },
           }) as never,
         }),
+        dream: core.memory.logic as never,
       },
       actions: {
         rejectMessage: (_, { sessionKey, message, reason }) => void notice(sessionKey, message, `This session is unavailable: it failed repeatedly (${reason}). Restart troupe to try again.`),
@@ -387,6 +408,10 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   const mcpPolicy = { ...DEFAULT_SUPERVISION, ...opts.policy };
   for (const name of mcpHub?.names() ?? []) supervisor.send({ type: "mcp.start", name, input: { name, policy: mcpPolicy } });
   for (const name of channels.keys()) supervisor.send({ type: "channel.start", name });
+  if (d.dream.enabled) {
+    supervisor.send({ type: "dream.start" });
+    core.memory.attach(() => supervisor.getSnapshot().children[DREAM_ACTOR_ID] as AnyActorRef | undefined);
+  }
   // Recovery: sessions with an interrupted turn or unanswered messages start now, not at their next message.
   const { wake, left } = await sessionsToRecover(store, (channel) => channels.has(channel));
   if (wake.length) logger.info({ sessions: wake }, "recovering interrupted work");

@@ -97,6 +97,16 @@ const agentDefaultsSchema = z.object({
   modelTimeoutSeconds: z.number().positive().max(MAX_TIMER_SECONDS).default(600),
   /** Reply text beyond this many characters is cut (with a note); a tool call whose arguments take the reply past it is refused. */
   maxReplyChars: z.number().int().positive().max(10_000_000).default(100_000),
+  /** Dream: digests history.jsonl into SOUL.md, USER.md and memory/MEMORY.md every intervalH hours (nanobot's keys). */
+  dream: z
+    .object({
+      enabled: z.boolean().default(true),
+      intervalH: z.number().positive().max(MAX_TIMER_SECONDS / 3600).default(2),
+      maxBatchSize: z.number().int().positive().default(20),
+      maxIterations: z.number().int().positive().default(10),
+      modelOverride: z.string().min(1).nullable().default(null),
+    })
+    .prefault({}),
 });
 
 const telegramSchema = z.object({

@@ -10,6 +10,8 @@ export interface PromptInput {
   workspace: string;
   skills: Skill[];
   restrictToWorkspace: boolean;
+  /** History entries Dream has not digested yet (src/memory/recent.ts), shown after the skills. */
+  recentHistory?: Array<{ timestamp: string; content: string }>;
 }
 
 async function readIfExists(path: string): Promise<string | undefined> {
@@ -30,6 +32,7 @@ function identity({ workspace, restrictToWorkspace }: PromptInput): string {
     "## Workspace",
     `Your workspace is ${workspace}.`,
     `- Long-term memory: ${join(workspace, "memory", "MEMORY.md")}`,
+    `- History log: ${join(workspace, "memory", "history.jsonl")} (search it with grep)`,
     `- Custom skills: ${join(workspace, "skills")}/<name>/SKILL.md`,
     "",
     "## Platform policy",
@@ -81,6 +84,7 @@ export async function buildSystemPrompt(input: PromptInput): Promise<string> {
   if (always.length) sections.push(`# Active Skills\n\n${always.map((s) => `### Skill: ${s.name}\n\n${s.body}`).join("\n\n")}`);
   const others = input.skills.filter((s) => !always.includes(s));
   if (others.length) sections.push(skillsSummary(others));
+  if (input.recentHistory?.length) sections.push(`# Recent History\n\n${input.recentHistory.map((e) => `- [${e.timestamp}] ${e.content}`).join("\n")}`);
   return sections.join("\n\n---\n\n");
 }
 

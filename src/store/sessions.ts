@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { addUsage, chatMessageSchema, usageSchema, ZERO_USAGE, type ChatMessage, type Usage } from "../providers/messages.js";
+import { deleteConsolidationStateOp } from "../memory/session-state.js";
 import { KEY_END } from "../session-key.js";
 import type { ListOptions, Store, StoreOp } from "./store.js";
 import { listSubagents, subagentSessionKey } from "./subagents.js";
@@ -142,6 +143,7 @@ export async function deleteSessionOps(store: Store, key: string): Promise<Sessi
   }
 
   const ops: StoreOp[] = [...meta, ...messages, ...mail].map((k) => del("sessions", k));
+  ops.push(deleteConsolidationStateOp(key));
   for (const t of turns) {
     ops.push(del("turns", t.turnId), ...(await keysOf("journal", `${t.turnId}:`)).map((k) => del("journal", k)));
   }

@@ -55,6 +55,9 @@ describe("exec", () => {
     "echo '{}' >> memory/history.jsonl",
     "cat x | tee memory/history.jsonl",
     "sed -i s/a/b/ memory/history.jsonl",
+    "echo 0 > memory/.dream_cursor",
+    "echo 99 > memory/.cursor",
+    "cp /tmp/x memory/.cursor",
   ])("refuses the dangerous command %s", async (command) => {
     const { run } = await setup();
     expect(await run("exec", { command })).toMatch(/^Error: command refused by the safety guard: it matches the deny pattern/);
@@ -62,7 +65,7 @@ describe("exec", () => {
 
   it("lets harmless look-alikes through", () => {
     const p = policy("/ws", { restrict: false });
-    for (const command of ["rm -f a.txt", "grep -r format .", "cat memory/history.jsonl | wc -l", "echo rebooted-ness"]) {
+    for (const command of ["rm -f a.txt", "grep -r format .", "cat memory/history.jsonl | wc -l", "cat memory/.cursor", "echo rebooted-ness"]) {
       expect(refusalOf(command, "/ws", p), command).toBeUndefined();
     }
   });

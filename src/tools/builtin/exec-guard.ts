@@ -16,10 +16,10 @@ export const DEFAULT_DENY_PATTERNS = [
   String.raw`\binit\s+[06]\b`,
   String.raw`:\(\)\s*\{.*\};\s*:`, // fork bomb
   // The memory files Dream owns are written by troupe only.
-  String.raw`>>?\s*\S*(history\.jsonl|\.dream_cursor)`,
-  String.raw`\btee\b[^|;&<>]*(history\.jsonl|\.dream_cursor)`,
-  String.raw`\b(cp|mv|ln)\b[^|;&<>]*\s\S*(history\.jsonl|\.dream_cursor)\s*($|[|;&])`,
-  String.raw`\bsed\s+(-[a-z]*\s+)*-i[^|;&<>]*(history\.jsonl|\.dream_cursor)`,
+  String.raw`>>?\s*\S*(history\.jsonl|\.dream_cursor|memory/\.cursor)`,
+  String.raw`\btee\b[^|;&<>]*(history\.jsonl|\.dream_cursor|memory/\.cursor)`,
+  String.raw`\b(cp|mv|ln)\b[^|;&<>]*\s\S*(history\.jsonl|\.dream_cursor|memory/\.cursor)\s*($|[|;&])`,
+  String.raw`\bsed\s+(-[a-z]*\s+)*-i[^|;&<>]*(history\.jsonl|\.dream_cursor|memory/\.cursor)`,
 ];
 
 /** Paths every command may name: the harmless device files. */

@@ -1,0 +1,85 @@
+import { fromPromise, waitFor, type AnyActorRef } from "xstate";
+import { dreamMachine, type DreamContext } from "../machines/dream.machine.js";
+import type { DreamControl } from "../src/memory/commands.js";
+import type { Dream } from "../src/memory/dream.js";
+import type { DreamRecord, DreamRun } from "../src/memory/dream.js";
+import { commitDiff, memoryLog, restoreMemory } from "../src/memory/git.js";
+import { historyTimestamp } from "../src/memory/files.js";
+
+/** The Dream machine with its phases supplied: the supervisor's `dream` child. */
+export function createDreamLogic(dream: Dream) {
+  return dreamMachine.provide({
+    actors: {
+      load: fromPromise<DreamRecord>(() => dream.load()),
+      begin: fromPromise<DreamRun | undefined>(() => dream.begin()),
+      analyse: fromPromise<DreamRun, DreamRun>(({ input, signal }) => dream.analyse(input, signal)),
+      edit: fromPromise<DreamRun, DreamRun>(({ input, signal }) => dream.edit(input, signal)),
+      commit: fromPromise<DreamRecord, DreamRun>(({ input }) => dream.commit(input)),
+    },
+  });
+}
+
+const stamp = (seconds: number) => historyTimestamp(new Date(seconds * 1000));
+
+/** /dream-log and /dream-restore: the memory's git history, the same in every process. */
+export function memoryHistoryCommands(workspace: string, now: () => number = Date.now): Pick<DreamControl, "log" | "restore"> {
+  return {
+    async log(sha) {
+      if (sha) {
+        const { commit, diff } = await commitDiff(workspace, sha);
+        return [`${commit.sha.slice(0, 7)}  ${stamp(commit.timestamp)}`, commit.message, "", diff || "(no change to the memory files)"].join("\n");
+      }
+      const commits = await memoryLog(workspace, 10);
+      if (!commits.length) return "No Dream commits yet.";
+      return ["Recent memory commits (newest first; /dream-log <sha> shows one):", ...commits.map((c) => `${c.sha.slice(0, 7)}  ${stamp(c.timestamp)}  ${c.message.split("\n")[0]}`)].join("\n");
+    },
+    async restore(sha) {
+      const { from, sha: made } = await restoreMemory(workspace, sha, now);
+      return made
+        ? `Restored SOUL.md, USER.md and memory/MEMORY.md as of ${from.slice(0, 7)} (new commit ${made.slice(0, 7)}).`
+        : `SOUL.md, USER.md and memory/MEMORY.md are already as of ${from.slice(0, 7)}; nothing to restore.`;
+    },
+  };
+}
+
+/** /dream and friends against the daemon's Dream actor: /dream sends `run` and answers when the run ends. */
+export function actorDreamControl(ref: () => AnyActorRef | undefined, workspace: string, timeoutMs = 30 * 60_000): DreamControl {
+  return {
+    ...memoryHistoryCommands(workspace),
+    async run() {
+      const actor = ref();
+      if (!actor) return "Dream is not running (agents.defaults.dream.enabled is false, or it failed; see troupe status).";
+      const before = (actor.getSnapshot().context as DreamContext).runs;
+      actor.send({ type: "run" });
+      const done = await waitFor(actor, (s) => (s.context as DreamContext).runs > before, { timeout: timeoutMs });
+      return (done.context as DreamContext).lastResult ?? "done";
+    },
+  };
+}
+
+/** /dream and friends in a process without the daemon's actor (troupe agent, troupe dream run). */
+export function directDreamControl(dream: Dream, workspace: string): DreamControl {
+  return { ...memoryHistoryCommands(workspace), run: () => dream.runOnce() };
+}
+
+/**
+ * Dream for a process: its phases, and a DreamControl for the chat commands that runs Dream in
+ * process until `attach` hands it the daemon's actor (the daemon's supervisor owns Dream).
+ */
+export function createDreamRuntime(dream: Dream, workspace: string) {
+  let current: DreamControl = directDreamControl(dream, workspace);
+  const control: DreamControl = {
+    run: () => current.run(),
+    log: (sha) => current.log(sha),
+    restore: (sha) => current.restore(sha),
+  };
+  return {
+    dream,
+    control,
+    logic: createDreamLogic(dream),
+    attach(ref: () => AnyActorRef | undefined) {
+      current = actorDreamControl(ref, workspace);
+    },
+  };
+}
+export type DreamRuntime = ReturnType<typeof createDreamRuntime>;

@@ -1,0 +1,239 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { Logger } from "pino";
+import { TEMPLATES_DIR } from "../context/templates.js";
+import { fault } from "../fault.js";
+import type { LlmProvider } from "../providers/client.js";
+import type { ChatMessage } from "../providers/messages.js";
+import { getSessionMeta, sessionMessages, type SessionMeta, type StoredMessage } from "../store/sessions.js";
+import type { Store } from "../store/store.js";
+import { historyTimestamp, type HistoryEntry, type MemoryFiles } from "./files.js";
+import { consolidationStateOp, getConsolidationState, type ConsolidationState } from "./session-state.js";
+import { messageTokens, textTokens } from "./tokens.js";
+
+/** nanobot's limits: rounds per consolidation, messages per archived chunk. */
+export const MAX_ROUNDS = 5;
+export const MAX_CHUNK_MESSAGES = 60;
+/** A raw dump (the summary call failed) and a summary are cut to these. */
+export const RAW_ARCHIVE_MAX_CHARS = 16_000;
+export const SUMMARY_MAX_CHARS = 8_000;
+/** One message's share of the text handed to the summariser. */
+const MESSAGE_MAX_CHARS = 2_000;
+
+export interface ConsolidatorDeps {
+  store: Store;
+  provider: LlmProvider;
+  files: MemoryFiles;
+  /** Tokens a request may take (window − reply − buffer). */
+  budget: number;
+  /** What every request of the session carries besides its history: the system prompt and the tool schemas. */
+  fixedTokens: () => Promise<number>;
+  timezone?: string;
+  logger?: Logger;
+}
+
+export interface SessionView {
+  meta: SessionMeta;
+  state: ConsolidationState;
+  messages: StoredMessage[];
+}
+
+export interface Chunk {
+  from: number;
+  to: number;
+}
+
+const contentText = (m: ChatMessage): string =>
+  typeof m.content === "string" ? m.content : Array.isArray(m.content) ? m.content.map((p) => (p.type === "text" ? p.text : "[image]")).join(" ") : "";
+
+const cut = (text: string, max: number) => (text.length > max ? `${text.slice(0, max)}… (${text.length - max} more chars)` : text);
+
+/** Messages as dated lines, nanobot's archive format: `[YYYY-MM-DD HH:MM] ROLE [tools: a, b]: text`. */
+export function formatMessages(messages: StoredMessage[], timezone?: string, perMessage = MESSAGE_MAX_CHARS): string {
+  const lines: string[] = [];
+  for (const { message: m, at } of messages) {
+    const stamp = historyTimestamp(new Date(at), timezone);
+    const tools = m.role === "assistant" && m.tool_calls?.length ? ` [tools: ${m.tool_calls.map((c) => c.function.name).join(", ")}]` : "";
+    const role = m.role === "tool" ? `TOOL ${m.name ?? ""}`.trim() : m.role.toUpperCase();
+    const text = contentText(m);
+    if (!text && !tools) continue;
+    lines.push(`[${stamp}] ${role}${tools}: ${cut(text, perMessage)}`);
+  }
+  return lines.join("\n");
+}
+
+/**
+ * Where the next archived chunk ends: at a user message (so the kept history starts a turn), after
+ * at least `need` tokens when possible, and at most MAX_CHUNK_MESSAGES messages from `start`
+ * (unless no user message comes sooner: a turn is never split). Undefined when no user message
+ * follows `start`: the newest turn is never archived by the token trigger.
+ */
+export function pickBoundary(messages: ChatMessage[], start: number, need: number, maxMessages = MAX_CHUNK_MESSAGES): { end: number; removed: number } | undefined {
+  let removed = 0;
+  let last: { end: number; removed: number } | undefined;
+  for (let i = start; i < messages.length; i++) {
+    const m = messages[i]!;
+    if (i > start && m.role === "user") {
+      if (i - start > maxMessages && last) return last;
+      last = { end: i, removed };
+      if (removed >= need || i - start >= maxMessages) return last;
+    }
+    removed += messageTokens(m);
+  }
+  return last;
+}
+
+/** The whole tail in chunks of at most `maxMessages` that each start at a user message (for /new). */
+export function tailChunks(messages: ChatMessage[], start: number, maxMessages = MAX_CHUNK_MESSAGES): Chunk[] {
+  const chunks: Chunk[] = [];
+  let from = start;
+  while (from < messages.length) {
+    const to = messages.length - from <= maxMessages ? messages.length : (pickBoundary(messages, from, Number.POSITIVE_INFINITY, maxMessages)?.end ?? messages.length);
+    chunks.push({ from, to });
+    from = to;
+  }
+  return chunks;
+}
+
+/** The newest `to` of entries that archived this session's epoch: what is archived even if the store never heard. */
+export function archivedUpTo(entries: HistoryEntry[], meta: { key: string; epoch: number; createdAt: number }): number {
+  let to = 0;
+  for (const e of entries) {
+    if (e.session_key === meta.key && e.archived?.epoch === meta.epoch && e.archived.createdAt === meta.createdAt) to = Math.max(to, e.archived.to);
+  }
+  return to;
+}
+
+let template: Promise<string> | undefined;
+const archiveTemplate = () => (template ??= readFile(join(TEMPLATES_DIR, "prompts", "consolidator-archive.md"), "utf8"));
+
+/**
+ * nanobot's Consolidator, durable: when a session's estimated prompt reaches the budget, its oldest
+ * messages are archived (summarised by the model into history.jsonl, or dumped raw with a [RAW]
+ * marker when that fails) down to half the budget. Each history entry records the session and the
+ * message range it archived, and is synced before the session's `lastConsolidated` moves; a crash
+ * between the two is repaired from the entry (reconcile), so a range is never lost nor archived twice.
+ */
+export function createConsolidator(deps: ConsolidatorDeps) {
+  const locks = new Map<string, Promise<unknown>>();
+  const locked = <T>(key: string, fn: () => Promise<T>): Promise<T> => {
+    const next = (locks.get(key) ?? Promise.resolve()).then(fn, fn);
+    const tail = next.catch(() => undefined);
+    locks.set(key, tail);
+    void tail.then(() => locks.get(key) === tail && locks.delete(key));
+    return next;
+  };
+
+  /** The session, its messages and how many are archived, repaired from history.jsonl after a crash. */
+  async function view(sessionKey: string): Promise<SessionView | undefined> {
+    const meta = await getSessionMeta(deps.store, sessionKey);
+    if (!meta) return undefined;
+    const messages = await sessionMessages(deps.store, meta);
+    let state = await getConsolidationState(deps.store, meta);
+    const written = archivedUpTo(await deps.files.readHistory(), meta);
+    if (written > state.lastConsolidated) {
+      deps.logger?.info({ sessionKey, from: state.lastConsolidated, to: written }, "consolidation was interrupted after its history entry; catching up");
+      state = { ...state, lastConsolidated: written };
+      await deps.store.batch([consolidationStateOp(sessionKey, state)], { sync: true });
+    }
+    state = { ...state, lastConsolidated: Math.min(state.lastConsolidated, messages.length) };
+    return { meta, state, messages };
+  }
+
+  const unarchived = (v: SessionView) => v.messages.slice(v.state.lastConsolidated).filter((m) => !m.shownOnly).map((m) => m.message);
+
+  async function estimate(v: SessionView): Promise<number> {
+    return (await deps.fixedTokens()) + unarchived(v).reduce((n, m) => n + messageTokens(m), 0);
+  }
+
+  /** The summary of a chunk, or undefined when the model could not give one (the raw dump is used). */
+  async function summarise(chunk: StoredMessage[]): Promise<string | undefined> {
+    const system = (await archiveTemplate()).replaceAll("{{count}}", String(chunk.length));
+    let text = formatMessages(chunk, deps.timezone);
+    const room = deps.budget - textTokens(system) - 64;
+    if (room <= 0) return undefined;
+    if (textTokens(text) > room) text = formatMessages(chunk, deps.timezone, 300);
+    if (textTokens(text) > room) return undefined;
+    try {
+      const r = await deps.provider.chat({ messages: [{ role: "system", content: system }, { role: "user", content: text }], tools: [] });
+      if (r.toolCalls.length || r.finishReason === "length" || !r.content.trim()) return undefined;
+      return r.content.trim();
+    } catch (err) {
+      deps.logger?.warn({ err }, "the consolidation summary call failed; archiving the messages raw");
+      return undefined;
+    }
+  }
+
+  /** Archives messages [from, to) of the session's epoch: the entry first (synced), then the store. */
+  async function archive(v: SessionView, { from, to }: Chunk): Promise<"summary" | "raw" | "nothing"> {
+    const chunk = v.messages.slice(from, to);
+    const forModel = chunk.filter((m) => !m.shownOnly);
+    const summary = await summarise(forModel);
+    fault("consolidate-before-append");
+    const archived = { epoch: v.meta.epoch, from, to, createdAt: v.meta.createdAt };
+    let kind: "summary" | "raw" | "nothing";
+    if (summary === "(nothing)") kind = "nothing";
+    else if (summary) {
+      kind = "summary";
+      await deps.files.appendHistory({ content: cut(summary, SUMMARY_MAX_CHARS), sessionKey: v.meta.key, archived });
+    } else {
+      kind = "raw";
+      const body = cut(formatMessages(forModel, deps.timezone), RAW_ARCHIVE_MAX_CHARS);
+      await deps.files.appendHistory({ content: `[RAW] ${chunk.length} messages\n${body}`, sessionKey: v.meta.key, archived });
+    }
+    fault("consolidate-after-append");
+    v.state = { ...v.state, lastConsolidated: to };
+    await deps.store.batch([consolidationStateOp(v.meta.key, v.state)], { sync: true });
+    deps.logger?.info({ sessionKey: v.meta.key, from, to, kind }, "archived session messages");
+    return kind;
+  }
+
+  /** Token-triggered consolidation; returns how many chunks were archived. */
+  function maybeConsolidate(sessionKey: string): Promise<number> {
+    return locked(sessionKey, async () => {
+      const v = await view(sessionKey);
+      if (!v || deps.budget <= 0) return 0;
+      let estimated = await estimate(v);
+      if (estimated < deps.budget) return 0;
+      const target = Math.floor(deps.budget / 2);
+      let rounds = 0;
+      while (rounds < MAX_ROUNDS && estimated > target) {
+        // Indexes are positions in the epoch; shown-only messages cost nothing but move with their turn.
+        const all = v.messages.map((m) => (m.shownOnly ? ({ role: "assistant", content: "" } as ChatMessage) : m.message));
+        const b = pickBoundary(all, v.state.lastConsolidated, Math.max(1, estimated - target));
+        if (!b) break;
+        rounds++;
+        const kind = await archive(v, { from: v.state.lastConsolidated, to: b.end });
+        estimated = await estimate(v);
+        // A degraded model is not asked again in the same consolidation.
+        if (kind === "raw") break;
+      }
+      return rounds;
+    });
+  }
+
+  /** `/new`: the unarchived tail, archived in chunks the same way; returns how many messages. */
+  function archiveTail(sessionKey: string): Promise<number> {
+    return locked(sessionKey, async () => {
+      const v = await view(sessionKey);
+      if (!v) return 0;
+      const start = v.state.lastConsolidated;
+      for (const chunk of tailChunks(v.messages.map((m) => m.message), start)) await archive(v, chunk);
+      return v.messages.length - start;
+    });
+  }
+
+  return {
+    view,
+    maybeConsolidate,
+    archiveTail,
+    /** The session's prompt estimate against the budget, for /status. */
+    async status(sessionKey: string) {
+      const v = await view(sessionKey);
+      return { estimated: v ? await estimate(v) : await deps.fixedTokens(), budget: deps.budget, lastConsolidated: v?.state.lastConsolidated ?? 0, messages: v?.messages.length ?? 0 };
+    },
+    /** Resolves when no consolidation of the session runs. */
+    idle: (sessionKey: string) => locks.get(sessionKey) ?? Promise.resolve(),
+  };
+}
+export type Consolidator = ReturnType<typeof createConsolidator>;

@@ -1,0 +1,48 @@
+import { createHash } from "node:crypto";
+import { countTokens } from "gpt-tokenizer";
+import type { ToolSchema } from "../providers/client.js";
+import type { ChatMessage } from "../providers/messages.js";
+
+/**
+ * Token counts with a real BPE tokenizer (gpt-tokenizer, o200k_base). Other models' tokenizers
+ * differ by a few percent; the safety buffer in every budget absorbs that.
+ */
+
+/** What a message costs beyond its text (role, separators), as OpenAI counts chat messages. */
+const PER_MESSAGE = 4;
+/** An image part, counted as a high-detail tile set; what it really costs depends on the provider. */
+const PER_IMAGE = 800;
+/** The headroom kept below the window for tokenizer drift (nanobot's _SAFETY_BUFFER). */
+export const SAFETY_BUFFER = 1024;
+
+/** Counting a long text costs far more than hashing it; counts of long texts are kept by hash. */
+const cache = new Map<string, number>();
+const CACHE_LIMIT = 20_000;
+const CACHE_MIN_CHARS = 256;
+
+export function textTokens(text: string): number {
+  if (text.length < CACHE_MIN_CHARS) return countTokens(text);
+  const key = createHash("sha1").update(text).digest("base64");
+  const hit = cache.get(key);
+  if (hit !== undefined) return hit;
+  const n = countTokens(text);
+  if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value as string);
+  cache.set(key, n);
+  return n;
+}
+
+export function messageTokens(m: ChatMessage): number {
+  let n = PER_MESSAGE;
+  if (typeof m.content === "string") n += textTokens(m.content);
+  else if (Array.isArray(m.content)) for (const part of m.content) n += part.type === "text" ? textTokens(part.text) : PER_IMAGE;
+  if (m.role === "assistant" && m.tool_calls?.length) n += textTokens(JSON.stringify(m.tool_calls));
+  if (m.role === "tool") n += m.name ? textTokens(m.name) : 0;
+  return n;
+}
+
+export const messagesTokens = (messages: ChatMessage[]) => messages.reduce((sum, m) => sum + messageTokens(m), 0);
+
+export const toolsTokens = (tools: ToolSchema[]) => (tools.length ? textTokens(JSON.stringify(tools)) : 0);
+
+/** What a request may take: the window less the reply and the safety buffer. */
+export const inputBudget = (contextWindowTokens: number, maxTokens: number) => contextWindowTokens - maxTokens - SAFETY_BUFFER;
