@@ -83,7 +83,10 @@ export async function localBackend(loaded: LoadedConfig, opts: AgentOptions): Pr
   };
 
   async function finishInterrupted(out: Printer): Promise<void> {
-    for (const record of await interruptedTurns(runtime.store, opts.session)) {
+    const interrupted = await interruptedTurns(runtime.store, opts.session);
+    // Whether an interrupted MCP call is re-run depends on its tool's annotations: the servers must have had their first try.
+    if (interrupted.length) await runtime.mcp?.firstAttempts(30_000);
+    for (const record of interrupted) {
       if (cancelWanted) return;
       process.stderr.write(`(finishing a turn interrupted at ${when(record.updatedAt)})\n`);
       const result = await track(runtime.conversation.resume(record, channelReplyOps(record.input as TurnInput))).done;

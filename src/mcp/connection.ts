@@ -44,6 +44,8 @@ export interface ConnectOptions {
   /** The listed tools, resources or prompts changed (notifications/…/list_changed). */
   onListChanged: () => void;
   onStderr?: (line: string) => void;
+  /** A protocol error that does not end the connection (a stdio server printing its logs to stdout). */
+  onError?: (error: Error) => void;
   signal?: AbortSignal;
   /** For initialize and the listings. */
   timeoutMs: number;
@@ -80,7 +82,10 @@ export async function openConnection(server: McpServerConfig, opts: ConnectOptio
   let resolveClosed!: (error: Error | undefined) => void;
   const closed = new Promise<Error | undefined>((r) => (resolveClosed = r));
   let lastError: Error | undefined;
-  client.onerror = (err) => (lastError = err);
+  client.onerror = (err) => {
+    lastError = err;
+    opts.onError?.(err);
+  };
   client.onclose = () => resolveClosed(lastError);
   try {
     await client.connect(transport, { signal: opts.signal, timeout: opts.timeoutMs });

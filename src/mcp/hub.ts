@@ -150,6 +150,11 @@ export function createMcpHub(opts: McpHubOptions) {
         signal,
         timeoutMs: opts.connectTimeoutMs ?? 30_000,
         onStderr: (line) => logger.debug({ server: name, stderr: line }, "MCP server stderr"),
+        // Over HTTP these are mostly the event stream dropping (a restart): noted, not warned about.
+        onError: (err) =>
+          e.kind === "stdio"
+            ? logger.warn({ server: name, err: err.message }, "MCP server error (a stdio server must write only JSON-RPC to stdout; its logs belong on stderr)")
+            : logger.debug({ server: name, err: err.message }, "MCP transport error"),
         onListChanged: () => {
           if (e.connection !== connection) return;
           refresh(e, connection).then(

@@ -1,9 +1,10 @@
+import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtures/fake-openai.js";
-import { runCli } from "../helpers/cli.js";
+import { runCli, TROUPE_BIN } from "../helpers/cli.js";
 import { writeHome } from "../helpers/daemon.js";
 import { getJson, startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { fixtureLog, stdioFixture } from "../helpers/mcp.js";
@@ -184,6 +185,27 @@ describe("MCP in troupe agent and the CLI", () => {
     expect(system).toMatch(/MCP servers not ready[\s\S]*- gone: reconnecting \(last error: .*ENOENT/);
     expect(system).not.toMatch(/- fx:/);
   }, 120_000);
+
+  it("troupe agent killed -9 mid-MCP-call: the next run finishes that turn, re-running the read-only call", async () => {
+    fake = await toolCaller();
+    const home = await tmp();
+    const log = join(home, "mcp.log");
+    const release = join(home, "release");
+    await writeHome(home, fake.url, { config: { tools: { mcpServers: { fx: stdioFixture(log) } } } });
+    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("TROUPE_")));
+    const agent = spawn(process.execPath, [TROUPE_BIN, "agent", "-m", `call mcp_fx_slow_read ${JSON.stringify({ ms: 1, untilFile: release })}`], { env: { ...clean, TROUPE_HOME: home } });
+    const exited = new Promise((resolve) => agent.once("exit", resolve));
+    await until(async () => (await fixtureLog(log)).some((e) => e.tool === "slow_read" && e.event === "start"), 60_000, "the call to start");
+    agent.kill("SIGKILL");
+    await exited;
+    await writeFile(release, "go");
+    const r = await runCli(["agent", "-m", 'call mcp_fx_echo {"text":"next"}', "--no-markdown"], { TROUPE_HOME: home });
+    expect(r.stderr).toMatch(/finishing a turn interrupted/);
+    expect(r.stdout).toContain("tool said: slow read finished");
+    expect(r.stdout).toContain("tool said: echo: next");
+    expect(r.code).toBe(0);
+    expect((await fixtureLog(log)).filter((e) => e.tool === "slow_read" && e.event === "start")).toHaveLength(2);
+  }, 180_000);
 
   it("troupe mcp list without a daemon connects once; a server that cannot start is listed as failed (exit 1)", async () => {
     fake = await toolCaller();

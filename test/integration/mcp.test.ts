@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { startDaemon } from "../helpers/daemon.js";
 import { fixtureLog, startHub, stdioFixture } from "../helpers/mcp.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { toolCtx } from "../helpers/tools.js";
@@ -254,5 +255,30 @@ describe("MCP over SSE, restarted", () => {
     } finally {
       await fx.close();
     }
+  }, 120_000);
+});
+
+describe("MCP servers under the daemon's supervisor", () => {
+  it("each server is a child mcp:<name> in the live tree; one past its limit is failed there and in the supervisor, the others ready", async () => {
+    const dir = await tempDir();
+    const daemon = await startDaemon(
+      dir,
+      "http://127.0.0.1:9",
+      { config: { tools: { mcpServers: { fx: stdioFixture(join(dir, "log")), gone: { command: "/nonexistent/mcp-server" } } } } },
+      { policy: { maxRestarts: 1, baseDelayMs: 10, maxDelayMs: 50 } },
+    );
+    try {
+      await until(() => daemon.supervisor.getSnapshot().context.children["mcp:gone"]?.status === "failed", 30_000, "gone failed in the supervisor");
+      await until(() => daemon.mcp?.status().find((s) => s.name === "fx")?.state === "ready", 60_000, "fx ready");
+      const children = daemon.tree.tree()!.children;
+      expect(children).toContainEqual(expect.objectContaining({ id: "mcp:gone", machine: "mcp", state: "failed" }));
+      expect(children).toContainEqual(expect.objectContaining({ id: "mcp:fx", machine: "mcp", state: "ready" }));
+      expect(daemon.supervisor.getSnapshot().context.children["mcp:gone"]?.lastError).toMatch(/ENOENT/);
+      expect(daemon.supervisor.getSnapshot().context.children["mcp:fx"]?.status).toBe("running");
+    } finally {
+      await daemon.shutdown();
+    }
+    const pid = (await fixtureLog(join(dir, "log"))).find((e) => e.event === "started")!.pid;
+    await until(() => !alive(pid), 20_000, "fx to stop with the daemon");
   }, 120_000);
 });
