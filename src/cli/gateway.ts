@@ -31,8 +31,9 @@ export async function runGateway(loaded: LoadedConfig, opts: { consoleLogs: bool
   installCrashHandlers({ logger: daemon.logger, redact: createRedactor(secretsOf(config)), name: "troupe gateway" });
   const notice = sandboxNotice(chooseExecSandbox(config.tools, process.env, paths.configFile));
   if (notice) daemon.logger.warn(notice);
-  if (loaded.unrunnableChannels.length > 0) {
-    const warning = `enabled in config but troupe cannot run ${loaded.unrunnableChannels.join(", ")}: ${loaded.unrunnableChannels.length > 1 ? "they" : "it"} will not start`;
+  const unrunnable = loaded.unrunnableChannels ?? [];
+  if (unrunnable.length > 0) {
+    const warning = `enabled in config but troupe cannot run ${unrunnable.join(", ")}: ${unrunnable.length > 1 ? "they" : "it"} will not start`;
     console.error(`warning: ${warning}`);
     daemon.logger.warn(warning);
   }

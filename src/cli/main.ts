@@ -67,7 +67,7 @@ program
     const loaded = await loadForCli();
     for (const line of await statusLines(loaded)) console.log(line);
     // An enabled channel that will not run is a problem a script checking status must see.
-    if (loaded.unrunnableChannels.length > 0) process.exitCode = 1;
+    if ((loaded.unrunnableChannels ?? []).length > 0) process.exitCode = 1;
   });
 
 program

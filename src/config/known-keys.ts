@@ -16,6 +16,9 @@ export type KeyKind =
 
 const PATTERNS = Object.keys(NANOBOT_KEYS).map((k) => k.split("."));
 
+/** A path as the key list spells it: camelCase segments, list indexes as `*`. */
+const canonical = (path: string[]) => path.map((s) => (/^\d+$/.test(s) ? "*" : snakeToCamel(s)));
+
 /** The NANOBOT_KEYS entry a path matches: its own key first, the pattern with fewest `*` otherwise. */
 function matchKey(path: string[]): string | undefined {
   const segs = canonical(path);
@@ -28,9 +31,6 @@ function matchKey(path: string[]): string | undefined {
   }
   return best?.key;
 }
-
-/** A path as the key list spells it: camelCase segments, list indexes as `*`. */
-const canonical = (path: string[]) => path.map((s) => (/^\d+$/.test(s) ? "*" : snakeToCamel(s)));
 
 /** The nanobot key a path names: a concrete key first, a `*` pattern (any name) otherwise. */
 export function nanobotKey(path: string[]): [boolean, string, string, unknown?] | undefined {

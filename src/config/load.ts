@@ -18,7 +18,7 @@ export interface LoadedConfig {
   fromFile: boolean;
   warnings: string[];
   /** channels.<name> enabled in the file that troupe cannot run (nanobot's other channels, plugins). */
-  unrunnableChannels: string[];
+  unrunnableChannels?: string[];
 }
 
 /** Line and column of a character offset, for "which file and where" on unparseable JSON. */
