@@ -163,6 +163,21 @@ sessions
   });
 
 program
+  .command("inspect [machine]")
+  .description("draw troupe's state machines (no daemon needed): text, Mermaid or JSON, or an HTML page; --live shows the running daemon's actors")
+  .option("-f, --format <format>", "text, mermaid or json", "text")
+  .option("-o, --out <file.html>", "write a standalone HTML page that draws the machines")
+  .option("--live", "the running daemon's actor tree with current states, refreshed (like top); Ctrl-C exits")
+  .option("--interval <seconds>", "how often --live refreshes", "1")
+  .action(async (machine: string | undefined, opts: { format: string; out?: string; live?: boolean; interval: string }) => {
+    const { inspectCommand, inspectLive } = await import("./inspect.js");
+    if (!opts.live) return void (process.exitCode = await inspectCommand({ machine, ...opts }));
+    const seconds = Number(opts.interval);
+    if (!(seconds >= 0.1)) throw new TroupeError(`--interval must be a number of seconds (0.1 or more), not ${opts.interval}`);
+    process.exitCode = await inspectLive(dataPaths(process.env), { intervalMs: seconds * 1000 });
+  });
+
+program
   .command("doctor")
   .description("check config, provider (one tiny request), gateway port, Telegram, store and disk; exit 1 if anything failed")
   .action(async () => {
