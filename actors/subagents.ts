@@ -22,7 +22,7 @@ import { ToolError } from "../src/tools/contract.js";
 import type { SubagentControl } from "../src/tools/builtin/spawn.js";
 import type { ToolRegistry } from "../src/tools/registry.js";
 import { newTurnId } from "./conversation.js";
-import { startTurn, type TurnHandle, type TurnResult } from "./turn.js";
+import { startTurn, type TurnDeps, type TurnHandle, type TurnResult } from "./turn.js";
 
 export interface SubagentPoolDeps {
   config: Config;
@@ -35,6 +35,8 @@ export interface SubagentPoolDeps {
   bus?: Bus;
   logger?: Logger;
   now?: () => number;
+  /** Follows each subagent's turn in the actor tree. */
+  inspectRoot?: TurnDeps["inspectRoot"];
   /** Hands a finished subagent's report (already in the origin session's inbox) to that session. */
   deliver(result: InboxRecord): void;
 }
@@ -67,7 +69,7 @@ export function createSubagentPool(deps: SubagentPoolDeps): SubagentPool {
   const queued = new Map<string, AbortController>();
   const live = new Map<string, { record: SubagentRecord; phase: string; since: number }>();
   const waiters = new Map<string, Array<(r: SubagentRecord) => void>>();
-  const turnDeps = { store: deps.store, provider: deps.provider, registry: deps.registry, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now };
+  const turnDeps = { store: deps.store, provider: deps.provider, registry: deps.registry, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now, inspectRoot: deps.inspectRoot };
 
   deps.bus?.ofType("turn_state").subscribe((e) => {
     const id = subagentIdOf(e.sessionKey);

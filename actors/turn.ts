@@ -1,6 +1,7 @@
-import { createActor, fromPromise, type AnyActorRef } from "xstate";
+import { createActor, fromPromise, type AnyActorRef, type InspectionEvent } from "xstate";
 import type { Logger } from "pino";
 import type { Bus } from "../src/bus/index.js";
+import { turnActorId } from "../src/server/actor-tree.js";
 import { microcompact } from "../src/context/microcompact.js";
 import { repairHistory } from "../src/providers/history.js";
 import type { LlmProvider } from "../src/providers/client.js";
@@ -32,6 +33,8 @@ export interface TurnDeps {
   logger?: Logger;
   now?: () => number;
   barrier?: CheckpointBarrier;
+  /** Follows a turn started on its own (a subagent) in the actor tree, by its readable id. */
+  inspectRoot?: (id: string) => (event: InspectionEvent) => void;
   /** false skips the per-transition checkpoints (only the final batch is written): for measuring their cost, never for use. */
   durable?: boolean;
 }
@@ -226,9 +229,10 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
     settled: (turnId) => entryOf(turnId).promise,
     start(start, onFinal) {
       const turnId = "record" in start ? start.record.turnId : start.input.turnId;
+      const sessionKey = "record" in start ? start.record.sessionKey : start.input.sessionKey;
       if (onFinal) entryOf(turnId).onFinal = onFinal;
       const done = entryOf(turnId).promise;
-      const actor = createActor(logic, { input: start });
+      const actor = createActor(logic, { input: start, inspect: deps.inspectRoot?.(turnActorId(sessionKey, turnId)) });
       actor.start();
       // A failed checkpoint ends the actor here; it resumes from its last durable checkpoint later.
       done.catch(() => actor.stop());

@@ -143,7 +143,16 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   const limiter = createLimiter(d.maxConcurrentTurns);
   // Subagents get the built-in tools but message (they do not talk to the user); they cannot spawn (depth 1).
   const subagentTools = createBuiltinTools({ config: loaded.config, workspace: loaded.workspace, paths: loaded.paths, store, bus, channels: () => [] });
+  const tree = createActorTree(bus, {
+    secrets: secretsOf(loaded.config),
+    // A subagent's turn is an actor system of its own; the tree shows it under the session that spawned it.
+    attachTo: (id) => {
+      const sub = subagents.active().find((a) => `subagent:${a.record.id}` === id);
+      return sub ? `session:${sub.record.origin.sessionKey}` : undefined;
+    },
+  });
   const subagents = createSubagentPool({
+    inspectRoot: tree.inspectRoot,
     config: loaded.config,
     store,
     provider: core.provider,
@@ -157,7 +166,6 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   });
   core.registry.register(spawnTool(subagents));
   core.registry.register(subagentsTool(subagents));
-  const tree = createActorTree(bus);
   /** An answer that needs no turn; the message it answers leaves the inbox in the same batch. */
   const notice = (sessionKey: string, message: SessionMessage, text: string) =>
     queueDelivery(store, bus, replyRecord(message, text, `notice:${message.id}`, [message.id], Date.now()), inboxDeleteOps(sessionKey, [message.id])).catch(

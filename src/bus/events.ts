@@ -62,15 +62,30 @@ export const turnStateEvent = z.object({
   at,
 });
 
-export const actorEvent = z.object({
-  type: z.enum(["actor_spawned", "actor_stopped", "actor_state"]),
+const actorFields = {
+  /** Readable and unique: session:<key>, turn:<session>:<turnId>, subagent:<id>, … */
   actorId: z.string(),
   parentId: z.string().nullable(),
   kind: z.string(),
   machine: z.string().nullable(),
   state: z.string().nullable(),
   at,
+};
+
+export const actorEvent = z.object({ type: z.enum(["actor_spawned", "actor_stopped"]), ...actorFields });
+
+/** A state change: from which state, on which event, and the snapshot after it (redacted: no secrets, long contents cut). */
+export const actorStateEvent = z.object({
+  type: z.literal("actor_state"),
+  ...actorFields,
+  from: z.string().optional(),
+  event: z.string().nullable().optional(),
+  snapshot: z.object({ status: z.string().nullable(), context: z.unknown() }).nullable().optional(),
+  error: z.string().nullable().optional(),
 });
+
+/** An event an actor's machine received, and which actor sent it. */
+export const actorEventEvent = z.object({ type: z.literal("actor_event"), ...actorFields, event: z.string(), source: z.string().nullable() });
 
 export const busEvent = z.discriminatedUnion("type", [
   inboundEvent,
@@ -79,6 +94,8 @@ export const busEvent = z.discriminatedUnion("type", [
   toolHintEvent,
   turnStateEvent,
   actorEvent,
+  actorStateEvent,
+  actorEventEvent,
 ]);
 
 export type BusEvent = z.infer<typeof busEvent>;

@@ -277,7 +277,12 @@ async function sessionBusy(daemon: Daemon, key: string): Promise<boolean> {
 /** Subagents are turn actors of the pool; the tree shows them under the session that spawned them. */
 function subagentsUnder(daemon: Daemon) {
   return (root: ActorNode) => {
+    const shown = new Set<string>();
+    const walk = (n: ActorNode): void => void (shown.add(n.id), n.children.forEach(walk));
+    walk(root);
     for (const { record, phase, since } of daemon.subagents.active()) {
+      // Running ones are in the tree already (their turn actor); queued ones are not actors yet.
+      if (shown.has(`subagent:${record.id}`)) continue;
       const parent = root.children.find((c) => c.id === `session:${record.origin.sessionKey}`) ?? root;
       parent.children.push({ id: `subagent:${record.id}`, kind: "subagent", machine: "turn", state: phase, since, children: [] });
     }
