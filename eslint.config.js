@@ -19,7 +19,7 @@ export default tseslint.config(
     files: ["src/server/inspector/**/*.js"],
     languageOptions: {
       sourceType: "script",
-      globals: { window: "readonly", document: "readonly", ELK: "readonly", fetch: "readonly", sessionStorage: "readonly", TextDecoder: "readonly", setTimeout: "readonly", setInterval: "readonly", clearTimeout: "readonly", location: "readonly", AbortController: "readonly", URLSearchParams: "readonly" },
+      globals: { window: "readonly", document: "readonly", ELK: "readonly", fetch: "readonly", sessionStorage: "readonly", TextDecoder: "readonly", setTimeout: "readonly", requestAnimationFrame: "readonly", setInterval: "readonly", clearTimeout: "readonly", location: "readonly", AbortController: "readonly", URLSearchParams: "readonly" },
     },
   },
 );

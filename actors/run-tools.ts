@@ -103,7 +103,7 @@ export function createRunTools(deps: RunToolsDeps) {
         },
         call.argumentsError,
       );
-      await deps.store.batch([toolJournalOp({ ...started, status: "completed", result, at: now() })], { sync: true });
+      await deps.store.batch([toolJournalOp({ ...started, status: "completed", result, at: now(), startedAt: started.at })], { sync: true });
       fault("after-tool-completed");
       results.set(index, result);
     }

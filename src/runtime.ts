@@ -20,6 +20,7 @@ import { spawnTool, subagentsTool } from "./tools/builtin/spawn.js";
 import { ConfigError, TroupeError } from "./errors.js";
 import { createLimiter, type Limiter } from "./limiter.js";
 import { createActorTree, type ActorTree } from "./server/actor-tree.js";
+import { createEventLog, type EventLog } from "./server/event-log.js";
 import { queueDelivery } from "./store/outbox.js";
 import { createConversation, type Conversation } from "../actors/conversation.js";
 import { createBus, type Bus } from "./bus/index.js";
@@ -110,6 +111,8 @@ export interface Daemon extends AgentRuntime {
   supervisor: Actor<typeof supervisorMachine>;
   subagents: SubagentPool;
   tree: ActorTree;
+  /** The last minutes of actor events, for `/api/events?since=`. */
+  events: EventLog;
   limiter: Limiter;
   /** Each channel's state, for `troupe daemon start` and `status`. */
   channels(): ChannelState[];
@@ -143,6 +146,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   const limiter = createLimiter(d.maxConcurrentTurns);
   // Subagents get the built-in tools but message (they do not talk to the user); they cannot spawn (depth 1).
   const subagentTools = createBuiltinTools({ config: loaded.config, workspace: loaded.workspace, paths: loaded.paths, store, bus, channels: () => [] });
+  const events = createEventLog(bus);
   const tree = createActorTree(bus, {
     secrets: secretsOf(loaded.config),
     // A subagent's turn is an actor system of its own; the tree shows it under the session that spawned it.
@@ -289,6 +293,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     supervisor,
     subagents,
     tree,
+    events,
     limiter,
     accept,
     channels: channelStates,
