@@ -90,6 +90,10 @@ export function createSubagentPool(deps: SubagentPoolDeps): SubagentPool {
 
   const settle = (record: SubagentRecord) => {
     live.delete(record.id);
+    deps.logger?.info(
+      { subagent: record.id, sessionKey: record.origin.sessionKey, status: record.status, durationMs: (record.finishedAt ?? now()) - record.createdAt },
+      "subagent finished",
+    );
     for (const resolve of waiters.get(record.id) ?? []) resolve(record);
     waiters.delete(record.id);
     if (!record.wait && record.status !== "cancelled") deps.deliver(resultRecord(record));
@@ -172,6 +176,7 @@ export function createSubagentPool(deps: SubagentPoolDeps): SubagentPool {
       await deps.store.batch([subagentPutOp(record)], { sync: true });
       // A free slot is taken now, so the model is told the truth: running, not queued.
       const slot = deps.limiter.tryAcquire();
+      deps.logger?.info({ subagent: id, sessionKey: origin.sessionKey, label, queued: !slot }, "subagent spawned");
       void run(record, undefined, slot);
       return { record: slot ? { ...record, status: "running" } : record, existing: false };
     },

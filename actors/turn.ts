@@ -91,7 +91,7 @@ function effects(deps: TurnDeps, barrier: CheckpointBarrier) {
         // Whatever was stored, the model gets a well-formed history; older read-only results are compacted.
         compact: (messages) => microcompact(repairHistory(messages), (name) => deps.registry.get(name)?.readOnly === true),
       }),
-      runTools: createRunTools({ registry: deps.registry, store: deps.store, barrier, workspace: deps.workspace, bus: deps.bus, now: deps.now }),
+      runTools: createRunTools({ registry: deps.registry, store: deps.store, barrier, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now: deps.now }),
       checkpointed: fromPromise<void, CheckpointedInput>(({ input, signal }) => barrier.reached(input.turnId, input.seq, signal)),
     },
   });
@@ -144,6 +144,8 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
     let pendingInitial = resumed ? [] : [...((start as { initialOps?: StoreOp[] }).initialOps ?? []), openTurnOp(turnId, input.sessionKey)];
     let inputStored = Boolean(resumed);
     let failed = false;
+    const startedAt = now();
+    deps.logger?.info({ sessionKey: input.sessionKey, turnId, channel: input.channel, ...(resumed ? { resumedFrom: resumed.state, resumes } : {}) }, resumed ? "turn resumed" : "turn started");
 
     const fail = (err: unknown) => {
       if (failed) return;
@@ -187,6 +189,11 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
           if (withInput) inputStored = true;
           barrier.mark(turnId, record.seq);
           if (result) {
+            const { usage, iteration, error } = result.output;
+            deps.logger?.info(
+              { sessionKey: input.sessionKey, turnId, state: result.state, iterations: iteration, tokens: usage.totalTokens, durationMs: now() - startedAt, ...(error ? { error } : {}) },
+              "turn finished",
+            );
             barrier.forget(turnId);
             entry.resolve(result);
           }

@@ -121,10 +121,13 @@ export const supervisorMachine = setup({
         return;
       }
       enqueue.assign({ children: { ...context.children, [id]: { ...record, status: "restarting", failures, lastError, since: now } } });
+      enqueue({ type: "childRestarting", params: { id, error: lastError, restarts: failures.length, delayMs: restartDelay(context.policy, failures.length) } } as never);
       enqueue.raise({ type: "child.restart", id } as SupervisorEvent, { delay: restartDelay(context.policy, failures.length) });
     }),
     /** A message for a session that has failed for good: tell the sender. Supplied by the composition. */
     rejectMessage: (_, _params: { sessionKey: string; message: SessionMessage; reason: string }) => {},
+    /** A child failed and restarts after a backoff. Supplied by the composition (logs it). */
+    childRestarting: (_, _params: { id: string; error: string; restarts: number; delayMs: number }) => {},
     /** A child passed the intensity limit. Supplied by the composition (logs it). */
     childFailed: (_, _params: { id: string; error: string }) => {},
   },

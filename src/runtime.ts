@@ -16,6 +16,7 @@ import { fault } from "./fault.js";
 import { parseSessionKey } from "./session-key.js";
 import { inboxDeleteOps, inboxPutOps, wasSeen } from "./store/inbox.js";
 import { sessionsToRecover } from "./store/recovery.js";
+import { listOpenTurns } from "./store/turns.js";
 import { spawnTool, subagentsTool } from "./tools/builtin/spawn.js";
 import { ConfigError, TroupeError } from "./errors.js";
 import { createLimiter, type Limiter } from "./limiter.js";
@@ -239,6 +240,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     const media = inbound.media ?? [];
     await store.batch(inboxPutOps({ id, sessionKey, channel, chatId: inbound.chatId, senderId: inbound.senderId, content: inbound.content, media, at }), { sync: true });
     fault("after-inbox-write");
+    logger.info({ channel, sessionKey, messageId: id, chars: inbound.content.length, ...(media.length ? { media: media.length } : {}) }, "message received");
     bus.publish({ type: "inbound", channel, chatId: inbound.chatId, senderId: inbound.senderId, content: inbound.content, messageId: id, media, sessionKey, at });
     supervisor.send({ type: "inbound", sessionKey, message: { id, channel, chatId: inbound.chatId, content: inbound.content, at, media } });
     return id;
@@ -265,6 +267,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
       actions: {
         rejectMessage: (_, { sessionKey, message, reason }) => void notice(sessionKey, message, `This session is unavailable: it failed repeatedly (${reason}). Restart troupe to try again.`),
         childFailed: (_, { id, error }) => logger.error({ actor: id, error }, "actor failed past its restart limit; marked failed"),
+        childRestarting: (_, { id, error, restarts, delayMs }) => logger.warn({ actor: id, error, restarts, delayMs }, "actor failed; restarting"),
       },
     }),
     { input: { policy: opts.policy, sessionIdleMs: d.sessionIdleSeconds * 1000 }, inspect: tree.inspect },
@@ -281,7 +284,9 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   for (const name of channels.keys()) supervisor.send({ type: "channel.start", name });
   // Recovery: sessions with an interrupted turn or unanswered messages start now, not at their next message.
   const { wake, left } = await sessionsToRecover(store, (channel) => channels.has(channel));
-  if (wake.length) logger.info({ sessions: wake }, "recovering interrupted work");
+  const openTurns = (await listOpenTurns(store, undefined, { onCorrupt: () => {} })).filter((t) => wake.includes(t.sessionKey)).length;
+  if (wake.length) logger.info({ turnsToResume: openTurns, sessions: wake.length, sessionKeys: wake }, `recovering interrupted work: ${openTurns} turn(s) to resume, ${wake.length} session(s) with work waiting`);
+  else logger.info({ turnsToResume: 0 }, "recovery at start: nothing was interrupted");
   if (left.length) logger.info({ sessions: left }, "not resuming turns on channels this daemon does not serve; troupe agent finishes a cli turn before its session's next message");
   for (const sessionKey of wake) supervisor.send({ type: "wake", sessionKey });
   const resumedSubagents = await subagents.recover();

@@ -117,13 +117,15 @@ daemon
   });
 daemon
   .command("logs")
-  .description("print the log (pretty)")
+  .description("print the log, one line per entry: messages received, turns, tool calls, subagents, deliveries, restarts, recovery")
   .option("-f, --follow", "keep printing new lines")
   .option("-n, --lines <n>", "how many lines to show", "50")
-  .action(async (opts: { follow?: boolean; lines: string }) => {
+  .option("-s, --session <key>", "only the lines about one session (channel:chatId)")
+  .action(async (opts: { follow?: boolean; lines: string; session?: string }) => {
     const lines = Number.parseInt(opts.lines, 10);
     if (!Number.isInteger(lines) || lines < 0) throw new TroupeError(`--lines must be a whole number, not ${opts.lines}`);
-    process.exitCode = await showLogs(dataPaths(), { follow: Boolean(opts.follow), lines });
+    const session = opts.session === undefined ? undefined : parseSessionKey(opts.session);
+    process.exitCode = await showLogs(dataPaths(), { follow: Boolean(opts.follow), lines, session });
   });
 // The service commands need the data dir and the names of config.json's ${VAR}s, not a config that loads in this shell.
 daemon
