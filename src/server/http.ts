@@ -128,8 +128,9 @@ const json = (res: ServerResponse, status: number, body: unknown) => {
 
 /**
  * The loopback control API: health, the live actor tree, sessions and their history, messages in
- * (answered as server-sent events) and a stream of actor events. Everything but /health needs the
- * bearer token from <data dir>/gateway.token. It answers only requests addressed to its own host
+ * (answered as server-sent events), a stream of actor events, the machines' graphs and the inspector
+ * page. Everything but /health and the inspector page's own files needs the bearer token from
+ * <data dir>/gateway.token. It answers only requests addressed to its own host
  * (see allowedHosts) and sends no CORS headers: a web page gets nothing from it.
  */
 export async function startControlServer(daemon: Daemon, opts: { host: string; port: number; token: string }): Promise<ControlServer> {
