@@ -53,6 +53,17 @@ export const toolHintEvent = z.object({
   at,
 });
 
+/** A model call failed and is retried after a backoff. */
+export const modelRetryEvent = z.object({
+  type: z.literal("model_retry"),
+  sessionKey: z.string(),
+  turnId: z.string(),
+  attempt: z.number().int().positive(),
+  delayMs: z.number().nonnegative(),
+  status: z.number().int().nullable(),
+  at,
+});
+
 export const turnStateEvent = z.object({
   type: z.literal("turn_state"),
   sessionKey: z.string(),
@@ -93,6 +104,7 @@ export const busEvent = z.discriminatedUnion("type", [
   progressEvent,
   toolHintEvent,
   turnStateEvent,
+  modelRetryEvent,
   actorEvent,
   actorStateEvent,
   actorEventEvent,

@@ -7,6 +7,7 @@ import { TroupeError } from "../errors.js";
 import { createAgentRuntime, type AgentRuntime } from "../runtime.js";
 import { connectDaemon, type DaemonClient } from "./client.js";
 import { createPrinter, type Printer, type PrinterOptions } from "./printer.js";
+import { createProgress, type Progress } from "./progress.js";
 import { when } from "./sessions.js";
 import { inboxDeleteOps } from "../store/inbox.js";
 import { outboxDeliveredOps, outboxPutOp, pendingOutbox } from "../store/outbox.js";
@@ -88,11 +89,14 @@ const NOTHING_RUNS = "Nothing is running.";
 async function localBackend(loaded: LoadedConfig, opts: AgentOptions): Promise<Backend> {
   const runtime = await createAgentRuntime(loaded);
   let printer: Printer | undefined;
+  let progress: Progress | undefined;
   const stopDelivery = await deliverToTerminal(runtime, (text) => (printer ? printer.message(text) : process.stdout.write(`${text}\n`)));
   const mine = (e: { sessionKey: string }) => e.sessionKey === opts.session;
   const subs = [
-    runtime.bus.ofType("progress").subscribe((e) => mine(e) && printer?.delta(e.delta)),
-    runtime.bus.ofType("turn_state").subscribe((e) => mine(e) && printer?.boundary()),
+    runtime.bus.ofType("progress").subscribe((e) => mine(e) && (progress?.text(), printer?.delta(e.delta))),
+    runtime.bus.ofType("turn_state").subscribe((e) => mine(e) && (printer?.boundary(), progress?.state(e.state))),
+    runtime.bus.ofType("tool_hint").subscribe((e) => mine(e) && progress?.tool(e.tool, e.hint)),
+    runtime.bus.ofType("model_retry").subscribe((e) => mine(e) && progress?.retry(e.status, e.delayMs)),
   ];
   let asking = false;
   let running: TurnHandle | undefined;
@@ -119,12 +123,15 @@ async function localBackend(loaded: LoadedConfig, opts: AgentOptions): Promise<B
       if (isStop(content)) return { content: NOTHING_RUNS };
       asking = true;
       printer = out;
+      progress = createProgress(out);
       try {
         await finishInterrupted(out);
         if (cancelWanted) return { content: "Stopped.", state: "cancelled" };
         const reply = await runtime.conversation.handle({ sessionKey: opts.session, ...sessionParts(opts.session), content }, track);
         return { content: reply.content, state: reply.state };
       } finally {
+        progress?.stop();
+        progress = undefined;
         asking = false;
         running = undefined;
         cancelWanted = false;
@@ -151,16 +158,23 @@ function remoteBackend(client: DaemonClient, opts: AgentOptions): Backend {
     async ask(content, out) {
       busy = true;
       let state: string | undefined;
+      const progress = createProgress(out);
       try {
         const reply = await client.send(opts.session, content, (event, data) => {
-          if (event === "progress") out.delta(String(data.delta));
-          else if (event === "turn_state") {
+          if (event === "progress") {
+            progress.text();
+            out.delta(String(data.delta));
+          } else if (event === "turn_state") {
             state = String(data.state);
             out.boundary();
-          } else if (event === "message") out.message(String(data.content));
+            progress.state(state);
+          } else if (event === "tool_hint") progress.tool(String(data.tool), String(data.hint));
+          else if (event === "model_retry") progress.retry(typeof data.status === "number" ? data.status : null, Number(data.delayMs));
+          else if (event === "message") out.message(String(data.content));
         });
         return { content: reply, state: state && TURN_FINAL_STATES.includes(state as never) ? state : undefined };
       } finally {
+        progress.stop();
         busy = false;
       }
     },

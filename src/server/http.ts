@@ -147,7 +147,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     const sse = openSse(res);
     let id: string | undefined;
     const sub = merge(
-      bus.ofType("progress", "tool_hint", "turn_state").pipe(filter((e) => e.sessionKey === key)),
+      bus.ofType("progress", "tool_hint", "turn_state", "model_retry").pipe(filter((e) => e.sessionKey === key)),
       bus.ofType("outbound").pipe(filter((e) => e.channel === "api")),
     ).subscribe((e) => {
       if (e.type !== "outbound") return sse.send(e.type, e);
