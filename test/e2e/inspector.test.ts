@@ -36,6 +36,8 @@ describe("the inspector page (real Chromium, real gateway)", () => {
   let events: AbortController;
 
   beforeAll(async () => {
+    // First, so a missing Chromium fails the suite at once, loudly.
+    browser = await launchChromium();
     // Each step of the turn takes a while, so the page can be watched in each state.
     fake = await startFakeOpenAi([], (req) => {
       const last = req.body.messages.at(-1);
@@ -46,7 +48,6 @@ describe("the inspector page (real Chromium, real gateway)", () => {
     await writeHome(home, fake.url, { config: { gateway: { port: 0 } } });
     g = await startGateway(home);
     token = (await readFile(join(home, "gateway.token"), "utf8")).trim();
-    browser = await launchChromium();
     // The daemon's own record of every state change, to time the page against.
     events = new AbortController();
     void (async () => {

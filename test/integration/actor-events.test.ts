@@ -1,4 +1,8 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import type { ActorNode } from "../../src/server/actor-tree.js";
+import { startControlServer } from "../../src/server/http.js";
 import type { BusEvent } from "../../src/bus/events.js";
 import type { Daemon } from "../../src/runtime.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
@@ -69,5 +73,49 @@ describe("actor ids and the event stream", () => {
     const inTree = await until(() => daemon!.tree.tree()?.children.find((c) => c.id === "session:api:s")?.children.find((c) => c.id === sub.actorId));
     expect(inTree.kind).toBe("subagent");
     await until(() => events.some((e) => e.type === "actor_state" && e.actorId === sub.actorId && e.state === "responded"), 20_000, "the subagent responded");
+    // Its story in the log: spawned, finished.
+    const id = sub.actorId.slice("subagent:".length);
+    const log = join(daemon.loaded.paths.logsDir, "troupe.log");
+    const lines = await until(async () => {
+      const entries = (await readFile(log, "utf8")).split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+      return entries.some((e) => e.msg === "subagent finished") && entries.filter((e) => e.subagent === id);
+    }, 20_000, "the subagent's log lines");
+    expect(lines.map((e) => e.msg)).toEqual(["subagent spawned", "subagent finished"]);
+    expect(lines[0]).toMatchObject({ sessionKey: "api:s", label: "job 1", queued: false });
+    expect(lines[1]).toMatchObject({ sessionKey: "api:s", status: "responded", durationMs: expect.any(Number) });
+  });
+
+  it("a restarted actor shows its restart count in /api/actors, and its restart is logged", async () => {
+    fake = await startFakeOpenAi([], (req) =>
+      req.body.messages.some((m) => m.role === "tool") ? { content: "finished" } : { toolCalls: [{ name: "list_dir", arguments: {} }] },
+    );
+    daemon = await startDaemon(await tmp(), fake.url, {}, { policy: { baseDelayMs: 20 } });
+    // One checkpoint cannot be written: the session crashes, the supervisor restarts it, the turn resumes.
+    const batch = daemon.store.batch.bind(daemon.store);
+    let failures = 0;
+    daemon.store.batch = async (ops, opts) => {
+      const cp = ops.find((op) => op.type === "put" && op.sublevel === "turns") as { value: { state: string } } | undefined;
+      if (cp?.value.state === "tools_completed" && failures++ === 0) throw new Error("IO error: No space left on device");
+      return batch(ops, opts);
+    };
+    const server = await startControlServer(daemon, { host: "127.0.0.1", port: 0, token: "t0ken-for-the-test" });
+    try {
+      const id = await sendApi(daemon, "cp", "list the workspace");
+      expect((await replyTo(daemon, id)).content).toBe("finished");
+      const res = await fetch(`${server.url}/api/actors`, { headers: { authorization: "Bearer t0ken-for-the-test" } });
+      const { root } = (await res.json()) as { root: ActorNode };
+      expect(root.children.find((c) => c.id === "session:api:cp")?.restarts).toBe(1);
+      const log = join(daemon.loaded.paths.logsDir, "troupe.log");
+      const restart = await until(async () =>
+        (await readFile(log, "utf8"))
+          .split("\n")
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as Record<string, unknown>)
+          .find((e) => e.msg === "actor failed; restarting"),
+      );
+      expect(restart).toMatchObject({ actor: "session:api:cp", restarts: 1, delayMs: 20, error: expect.stringContaining("No space left on device") });
+    } finally {
+      await server.close();
+    }
   });
 });
