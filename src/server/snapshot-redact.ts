@@ -24,8 +24,9 @@ export function createSnapshotRedactor(opts: RedactOptions = {}): (value: unknow
   const maxDepth = opts.maxDepth ?? 6;
   const walk = (value: unknown, depth: number): unknown => {
     if (typeof value === "string") {
-      const text = redact(value);
-      return text.length > maxString ? `${text.slice(0, maxString)}… (${text.length} chars)` : text;
+      // Cut before redacting (a long tool result is not scanned whole), with a margin so a secret at the cut is still caught.
+      const text = redact(value.length > maxString + 200 ? value.slice(0, maxString + 200) : value);
+      return value.length > maxString ? `${text.slice(0, maxString)}… (${value.length} chars)` : text;
     }
     if (value === null || typeof value !== "object") return typeof value === "function" ? "(function)" : value;
     if (depth >= maxDepth) return Array.isArray(value) ? `(${value.length} items)` : "(…)";
