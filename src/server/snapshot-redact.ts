@@ -26,7 +26,7 @@ export function createSnapshotRedactor(opts: RedactOptions = {}): (value: unknow
     if (typeof value === "string") {
       // Cut before redacting (a long tool result is not scanned whole), with a margin so a secret at the cut is still caught.
       const text = redact(value.length > maxString + 200 ? value.slice(0, maxString + 200) : value);
-      return value.length > maxString ? `${text.slice(0, maxString)}… (${value.length} chars)` : text;
+      return text.length > maxString ? `${text.slice(0, maxString)}… (${value.length} chars)` : text;
     }
     if (value === null || typeof value !== "object") return typeof value === "function" ? "(function)" : value;
     if (depth >= maxDepth) return Array.isArray(value) ? `(${value.length} items)` : "(…)";
