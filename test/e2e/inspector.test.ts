@@ -102,12 +102,18 @@ describe("the inspector page (real Chromium, real gateway)", () => {
     await page.waitForSelector('#status[data-status="live"]');
 
     // When each of the turn's states first shows in the page, by the same clock as the daemon's.
-    // (Browser code as a string: this project's types have no DOM.)
+    // The tree shows each actor's current state (a state that lasts a millisecond may fall between
+    // two frames); the selected actor's list of transitions shows every one. (Browser code as a
+    // string: this project's types have no DOM.)
     await page.evaluate(`
       window.seen = {};
       new MutationObserver(() => {
         for (const li of document.querySelectorAll('#tree li[data-kind="turn"]')) window.seen[li.dataset.state] ??= Date.now();
-      }).observe(document.querySelector("#tree"), { childList: true, subtree: true, attributes: true });
+        for (const li of document.querySelectorAll("#transitions li")) {
+          const to = / → (\\S+)/.exec(li.textContent);
+          if (to) window.seen[to[1]] ??= Date.now();
+        }
+      }).observe(document.querySelector("main"), { childList: true, subtree: true, attributes: true });
     `);
     const { replied } = sendMessage(g, "api:web", "what is in my workspace?");
     const turn = await page.waitForSelector('#tree li[data-actor-id^="turn:api:web:"]');
