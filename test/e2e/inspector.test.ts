@@ -62,7 +62,7 @@ describe("the inspector page (real Chromium, real gateway)", () => {
     g?.proc.kill("SIGTERM");
     await g?.exited;
     await fake?.close();
-    await rm(home, { recursive: true, force: true });
+    if (home) await rm(home, { recursive: true, force: true });
   });
 
   const open = async (): Promise<Page> => {
