@@ -75,6 +75,8 @@ interface Backend {
   /** Asks the running turn to stop (Ctrl-C, /stop); false when nothing runs. */
   cancel(): boolean;
   close(): Promise<void>;
+  /** Replies that come while nobody asked (a subagent's report, answered by a turn of its own) go to `print`. */
+  follow?(print: (text: string) => void): void;
 }
 
 const isStop = (content: string) => content.trim().split(/\s+/)[0]?.toLowerCase() === "/stop";
@@ -154,14 +156,31 @@ async function localBackend(loaded: LoadedConfig, opts: AgentOptions): Promise<B
 /** Talks to the daemon over its control API: progress streams on a TTY, message-tool sends print as they come. */
 function remoteBackend(client: DaemonClient, opts: AgentOptions): Backend {
   let busy = false;
+  /** Messages this client sent: their replies come back on their own stream. */
+  const sent = new Set<string>();
+  const following = new AbortController();
   return {
+    follow(print) {
+      void client
+        .follow(
+          opts.session,
+          (reply) => {
+            // A reply to our own message, or (while we ask) a message-tool send, is on the ask's stream already.
+            if (reply.answers.some((id) => sent.has(id)) || (busy && reply.answers.length === 0)) return;
+            print(reply.content);
+          },
+          following.signal,
+        )
+        .catch(() => undefined);
+    },
     async ask(content, out) {
       busy = true;
       let state: string | undefined;
       const progress = createProgress(out);
       try {
         const reply = await client.send(opts.session, content, (event, data) => {
-          if (event === "progress") {
+          if (event === "accepted") sent.add(String(data.id));
+          else if (event === "progress") {
             progress.text();
             out.delta(String(data.delta));
           } else if (event === "turn_state") {
@@ -183,7 +202,7 @@ function remoteBackend(client: DaemonClient, opts: AgentOptions): Backend {
       void client.send(opts.session, "/stop").catch(() => undefined);
       return true;
     },
-    close: async () => {},
+    close: async () => following.abort(),
   };
 }
 
@@ -302,6 +321,13 @@ async function interactive(backend: Backend, opts: AgentOptions, where: string, 
     if (isStop(content) && working && backend.cancel()) return void process.stdout.write("(cancelling…)\n");
     queue.push(content);
     void drain();
+  });
+  // A report that arrives while the prompt waits is printed above it, and the prompt drawn again.
+  backend.follow?.((text) => {
+    const printer = createPrinter(process.stdout, printerOptions);
+    if (!working) process.stdout.write("\r\x1b[K");
+    printer.message(text);
+    if (!working) rl.prompt(true);
   });
   console.log(`troupe agent — session ${opts.session} (${where}). /help for commands, Ctrl-C cancels a turn, Ctrl-D exits.`);
   rl.setPrompt("you> ");

@@ -9,6 +9,8 @@ export interface DaemonClient {
   pid: number;
   get<T>(path: string): Promise<T>;
   delete<T>(path: string): Promise<T>;
+  /** Every reply on the session's API chat as it is sent, until `signal` aborts. */
+  follow(sessionKey: string, onReply: (reply: { content: string; answers: string[] }) => void, signal: AbortSignal): Promise<void>;
   /** Sends a message to a session; events (progress, tool hints, messages) go to onEvent; resolves with the reply. */
   send(sessionKey: string, content: string, onEvent?: (event: string, data: Record<string, unknown>) => void, signal?: AbortSignal): Promise<string>;
 }
@@ -34,6 +36,13 @@ export async function connectDaemon(paths: DataPaths, timeoutMs = 2_000, checked
     pid: info.pid,
     get: async <T>(path: string) => (await (await request(path)).json()) as T,
     delete: async <T>(path: string) => (await (await request(path, { method: "DELETE" })).json()) as T,
+    async follow(sessionKey, onReply, signal) {
+      const res = await request(`/api/sessions/${encodeURIComponent(sessionKey)}/replies?follow=1`, { signal });
+      for await (const { event, data } of readSse(res.body!)) {
+        const payload = data as { content?: unknown; answers?: unknown };
+        if (event === "reply") onReply({ content: String(payload.content), answers: Array.isArray(payload.answers) ? payload.answers.map(String) : [] });
+      }
+    },
     async send(sessionKey, content, onEvent, signal) {
       const res = await request(`/api/sessions/${encodeURIComponent(sessionKey)}/messages`, {
         method: "POST",

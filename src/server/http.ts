@@ -172,6 +172,20 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     );
   }
 
+  /** Every reply on an API chat as it is sent, as server-sent events: what a client waiting at its prompt shows (a subagent's report, answered by a turn of its own). */
+  function followReplies(req: IncomingMessage, res: ServerResponse, key: string) {
+    const sse = openSse(res);
+    const sub = bus
+      .ofType("outbound")
+      .pipe(filter((e) => e.channel === "api" && e.chatId === key))
+      .subscribe((e) => sse.send("reply", { content: e.content, answers: e.answers, deliveryId: e.deliveryId }));
+    const keepAlive = setInterval(() => sse.comment("keep-alive"), 15_000);
+    req.on("close", () => {
+      sub.unsubscribe();
+      clearInterval(keepAlive);
+    });
+  }
+
   let allowed = new Set<string>();
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -237,6 +251,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
         daemon.logger.info({ sessionKey: key, ...deletion.counts }, "session deleted");
         return json(res, 200, { deleted: key, ...deletion.counts });
       }
+      if (req.method === "GET" && sessionMatch[2] === "/replies" && url.searchParams.get("follow") === "1") return followReplies(req, res, key);
       if (req.method === "GET" && sessionMatch[2] === "/replies") return json(res, 200, { replies: await apiReplies(store, key) });
       if (req.method === "POST" && sessionMatch[2] === "/messages") {
         const { content } = parseBody(messageBody, await readJson(req));

@@ -5,6 +5,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { runCli, TROUPE_BIN } from "../helpers/cli.js";
 import { useTempDirs } from "../helpers/tmp.js";
+import { startSubagentModel } from "../fixtures/subagent-model.js";
+import { writeHome } from "../helpers/daemon.js";
+import { startGateway } from "../helpers/gateway.js";
 
 /** Progress where people wait: `troupe agent` on a real pseudo-terminal shows the turn's state, each tool as it runs and a retried model call. */
 describe("troupe agent progress", () => {
@@ -65,5 +68,41 @@ describe("troupe agent progress", () => {
     expect(r.stdout).toBe("All tested.\n");
     expect(r.stdout + r.stderr).not.toMatch(/[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]/);
     expect(r.stdout + r.stderr).not.toContain("\x1b[K");
+  });
+
+  it("through the daemon, interactive: a subagent's report is printed as it arrives, without a new message", async () => {
+    const model = await startSubagentModel({ subagentMs: 1_500 });
+    fake = model.fake;
+    const home = await tempDir();
+    await writeHome(home, fake.url, { config: { gateway: { port: 0 } } });
+    const g = await startGateway(home);
+    const child = spawn("script", ["-qfec", `stty cols 100 rows 40; ${process.execPath} ${TROUPE_BIN} agent`, "/dev/null"], { env: { ...process.env, TROUPE_HOME: home, TERM: "xterm" } });
+    let screen = "";
+    child.stdout.on("data", (d: Buffer) => (screen += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+    const waitFor = async (pattern: RegExp) => {
+      const deadline = Date.now() + 30_000;
+      while (!pattern.test(screen)) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern}; screen: ${JSON.stringify(screen)}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    try {
+      await waitFor(/\(daemon pid \d+\)[\s\S]*you> /);
+      child.stdin.write("please spawn 1\r");
+      await waitFor(/Started 1\.[\s\S]*you> /);
+      // Nothing typed: the report comes to the prompt, which is drawn again below it.
+      await waitFor(/Summary: report on t1[\s\S]*you> /);
+      // Each printed once (a streamed line is shown raw, then rendered in its place: one finished line).
+      expect(screen.match(/Started 1\.\r\n/g), JSON.stringify(screen)).toHaveLength(1);
+      expect(screen.match(/Summary: report on t1/g), JSON.stringify(screen)).toHaveLength(1);
+      child.stdin.write("\x04");
+      const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r("still running"), 15_000))]);
+      expect(code, `screen: ${JSON.stringify(screen)}`).toBe(0);
+    } finally {
+      child.kill("SIGKILL");
+      g.proc.kill("SIGTERM");
+      await g.exited;
+    }
   });
 });
