@@ -14,4 +14,12 @@ export default tseslint.config(
       "no-constant-condition": ["error", { checkLoops: false }],
     },
   },
+  {
+    // The inspector page's scripts run in the browser (elkjs's ELK is loaded before them).
+    files: ["src/server/inspector/**/*.js"],
+    languageOptions: {
+      sourceType: "script",
+      globals: { window: "readonly", document: "readonly", ELK: "readonly", fetch: "readonly", sessionStorage: "readonly", TextDecoder: "readonly", setTimeout: "readonly", requestAnimationFrame: "readonly", setInterval: "readonly", clearTimeout: "readonly", location: "readonly", AbortController: "readonly", URLSearchParams: "readonly" },
+    },
+  },
 );

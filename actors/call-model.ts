@@ -30,6 +30,8 @@ export function createCallModel(deps: CallModelDeps) {
       signal,
       onDelta: (delta) =>
         deps.bus?.publish({ type: "progress", sessionKey: input.sessionKey, turnId: input.turnId, delta, at: now() }),
+      onRetry: ({ attempt, delayMs, status }) =>
+        deps.bus?.publish({ type: "model_retry", sessionKey: input.sessionKey, turnId: input.turnId, attempt, delayMs, status, at: now() }),
     });
   });
 }

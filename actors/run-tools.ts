@@ -1,4 +1,5 @@
 import { fromPromise } from "xstate";
+import type { Logger } from "pino";
 import type { Bus } from "../src/bus/index.js";
 import { fault } from "../src/fault.js";
 import type { ParsedToolCall } from "../src/providers/messages.js";
@@ -14,6 +15,7 @@ export interface RunToolsDeps {
   barrier: CheckpointBarrier;
   workspace: string;
   bus?: Bus;
+  logger?: Logger;
   now?: () => number;
 }
 
@@ -39,10 +41,10 @@ export function planBatches(calls: ParsedToolCall[], registry: ToolRegistry): Pa
   return batches;
 }
 
-function hintOf(call: ParsedToolCall): string {
+function hintOf(call: ParsedToolCall, max = 60): string {
   const first = call.arguments ? Object.values(call.arguments)[0] : undefined;
   const text = typeof first === "string" ? first : call.rawArguments;
-  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+  return text.length > max ? `${text.slice(0, max - 3)}...` : text;
 }
 
 /**
@@ -103,7 +105,13 @@ export function createRunTools(deps: RunToolsDeps) {
         },
         call.argumentsError,
       );
-      await deps.store.batch([toolJournalOp({ ...started, status: "completed", result, at: now() })], { sync: true });
+      const completedAt = now();
+      await deps.store.batch([toolJournalOp({ ...started, status: "completed", result, at: completedAt, startedAt: started.at })], { sync: true });
+      // A short hint of the arguments only (the logger redacts secrets in it); never the arguments.
+      deps.logger?.info(
+        { sessionKey: input.sessionKey, turnId: input.turnId, tool: call.name, hint: hintOf(call, 40), durationMs: completedAt - started.at, outcome: result.startsWith("Error") ? "error" : "ok" },
+        "tool call",
+      );
       fault("after-tool-completed");
       results.set(index, result);
     }

@@ -23,7 +23,7 @@ import type { SubagentControl } from "../src/tools/builtin/spawn.js";
 import type { ToolRegistry } from "../src/tools/registry.js";
 import { newTurnId } from "./conversation.js";
 import { inputBudget } from "../src/memory/tokens.js";
-import { startTurn, type TurnHandle, type TurnResult } from "./turn.js";
+import { startTurn, type TurnDeps, type TurnHandle, type TurnResult } from "./turn.js";
 
 export interface SubagentPoolDeps {
   config: Config;
@@ -36,6 +36,8 @@ export interface SubagentPoolDeps {
   bus?: Bus;
   logger?: Logger;
   now?: () => number;
+  /** Follows each subagent's turn in the actor tree. */
+  inspectRoot?: TurnDeps["inspectRoot"];
   /** Hands a finished subagent's report (already in the origin session's inbox) to that session. */
   deliver(result: InboxRecord): void;
 }
@@ -68,7 +70,7 @@ export function createSubagentPool(deps: SubagentPoolDeps): SubagentPool {
   const queued = new Map<string, AbortController>();
   const live = new Map<string, { record: SubagentRecord; phase: string; since: number }>();
   const waiters = new Map<string, Array<(r: SubagentRecord) => void>>();
-  const turnDeps = { store: deps.store, provider: deps.provider, registry: deps.registry, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now, contextBudget: inputBudget(d.contextWindowTokens, d.maxTokens) };
+  const turnDeps = { store: deps.store, provider: deps.provider, registry: deps.registry, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now, contextBudget: inputBudget(d.contextWindowTokens, d.maxTokens), inspectRoot: deps.inspectRoot };
 
   deps.bus?.ofType("turn_state").subscribe((e) => {
     const id = subagentIdOf(e.sessionKey);
@@ -89,6 +91,10 @@ export function createSubagentPool(deps: SubagentPoolDeps): SubagentPool {
 
   const settle = (record: SubagentRecord) => {
     live.delete(record.id);
+    deps.logger?.info(
+      { subagent: record.id, sessionKey: record.origin.sessionKey, status: record.status, durationMs: (record.finishedAt ?? now()) - record.createdAt },
+      "subagent finished",
+    );
     for (const resolve of waiters.get(record.id) ?? []) resolve(record);
     waiters.delete(record.id);
     if (!record.wait && record.status !== "cancelled") deps.deliver(resultRecord(record));
@@ -173,6 +179,7 @@ export function createSubagentPool(deps: SubagentPoolDeps): SubagentPool {
       await deps.store.batch([subagentPutOp(record)], { sync: true });
       // A free slot is taken now, so the model is told the truth: running, not queued.
       const slot = deps.limiter.tryAcquire();
+      deps.logger?.info({ subagent: id, sessionKey: origin.sessionKey, label, queued: !slot }, "subagent spawned");
       void run(record, undefined, slot);
       return { record: slot ? { ...record, status: "running" } : record, existing: false };
     },

@@ -1,6 +1,7 @@
-import { createActor, fromPromise, type AnyActorRef } from "xstate";
+import { createActor, fromPromise, type AnyActorRef, type InspectionEvent } from "xstate";
 import type { Logger } from "pino";
 import type { Bus } from "../src/bus/index.js";
+import { turnActorId } from "../src/server/actor-tree.js";
 import { microcompact } from "../src/context/microcompact.js";
 import { fitToBudget } from "../src/memory/fit.js";
 import { toolsTokens } from "../src/memory/tokens.js";
@@ -36,6 +37,8 @@ export interface TurnDeps {
   barrier?: CheckpointBarrier;
   /** Tokens a model request may take (window − reply − buffer): every request is fitted to it (src/memory/fit.ts). */
   contextBudget?: number;
+  /** Follows a turn started on its own (a subagent) in the actor tree, by its readable id. */
+  inspectRoot?: (id: string) => (event: InspectionEvent) => void;
   /** false skips the per-transition checkpoints (only the final batch is written): for measuring their cost, never for use. */
   durable?: boolean;
 }
@@ -95,7 +98,7 @@ function effects(deps: TurnDeps, barrier: CheckpointBarrier) {
           return deps.contextBudget ? fitToBudget(compacted, deps.contextBudget, toolsTokens(deps.registry.schemas())) : compacted;
         },
       }),
-      runTools: createRunTools({ registry: deps.registry, store: deps.store, barrier, workspace: deps.workspace, bus: deps.bus, now: deps.now }),
+      runTools: createRunTools({ registry: deps.registry, store: deps.store, barrier, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now: deps.now }),
       checkpointed: fromPromise<void, CheckpointedInput>(({ input, signal }) => barrier.reached(input.turnId, input.seq, signal)),
     },
   });
@@ -152,6 +155,8 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
     // resumed from an older format has its own messages only in its snapshot, so they are written again.
     const inputCount = input.messages.length;
     let messagesQueued = resumed?.messageCount ?? inputCount;
+    const startedAt = now();
+    deps.logger?.info({ sessionKey: input.sessionKey, turnId, channel: input.channel, ...(resumed ? { resumedFrom: resumed.state, resumes } : {}) }, resumed ? "turn resumed" : "turn started");
 
     const fail = (err: unknown) => {
       if (failed) return;
@@ -209,6 +214,11 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
           if (withInput) inputStored = true;
           barrier.mark(turnId, record.seq);
           if (result) {
+            const { usage, iteration, error } = result.output;
+            deps.logger?.info(
+              { sessionKey: input.sessionKey, turnId, state: result.state, iterations: iteration, tokens: usage.totalTokens, durationMs: now() - startedAt, ...(error ? { error } : {}) },
+              "turn finished",
+            );
             barrier.forget(turnId);
             entry.resolve(result);
           }
@@ -251,9 +261,10 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
     settled: (turnId) => entryOf(turnId).promise,
     start(start, onFinal) {
       const turnId = "record" in start ? start.record.turnId : start.input.turnId;
+      const sessionKey = "record" in start ? start.record.sessionKey : start.input.sessionKey;
       if (onFinal) entryOf(turnId).onFinal = onFinal;
       const done = entryOf(turnId).promise;
-      const actor = createActor(logic, { input: start });
+      const actor = createActor(logic, { input: start, inspect: deps.inspectRoot?.(turnActorId(sessionKey, turnId)) });
       actor.start();
       // A failed checkpoint ends the actor here; it resumes from its last durable checkpoint later.
       done.catch(() => actor.stop());

@@ -164,6 +164,7 @@ export const supervisorMachine = setup({
         return;
       }
       enqueue.assign({ children: withChild(context.children, { ...record, status: "restarting", failures, lastError, since: now }) });
+      enqueue({ type: "childRestarting", params: { id, error: lastError, restarts: failures.length, delayMs: restartDelay(context.policy, failures.length) } } as never);
       enqueue.raise({ type: "child.restart", id } as SupervisorEvent, { delay: restartDelay(context.policy, failures.length) });
     }),
     /** A parked or idle session after the store recovered: started again (parked ones with the messages kept for them). */
@@ -183,6 +184,8 @@ export const supervisorMachine = setup({
     }),
     /** A message for a session that has failed for good: tell the sender. Supplied by the composition. */
     rejectMessage: (_, _params: { sessionKey: string; message: SessionMessage; reason: string }) => {},
+    /** A child failed and restarts after a backoff. Supplied by the composition (logs it). */
+    childRestarting: (_, _params: { id: string; error: string; restarts: number; delayMs: number }) => {},
     /** A child passed the intensity limit. Supplied by the composition (logs it). */
     childFailed: (_, _params: { id: string; error: string }) => {},
   },

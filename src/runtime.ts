@@ -24,10 +24,12 @@ import { fault } from "./fault.js";
 import { parseSessionKey } from "./session-key.js";
 import { inboxDeleteOps, inboxPutOps, wasSeen } from "./store/inbox.js";
 import { sessionsToRecover } from "./store/recovery.js";
+import { listOpenTurns } from "./store/turns.js";
 import { spawnTool, subagentsTool } from "./tools/builtin/spawn.js";
 import { ConfigError, TroupeError } from "./errors.js";
 import { createLimiter, type Limiter } from "./limiter.js";
 import { createActorTree, type ActorTree } from "./server/actor-tree.js";
+import { createEventLog, type EventLog } from "./server/event-log.js";
 import { queueDelivery } from "./store/outbox.js";
 import { createConversation, type Conversation } from "../actors/conversation.js";
 import { createBus, type Bus } from "./bus/index.js";
@@ -166,6 +168,8 @@ export interface Daemon extends AgentRuntime {
   supervisor: Actor<typeof supervisorMachine>;
   subagents: SubagentPool;
   tree: ActorTree;
+  /** The last minutes of actor events, for `/api/events?since=`. */
+  events: EventLog;
   limiter: Limiter;
   /** Cron jobs (add, list, remove, enable); changes re-arm the scheduler. */
   cron: CronService;
@@ -217,7 +221,17 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   const limiter = createLimiter(d.maxConcurrentTurns);
   // Subagents get the built-in tools but message (they do not talk to the user); they cannot spawn (depth 1).
   const subagentTools = createBuiltinTools({ config: loaded.config, workspace: loaded.workspace, paths: loaded.paths, store, bus, channels: () => [] });
+  const events = createEventLog(bus);
+  const tree = createActorTree(bus, {
+    secrets: secretsOf(loaded.config),
+    // A subagent's turn is an actor system of its own; the tree shows it under the session that spawned it.
+    attachTo: (id) => {
+      const sub = subagents.active().find((a) => `subagent:${a.record.id}` === id);
+      return sub ? `session:${sub.record.origin.sessionKey}` : undefined;
+    },
+  });
   const subagents = createSubagentPool({
+    inspectRoot: tree.inspectRoot,
     config: loaded.config,
     store,
     provider: core.provider,
@@ -231,7 +245,6 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   });
   core.registry.register(spawnTool(subagents));
   core.registry.register(subagentsTool(subagents));
-  const tree = createActorTree(bus);
   /** An answer that needs no turn; the message it answers leaves the inbox in the same batch. */
   const notice = (sessionKey: string, message: SessionMessage, text: string) =>
     queueDelivery(store, bus, replyRecord(message, text, `notice:${message.id}`, [message.id], Date.now()), inboxDeleteOps(sessionKey, [message.id])).catch(
@@ -319,6 +332,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     const media = inbound.media ?? [];
     await store.batch(inboxPutOps({ id, sessionKey, channel, chatId: inbound.chatId, senderId: inbound.senderId, content: inbound.content, media, at }), { sync: true });
     fault("after-inbox-write");
+    logger.info({ channel, sessionKey, messageId: id, chars: inbound.content.length, ...(media.length ? { media: media.length } : {}) }, "message received");
     bus.publish({ type: "inbound", channel, chatId: inbound.chatId, senderId: inbound.senderId, content: inbound.content, messageId: id, media, sessionKey, at });
     supervisor.send({ type: "inbound", sessionKey, message: { id, channel, chatId: inbound.chatId, content: inbound.content, at, media } });
     return id;
@@ -356,6 +370,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
       actions: {
         rejectMessage: (_, { sessionKey, message, reason }) => void notice(sessionKey, message, `This session is unavailable: it failed repeatedly (${reason}). Restart troupe to try again.`),
         childFailed: (_, { id, error }) => logger.error({ actor: id, error }, "actor failed past its restart limit; marked failed"),
+        childRestarting: (_, { id, error, restarts, delayMs }) => logger.warn({ actor: id, error, restarts, delayMs }, "actor failed; restarting"),
       },
     }),
     { input: { policy: opts.policy, sessionIdleMs: d.sessionIdleSeconds * 1000 }, inspect: tree.inspect },
@@ -414,7 +429,9 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   }
   // Recovery: sessions with an interrupted turn or unanswered messages start now, not at their next message.
   const { wake, left } = await sessionsToRecover(store, (channel) => channels.has(channel));
-  if (wake.length) logger.info({ sessions: wake }, "recovering interrupted work");
+  const openTurns = (await listOpenTurns(store, undefined, { onCorrupt: () => {} })).filter((t) => wake.includes(t.sessionKey)).length;
+  if (wake.length) logger.info({ turnsToResume: openTurns, sessions: wake.length, sessionKeys: wake }, `recovering interrupted work: ${openTurns} turn(s) to resume, ${wake.length} session(s) with work waiting`);
+  else logger.info({ turnsToResume: 0 }, "recovery at start: nothing was interrupted");
   if (left.length) logger.info({ sessions: left }, "not resuming turns on channels this daemon does not serve; troupe agent finishes a cli turn before its session's next message");
   for (const sessionKey of wake) supervisor.send({ type: "wake", sessionKey });
   const resumedSubagents = await subagents.recover();
@@ -460,6 +477,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     supervisor,
     subagents,
     tree,
+    events,
     limiter,
     cron,
     async runCronJob(id) {

@@ -53,6 +53,17 @@ export const toolHintEvent = z.object({
   at,
 });
 
+/** A model call failed and is retried after a backoff. */
+export const modelRetryEvent = z.object({
+  type: z.literal("model_retry"),
+  sessionKey: z.string(),
+  turnId: z.string(),
+  attempt: z.number().int().positive(),
+  delayMs: z.number().nonnegative(),
+  status: z.number().int().nullable(),
+  at,
+});
+
 export const turnStateEvent = z.object({
   type: z.literal("turn_state"),
   sessionKey: z.string(),
@@ -62,15 +73,30 @@ export const turnStateEvent = z.object({
   at,
 });
 
-export const actorEvent = z.object({
-  type: z.enum(["actor_spawned", "actor_stopped", "actor_state"]),
+const actorFields = {
+  /** Readable and unique: session:<key>, turn:<session>:<turnId>, subagent:<id>, … */
   actorId: z.string(),
   parentId: z.string().nullable(),
   kind: z.string(),
   machine: z.string().nullable(),
   state: z.string().nullable(),
   at,
+};
+
+export const actorEvent = z.object({ type: z.enum(["actor_spawned", "actor_stopped"]), ...actorFields });
+
+/** A state change: from which state, on which event, and the snapshot after it (redacted: no secrets, long contents cut). */
+export const actorStateEvent = z.object({
+  type: z.literal("actor_state"),
+  ...actorFields,
+  from: z.string().optional(),
+  event: z.string().nullable().optional(),
+  snapshot: z.object({ status: z.string().nullable(), context: z.unknown() }).nullable().optional(),
+  error: z.string().nullable().optional(),
 });
+
+/** An event an actor's machine received, and which actor sent it. */
+export const actorEventEvent = z.object({ type: z.literal("actor_event"), ...actorFields, event: z.string(), source: z.string().nullable() });
 
 export const busEvent = z.discriminatedUnion("type", [
   inboundEvent,
@@ -78,7 +104,10 @@ export const busEvent = z.discriminatedUnion("type", [
   progressEvent,
   toolHintEvent,
   turnStateEvent,
+  modelRetryEvent,
   actorEvent,
+  actorStateEvent,
+  actorEventEvent,
 ]);
 
 export type BusEvent = z.infer<typeof busEvent>;

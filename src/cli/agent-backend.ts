@@ -14,6 +14,8 @@ export interface Backend {
   /** Asks the running turn to stop (Ctrl-C, /stop); false when nothing runs. */
   cancel(): boolean;
   close(): Promise<void>;
+  /** Replies that come while nobody asked (a subagent's report, answered by a turn of its own) go to `print`. */
+  follow?(print: (text: string) => void): void;
 }
 
 export const isStop = (content: string) => content.trim().split(/\s+/)[0]?.toLowerCase() === "/stop";

@@ -10,6 +10,7 @@ import type { TurnInput } from "../../machines/turn.machine.js";
 import { isStop, NOTHING_RUNS, type Backend } from "./agent-backend.js";
 import type { AgentOptions } from "./agent.js";
 import type { Printer } from "./printer.js";
+import { createProgress, type Progress } from "./progress.js";
 import { when } from "./sessions.js";
 
 // The in-process backend of `troupe agent`, loaded only when no daemon runs: the whole runtime.
@@ -67,11 +68,14 @@ async function deliverToTerminal(runtime: AgentRuntime, print: (text: string) =>
 export async function localBackend(loaded: LoadedConfig, opts: AgentOptions): Promise<Backend> {
   const runtime = await createAgentRuntime(loaded);
   let printer: Printer | undefined;
+  let progress: Progress | undefined;
   const stopDelivery = await deliverToTerminal(runtime, (text) => (printer ? printer.message(text) : process.stdout.write(`${text}\n`)));
   const mine = (e: { sessionKey: string }) => e.sessionKey === opts.session;
   const subs = [
-    runtime.bus.ofType("progress").subscribe((e) => mine(e) && printer?.delta(e.delta)),
-    runtime.bus.ofType("turn_state").subscribe((e) => mine(e) && printer?.boundary()),
+    runtime.bus.ofType("progress").subscribe((e) => mine(e) && (progress?.text(), printer?.delta(e.delta))),
+    runtime.bus.ofType("turn_state").subscribe((e) => mine(e) && (printer?.boundary(), progress?.state(e.state))),
+    runtime.bus.ofType("tool_hint").subscribe((e) => mine(e) && progress?.tool(e.tool, e.hint)),
+    runtime.bus.ofType("model_retry").subscribe((e) => mine(e) && progress?.retry(e.status, e.delayMs)),
   ];
   let asking = false;
   let running: TurnHandle | undefined;
@@ -101,12 +105,15 @@ export async function localBackend(loaded: LoadedConfig, opts: AgentOptions): Pr
       if (isStop(content)) return { content: NOTHING_RUNS };
       asking = true;
       printer = out;
+      progress = createProgress(out);
       try {
         await finishInterrupted(out);
         if (cancelWanted) return { content: "Stopped.", state: "cancelled" };
         const reply = await runtime.conversation.handle({ sessionKey: opts.session, ...sessionParts(opts.session), content }, track);
         return { content: reply.content, state: reply.state };
       } finally {
+        progress?.stop();
+        progress = undefined;
         asking = false;
         running = undefined;
         cancelWanted = false;

@@ -8,24 +8,49 @@ import { TURN_FINAL_STATES } from "../../machines/turn-states.js";
 import { isStop, succeeded, type Backend } from "./agent-backend.js";
 import { connectDaemon, type DaemonClient } from "./client.js";
 import { createPrinter, type Printer, type PrinterOptions } from "./printer.js";
+import { createProgress } from "./progress.js";
 
 /** Talks to the daemon over its control API: progress streams on a TTY, message-tool sends print as they come. */
 function remoteBackend(client: DaemonClient, opts: AgentOptions): Backend {
   let busy = false;
+  /** Messages this client sent: their replies come back on their own stream. */
+  const sent = new Set<string>();
+  const following = new AbortController();
   return {
+    follow(print) {
+      void client
+        .follow(
+          opts.session,
+          (reply) => {
+            // A reply to our own message, or (while we ask) a message-tool send, is on the ask's stream already.
+            if (reply.answers.some((id) => sent.has(id)) || (busy && reply.answers.length === 0)) return;
+            print(reply.content);
+          },
+          following.signal,
+        )
+        .catch(() => undefined);
+    },
     async ask(content, out) {
       busy = true;
       let state: string | undefined;
+      const progress = createProgress(out);
       try {
         const reply = await client.send(opts.session, content, (event, data) => {
-          if (event === "progress") out.delta(String(data.delta));
-          else if (event === "turn_state") {
+          if (event === "accepted") sent.add(String(data.id));
+          else if (event === "progress") {
+            progress.text();
+            out.delta(String(data.delta));
+          } else if (event === "turn_state") {
             state = String(data.state);
             out.boundary();
-          } else if (event === "message") out.message(String(data.content));
+            progress.state(state);
+          } else if (event === "tool_hint") progress.tool(String(data.tool), String(data.hint));
+          else if (event === "model_retry") progress.retry(typeof data.status === "number" ? data.status : null, Number(data.delayMs));
+          else if (event === "message") out.message(String(data.content));
         });
         return { content: reply, state: state && TURN_FINAL_STATES.includes(state as never) ? state : undefined };
       } finally {
+        progress.stop();
         busy = false;
       }
     },
@@ -34,7 +59,7 @@ function remoteBackend(client: DaemonClient, opts: AgentOptions): Backend {
       void client.send(opts.session, "/stop").catch(() => undefined);
       return true;
     },
-    close: async () => {},
+    close: async () => following.abort(),
   };
 }
 
@@ -154,6 +179,13 @@ async function interactive(backend: Backend, opts: AgentOptions, where: string, 
     if (isStop(content) && working && backend.cancel()) return void process.stdout.write("(cancelling…)\n");
     queue.push(content);
     void drain();
+  });
+  // A report that arrives while the prompt waits is printed above it, and the prompt drawn again.
+  backend.follow?.((text) => {
+    const printer = createPrinter(process.stdout, printerOptions);
+    if (!working) process.stdout.write("\r\x1b[K");
+    printer.message(text);
+    if (!working) rl.prompt(true);
   });
   console.log(`troupe agent — session ${opts.session} (${where}). /help for commands, Ctrl-C cancels a turn, Ctrl-D exits.`);
   rl.setPrompt("you> ");

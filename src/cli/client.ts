@@ -10,6 +10,8 @@ export interface DaemonClient {
   get<T>(path: string): Promise<T>;
   delete<T>(path: string): Promise<T>;
   post<T>(path: string, body?: unknown): Promise<T>;
+  /** Every reply on the session's API chat as it is sent, until `signal` aborts. */
+  follow(sessionKey: string, onReply: (reply: { content: string; answers: string[] }) => void, signal: AbortSignal): Promise<void>;
   /** Sends a message to a session; events (progress, tool hints, messages) go to onEvent; resolves with the reply. */
   send(sessionKey: string, content: string, onEvent?: (event: string, data: Record<string, unknown>) => void, signal?: AbortSignal): Promise<string>;
 }
@@ -37,6 +39,13 @@ export async function connectDaemon(paths: DataPaths, timeoutMs = 2_000, checked
     delete: async <T>(path: string) => (await (await request(path, { method: "DELETE" })).json()) as T,
     post: async <T>(path: string, body: unknown = {}) =>
       (await (await request(path, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } })).json()) as T,
+    async follow(sessionKey, onReply, signal) {
+      const res = await request(`/api/sessions/${encodeURIComponent(sessionKey)}/replies?follow=1`, { signal });
+      for await (const { event, data } of readSse(res.body!)) {
+        const payload = data as { content?: unknown; answers?: unknown };
+        if (event === "reply") onReply({ content: String(payload.content), answers: Array.isArray(payload.answers) ? payload.answers.map(String) : [] });
+      }
+    },
     async send(sessionKey, content, onEvent, signal) {
       const res = await request(`/api/sessions/${encodeURIComponent(sessionKey)}/messages`, {
         method: "POST",

@@ -128,14 +128,16 @@ daemon
   });
 daemon
   .command("logs")
-  .description("print the log (pretty)")
+  .description("print the log, one line per entry: messages received, turns, tool calls, subagents, deliveries, restarts, recovery")
   .option("-f, --follow", "keep printing new lines")
   .option("-n, --lines <n>", "how many lines to show", "50")
-  .action(async (opts: { follow?: boolean; lines: string }) => {
+  .option("-s, --session <key>", "only the lines about one session (channel:chatId)")
+  .action(async (opts: { follow?: boolean; lines: string; session?: string }) => {
     const lines = Number.parseInt(opts.lines, 10);
     if (!Number.isInteger(lines) || lines < 0) throw new TroupeError(`--lines must be a whole number, not ${opts.lines}`);
     const { showLogs } = await import("./logs.js");
-    process.exitCode = await showLogs(dataPaths(), { follow: Boolean(opts.follow), lines });
+    const session = opts.session === undefined ? undefined : await parseSessionKey(opts.session);
+    process.exitCode = await showLogs(dataPaths(), { follow: Boolean(opts.follow), lines, session });
   });
 // The service commands need the data dir and the names of config.json's ${VAR}s, not a config that loads in this shell.
 daemon
@@ -244,6 +246,21 @@ mcp
   .action(async () => {
     const { listMcpCommand } = await import("./mcp.js");
     process.exitCode = await listMcpCommand(await loadForCli());
+  });
+
+program
+  .command("inspect [machine]")
+  .description("draw troupe's state machines (no daemon needed): text, Mermaid or JSON, or an HTML page; --live shows the running daemon's actors")
+  .option("-f, --format <format>", "text, mermaid or json", "text")
+  .option("-o, --out <file.html>", "write a standalone HTML page that draws the machines")
+  .option("--live", "the running daemon's actor tree with current states, refreshed (like top); Ctrl-C exits")
+  .option("--interval <seconds>", "how often --live refreshes", "1")
+  .action(async (machine: string | undefined, opts: { format: string; out?: string; live?: boolean; interval: string }) => {
+    const { inspectCommand, inspectLive } = await import("./inspect.js");
+    if (!opts.live) return void (process.exitCode = await inspectCommand({ machine, ...opts }));
+    const seconds = Number(opts.interval);
+    if (!(seconds >= 0.1)) throw new TroupeError(`--interval must be a number of seconds (0.1 or more), not ${opts.interval}`);
+    process.exitCode = await inspectLive(dataPaths(process.env), { intervalMs: seconds * 1000 });
   });
 
 program

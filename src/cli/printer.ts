@@ -37,8 +37,16 @@ export function createPrinter(out: Out, opts: PrinterOptions) {
   /** The current line as streamed so far (shown raw while Markdown is on). */
   let partial = "";
 
+  /** A status line (the spinner) is on screen, on a line of its own that nothing else has written to. */
+  let statusShown = false;
+  const clearStatus = () => {
+    if (!statusShown) return;
+    out.write("\r\x1b[K");
+    statusShown = false;
+  };
   const write = (text: string) => {
     if (!text) return;
+    clearStatus();
     out.write(text);
     atLineStart = text.endsWith("\n");
   };
@@ -47,6 +55,7 @@ export function createPrinter(out: Out, opts: PrinterOptions) {
   };
   /** Takes the raw partial line off the screen (it may have wrapped over several rows). */
   const erasePartial = () => {
+    clearStatus();
     if (!partial || !out.columns) return;
     const rows = Math.max(1, Math.ceil(displayWidth(partial) / out.columns));
     out.write(`${rows > 1 ? `\x1b[${rows - 1}A` : ""}\r\x1b[J`);
@@ -86,6 +95,18 @@ export function createPrinter(out: Out, opts: PrinterOptions) {
 
   return {
     delta,
+    /**
+     * Shows (or with undefined, takes away) a one-line status, such as the spinner with the turn's
+     * state, on a terminal only, and only at the start of a line: never over streamed text.
+     */
+    status(text: string | undefined): void {
+      if (!opts.stream) return;
+      if (text === undefined) return clearStatus();
+      if (!atLineStart || partial) return;
+      const width = out.columns ?? 80;
+      out.write(`\r\x1b[K${text.length >= width ? `${text.slice(0, width - 2)}…` : text}`);
+      statusShown = true;
+    },
     /** A model call ended: the next streamed text starts a new paragraph. */
     boundary: () => void (segment && (newParagraph = true)),
     /** A whole message (a message-tool send, a notice), on lines of its own. */

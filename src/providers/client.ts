@@ -20,6 +20,8 @@ export interface ChatRequest {
   signal?: AbortSignal;
   /** Visible reply text as it streams (think blocks removed). */
   onDelta?: (text: string) => void;
+  /** A failed attempt is retried after `delayMs` (for progress shown to a waiting user). */
+  onRetry?: (retry: { attempt: number; delayMs: number; status: number | null; error: string }) => void;
 }
 
 export interface LlmProvider {
@@ -277,6 +279,8 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
             if (!isRetryable(err) || attempt >= backoff.maxRetries) throw failure(err, attempt + 1);
             const delay = backoffDelay(backoff, attempt, err, now());
             opts.logger?.warn({ provider: resolved.spec.name, attempt: attempt + 1, delayMs: Math.round(delay), err: (err as Error).message }, "model call failed, retrying");
+            const status = (err as { status?: unknown }).status;
+            req.onRetry?.({ attempt: attempt + 1, delayMs: Math.round(delay), status: typeof status === "number" ? status : null, error: redact((err as Error).message ?? String(err)) });
             try {
               await sleep(delay, call.signal);
             } catch (slept) {

@@ -1,21 +1,27 @@
 import type { AnyActorRef, InspectionEvent } from "xstate";
 import type { Bus } from "../bus/index.js";
+import { createSnapshotRedactor } from "./snapshot-redact.js";
 
-/** One live actor, as GET /api/actors and `troupe daemon status` show it. */
+/** One live actor, as GET /api/actors, `troupe daemon status` and the inspector show it. */
 export interface ActorNode {
+  /** Readable and unique: supervisor, channel:api, session:<key>, turn:<session>:<turnId>, subagent:<id>, or <parent>/<effect>. */
   id: string;
   kind: string;
   machine: string | null;
   state: string;
   since: number;
   error?: string;
+  /** Restarts within the supervisor's intensity window. */
+  restarts?: number;
   children: ActorNode[];
 }
 
 interface Tracked {
   ref: AnyActorRef;
   id: string;
+  /** The parent's sessionId (an actor of the same system), or for the root of another system (a subagent) the readable id it hangs under. */
   parent: string | null;
+  attach?: string;
   kind: string;
   machine: string | null;
   state: string;
@@ -27,69 +33,125 @@ interface Tracked {
   childIds: Map<string, string>;
 }
 
-/** "active.running" for a nested machine state; the actor status for other logic. */
+/** "active.running" for a nested machine state; the actor status for other logic (and for a machine stopped or failed). */
 export function stateName(snapshot: { value?: unknown; status?: string }): string {
   const flat = (v: unknown): string =>
     typeof v === "string" ? v : v && typeof v === "object" ? Object.entries(v).map(([k, sub]) => `${k}.${flat(sub)}`).join(",") : String(v);
-  return snapshot.value !== undefined && snapshot.status === "active" ? flat(snapshot.value) : (snapshot.status ?? "unknown");
+  // A machine that finished is in its final state (responded, passivated…), which says more than "done".
+  return snapshot.value !== undefined && (snapshot.status === "active" || snapshot.status === "done") ? flat(snapshot.value) : (snapshot.status ?? "unknown");
 }
 
-const kindOf = (id: string, isRoot: boolean) => (isRoot ? "supervisor" : id.includes(":") ? id.slice(0, id.indexOf(":")) : id);
+type Internals = AnyActorRef & { _parent?: AnyActorRef; logic?: { id?: string; config?: unknown }; src?: unknown; options?: { input?: unknown } };
+
+/** A turn actor's start (fresh input or stored record) names its session and turn. */
+function turnOf(input: unknown): { sessionKey: string; turnId: string } | undefined {
+  const start = input as { input?: { sessionKey?: unknown; turnId?: unknown }; record?: { sessionKey?: unknown; turnId?: unknown } } | undefined;
+  const t = start?.input ?? start?.record;
+  return typeof t?.sessionKey === "string" && typeof t.turnId === "string" ? { sessionKey: t.sessionKey, turnId: t.turnId } : undefined;
+}
+
+/** A turn's readable id: a subagent is its own actor (`subagent:<id>`, its session key); any other turn is `turn:<session>:<turnId>`. */
+export const turnActorId = (sessionKey: string, turnId: string) => (sessionKey.startsWith("subagent:") ? sessionKey : `turn:${sessionKey}:${turnId}`);
+
+export interface ActorTreeOptions {
+  now?: () => number;
+  /** Known secret values, kept out of the snapshots the event stream carries. */
+  secrets?: Iterable<string>;
+  /** Where an actor of another system hangs in the tree (a subagent under the session that spawned it). */
+  attachTo?: (id: string) => string | undefined;
+}
 
 /**
- * Follows the actor system through XState's inspection API: spawned actors, state changes and
- * (by diffing each parent's children) stopped ones. Each change is published on the bus.
+ * Follows the actor system through XState's inspection API: spawned actors, every state change (with
+ * its snapshot, redacted), the events they receive, and (by diffing each parent's children) stopped
+ * ones. Each change is published on the bus. Actors of other systems (subagent turns) are followed
+ * through `inspectRoot`, and hang under the actor `attachTo` names.
  */
-export function createActorTree(bus: Bus, now: () => number = Date.now) {
+export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
+  const now = opts.now ?? Date.now;
+  const redact = createSnapshotRedactor({ secrets: opts.secrets });
   const actors = new Map<string, Tracked>();
   let rootSession: string | undefined;
 
-  const publish = (type: "actor_spawned" | "actor_stopped" | "actor_state", t: Tracked) =>
-    bus.publish({ type, actorId: t.id, parentId: t.parent ? (actors.get(t.parent)?.id ?? null) : null, kind: t.kind, machine: t.machine, state: t.state, at: now() });
+  const parentId = (t: Tracked) => (t.parent ? (actors.get(t.parent)?.id ?? null) : (t.attach ?? null));
+  const base = (t: Tracked) => ({ actorId: t.id, parentId: parentId(t), kind: t.kind, machine: t.machine, state: t.state, at: now() });
 
   const remove = (sessionId: string) => {
     const t = actors.get(sessionId);
     if (!t) return;
     t.children.forEach(remove);
     actors.delete(sessionId);
-    publish("actor_stopped", t);
+    bus.publish({ type: "actor_stopped", ...base(t) });
   };
 
-  function inspect(event: InspectionEvent) {
-    const ref = event.actorRef as AnyActorRef;
+  function readable(ref: Internals, parent: Tracked | undefined, isRoot: boolean, systemRoot: string | undefined): { id: string; kind: string } {
+    const turn = turnOf(ref.options?.input);
+    if (turn) {
+      const id = turnActorId(turn.sessionKey, turn.turnId);
+      return { id, kind: id.startsWith("subagent:") ? "subagent" : "turn" };
+    }
+    if (isRoot) return { id: systemRoot ?? "supervisor", kind: systemRoot ? "actor" : "supervisor" };
+    if (ref.id.includes(":")) return { id: ref.id, kind: ref.id.slice(0, ref.id.indexOf(":")) };
+    // An effect a machine invokes (callModel, runTools, loadSession…): named under its parent.
+    const src = typeof ref.src === "string" ? ref.src : ref.id;
+    return { id: `${parent?.id ?? "?"}/${src}`, kind: "effect" };
+  }
+
+  function onEvent(event: InspectionEvent, systemRoot?: string) {
+    const ref = event.actorRef as Internals;
     if (event.type === "@xstate.actor") {
-      const parent = (ref as unknown as { _parent?: AnyActorRef })._parent;
+      const parent = ref._parent;
       const isRoot = !parent;
-      if (isRoot) rootSession ??= ref.sessionId;
-      const logic = (ref as unknown as { logic?: { id?: string } }).logic;
-      const src = (ref as unknown as { src?: unknown }).src;
+      if (isRoot && !systemRoot) rootSession ??= ref.sessionId;
+      const parentTracked = parent ? actors.get(parent.sessionId) : undefined;
+      const { id, kind } = readable(ref, parentTracked, isRoot, systemRoot);
+      const logic = ref.logic;
       const t: Tracked = {
         ref,
-        id: isRoot ? "supervisor" : ref.id,
+        id,
         parent: parent?.sessionId ?? null,
-        kind: kindOf(ref.id, isRoot),
-        machine: logic?.id ?? (typeof src === "string" ? src : null),
+        attach: isRoot && systemRoot ? opts.attachTo?.(id) : undefined,
+        kind,
+        // A state machine's logic has a config; its id is the machine's name. Other logic is named by its key.
+        machine: logic?.config && logic.id ? logic.id : null,
         state: "starting",
         since: now(),
         children: new Set(),
         childIds: new Map(),
       };
       actors.set(ref.sessionId, t);
-      const parentTracked = t.parent ? actors.get(t.parent) : undefined;
       parentTracked?.children.add(ref.sessionId);
       parentTracked?.childIds.set(ref.sessionId, ref.id);
-      publish("actor_spawned", t);
+      bus.publish({ type: "actor_spawned", ...base(t) });
+      return;
+    }
+    const t = actors.get(ref.sessionId);
+    if (!t) return;
+    if (event.type === "@xstate.event") {
+      const type = (event.event as { type?: unknown }).type;
+      // What reaches machines, not the init of every effect.
+      if (t.machine && typeof type === "string" && type !== "xstate.init") {
+        const source = event.sourceRef ? actors.get(event.sourceRef.sessionId)?.id ?? null : null;
+        bus.publish({ type: "actor_event", ...base(t), event: type, source });
+      }
       return;
     }
     if (event.type !== "@xstate.snapshot") return;
-    const t = actors.get(ref.sessionId);
-    if (!t) return;
-    const snap = event.snapshot as { value?: unknown; status?: string; children?: Record<string, AnyActorRef> };
+    const snap = event.snapshot as { value?: unknown; status?: string; context?: unknown; error?: unknown; children?: Record<string, AnyActorRef> };
     const state = stateName(snap);
     if (state !== t.state) {
+      const from = t.state;
       t.state = state;
       t.since = now();
-      publish("actor_state", t);
+      const cause = (event.event as { type?: unknown } | undefined)?.type;
+      bus.publish({
+        type: "actor_state",
+        ...base(t),
+        from,
+        event: typeof cause === "string" ? cause : null,
+        snapshot: t.machine ? { status: snap.status ?? null, context: redact(snap.context) } : null,
+        error: snap.status === "error" ? String(snap.error instanceof Error ? snap.error.message : snap.error) : null,
+      });
     }
     // Most events change no child: the diff runs only when the children object is a new one.
     if (snap.children && snap.children !== t.seen) {
@@ -107,21 +169,31 @@ export function createActorTree(bus: Bus, now: () => number = Date.now) {
     }
   }
 
-  function toNode(t: Tracked): ActorNode {
+  function toNode(t: Tracked, attached: Map<string, Tracked[]>): ActorNode {
     const children = [...t.children].flatMap((c) => {
       const child = actors.get(c);
-      return child ? [toNode(child)] : [];
+      return child ? [toNode(child, attached)] : [];
     });
+    for (const other of attached.get(t.id) ?? []) children.push(toNode(other, attached));
     return { id: t.id, kind: t.kind, machine: t.machine, state: t.state, since: t.since, children };
   }
 
   return {
-    inspect,
-    /** The live tree, rooted at the supervisor; failed children (stopped for good) are listed with their error. */
+    inspect: (event: InspectionEvent) => onEvent(event),
+    /** An inspection observer for an actor system of its own (a subagent's turn), named `id` in the tree. */
+    inspectRoot: (id: string) => (event: InspectionEvent) => onEvent(event, id),
+    /** The live tree, rooted at the supervisor; actors of other systems hang under the actor they attach to (else the supervisor). */
     tree(extra: (root: ActorNode) => void = () => {}): ActorNode | undefined {
       const root = rootSession ? actors.get(rootSession) : undefined;
       if (!root) return undefined;
-      const node = toNode(root);
+      const ids = new Set([...actors.values()].map((t) => t.id));
+      const attached = new Map<string, Tracked[]>();
+      for (const t of actors.values()) {
+        if (t.parent || t === root) continue;
+        const under = t.attach && ids.has(t.attach) ? t.attach : root.id;
+        attached.set(under, [...(attached.get(under) ?? []), t]);
+      }
+      const node = toNode(root, attached);
       extra(node);
       return node;
     },

@@ -12,7 +12,13 @@ import { deleteSessionOps } from "../store/sessions.js";
 import { listOpenTurns } from "../store/turns.js";
 import { failureLine, StoreUnavailableError } from "../store/health.js";
 import { VERSION } from "../version.js";
+import { machines } from "../../machines/index.js";
+import { machineGraphs } from "../inspect/graph.js";
+import { createRedactor, secretsOf } from "../log/redact.js";
 import type { ActorNode } from "./actor-tree.js";
+import { INSPECTION_EVENT_TYPES } from "./event-log.js";
+import { inspectorAsset } from "./inspector/assets.js";
+import { turnDetail } from "./turn-view.js";
 import { allowedHosts, hostAllowed } from "./host-check.js";
 import { cronRoute, CronRouteError } from "./cron-routes.js";
 import { openSse } from "./sse.js";
@@ -124,14 +130,20 @@ const json = (res: ServerResponse, status: number, body: unknown) => {
 
 /**
  * The loopback control API: health, the live actor tree, sessions and their history, messages in
- * (answered as server-sent events) and a stream of actor events. Everything but /health needs the
- * bearer token from <data dir>/gateway.token. It answers only requests addressed to its own host
+ * (answered as server-sent events), a stream of actor events, the machines' graphs and the inspector
+ * page. Everything but /health and the inspector page's own files needs the bearer token from
+ * <data dir>/gateway.token. It answers only requests addressed to its own host
  * (see allowedHosts) and sends no CORS headers: a web page gets nothing from it.
  */
 export async function startControlServer(daemon: Daemon, opts: { host: string; port: number; token: string }): Promise<ControlServer> {
   const startedAt = Date.now();
   const { store, bus } = daemon;
-  const withSubagents = subagentsUnder(daemon);
+  const withSubagents = (root: ActorNode) => {
+    subagentsUnder(daemon)(root);
+    supervision(daemon, root);
+  };
+  const graphs = machineGraphs(machines);
+  const redactText = createRedactor(secretsOf(daemon.loaded.config));
 
   /** The refusal of a message while the store is failing: 507 (disk full) or 503, the cause without a path, and when to retry. */
   function refusal(err: StoreUnavailableError): HttpError {
@@ -148,7 +160,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     const send = (event: string, data: unknown) => (sse ? sse.send(event, data) : void held.push([event, data]));
     let id: string | undefined;
     const sub = merge(
-      bus.ofType("progress", "tool_hint", "turn_state").pipe(filter((e) => e.sessionKey === key)),
+      bus.ofType("progress", "tool_hint", "turn_state", "model_retry").pipe(filter((e) => e.sessionKey === key)),
       bus.ofType("outbound").pipe(filter((e) => e.channel === "api")),
     ).subscribe((e) => {
       if (e.type !== "outbound") return send(e.type, e);
@@ -177,6 +189,20 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     );
   }
 
+  /** Every reply on an API chat as it is sent, as server-sent events: what a client waiting at its prompt shows (a subagent's report, answered by a turn of its own). */
+  function followReplies(req: IncomingMessage, res: ServerResponse, key: string) {
+    const sse = openSse(res);
+    const sub = bus
+      .ofType("outbound")
+      .pipe(filter((e) => e.channel === "api" && e.chatId === key))
+      .subscribe((e) => sse.send("reply", { content: e.content, answers: e.answers, deliveryId: e.deliveryId }));
+    const keepAlive = setInterval(() => sse.comment("keep-alive"), 15_000);
+    req.on("close", () => {
+      sub.unsubscribe();
+      clearInterval(keepAlive);
+    });
+  }
+
   let allowed = new Set<string>();
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -199,6 +225,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
         disk,
       });
     }
+    if (req.method === "GET" && (path === "/inspector" || path.startsWith("/inspector/"))) return serveInspector(res, path);
     if (!path.startsWith("/api/")) throw new HttpError(404, `no route ${req.method} ${path}`);
     if (!tokenMatches(req.headers.authorization, opts.token)) {
       res.setHeader("www-authenticate", "Bearer");
@@ -223,10 +250,21 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
       for (const c of corrupt) daemon.logger.warn({ record: `${c.sublevel}/${c.key}`, problem: c.problem }, "corrupt record skipped in a session listing");
       return json(res, 200, { sessions: sessions.map((m) => ({ ...m, active: live.has(`session:${m.key}`) })), corrupt });
     }
+    if (req.method === "GET" && path === "/api/machines") return json(res, 200, { machines: graphs });
+    const turnMatch = /^\/api\/turns\/([^/]+)$/.exec(path);
+    if (req.method === "GET" && turnMatch) {
+      const turnId = decodeURIComponent(turnMatch[1]!);
+      const detail = await turnDetail(store, turnId, redactText);
+      if (!detail) throw new HttpError(404, `no turn ${turnId}`);
+      return json(res, 200, detail);
+    }
     if (req.method === "GET" && path === "/api/events") {
+      const since = sinceMs(url.searchParams.get("since"), daemon.events.maxAgeMs);
       const sse = openSse(res);
-      sse.send("tree", daemon.tree.tree());
-      const sub = bus.ofType("actor_spawned", "actor_stopped", "actor_state").subscribe((e) => sse.send(e.type, e));
+      // The replay first, then the tree as it is now, then every change as it happens.
+      for (const e of since ? daemon.events.since(since) : []) sse.send(e.type, { ...e, replayed: true });
+      sse.send("tree", daemon.tree.tree(withSubagents));
+      const sub = bus.ofType(...INSPECTION_EVENT_TYPES).subscribe((e) => sse.send(e.type, e));
       const keepAlive = setInterval(() => sse.comment("keep-alive"), 15_000);
       req.on("close", () => {
         sub.unsubscribe();
@@ -249,6 +287,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
         daemon.logger.info({ sessionKey: key, ...deletion.counts }, "session deleted");
         return json(res, 200, { deleted: key, ...deletion.counts });
       }
+      if (req.method === "GET" && sessionMatch[2] === "/replies" && url.searchParams.get("follow") === "1") return followReplies(req, res, key);
       if (req.method === "GET" && sessionMatch[2] === "/replies") return json(res, 200, { replies: await apiReplies(store, key) });
       if (req.method === "POST" && sessionMatch[2] === "/messages") {
         const { content } = parseBody(messageBody, await readJson(req));
@@ -313,7 +352,12 @@ async function sessionBusy(daemon: Daemon, key: string): Promise<boolean> {
 /** Subagents are turn actors of the pool; the tree shows them under the session that spawned them. */
 function subagentsUnder(daemon: Daemon) {
   return (root: ActorNode) => {
+    const shown = new Set<string>();
+    const walk = (n: ActorNode): void => void (shown.add(n.id), n.children.forEach(walk));
+    walk(root);
     for (const { record, phase, since } of daemon.subagents.active()) {
+      // Running ones are in the tree already (their turn actor); queued ones are not actors yet.
+      if (shown.has(`subagent:${record.id}`)) continue;
       const parent = root.children.find((c) => c.id === `session:${record.origin.sessionKey}`) ?? root;
       parent.children.push({ id: `subagent:${record.id}`, kind: "subagent", machine: "turn", state: phase, since, children: [] });
     }
@@ -325,4 +369,44 @@ function failedChildren(daemon: Daemon) {
   return Object.values(daemon.supervisor.getSnapshot().context.children)
     .filter((c) => c.status !== "running")
     .map((c) => ({ id: c.id, kind: c.kind, status: c.status, error: c.lastError, since: c.since }));
+}
+
+/** `?since=N`: the last N minutes of events (up to what the buffer keeps); absent, none. */
+function sinceMs(raw: string | null, maxAgeMs: number): number {
+  if (raw === null || raw === "") return 0;
+  const minutes = Number(raw);
+  if (!Number.isFinite(minutes) || minutes < 0) throw new HttpError(400, `since must be a number of minutes (0 to ${maxAgeMs / 60_000}), not ${JSON.stringify(raw)}`);
+  return Math.min(minutes * 60_000, maxAgeMs);
+}
+
+/** The supervisor's view: restart counts on its children, and those restarting or failed (no live actor) listed with their error. */
+function supervision(daemon: Daemon, root: ActorNode) {
+  for (const record of Object.values(daemon.supervisor.getSnapshot().context.children)) {
+    const node = root.children.find((c) => c.id === record.id);
+    const restarts = record.failures.length;
+    if (node) {
+      if (restarts) node.restarts = restarts;
+      continue;
+    }
+    if (record.status === "running") continue;
+    root.children.push({ id: record.id, kind: record.kind, machine: null, state: record.status, since: record.since, error: record.lastError ?? undefined, restarts, children: [] });
+  }
+}
+
+const SECURITY_HEADERS = {
+  "cache-control": "no-cache",
+  "x-content-type-options": "nosniff",
+  "x-frame-options": "DENY",
+  "referrer-policy": "no-referrer",
+  // Everything from troupe itself; no CDN, no external font.
+  "content-security-policy": "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
+};
+
+/** The inspector page and its assets: no token needed to load them (they hold no data); the page asks for it. */
+async function serveInspector(res: ServerResponse, path: string): Promise<void> {
+  if (path === "/inspector") return void res.writeHead(308, { location: "/inspector/" }).end();
+  const name = path.slice("/inspector/".length) || "index.html";
+  const asset = await inspectorAsset(name);
+  if (!asset) throw new HttpError(404, `no inspector asset ${name}`);
+  res.writeHead(200, { "content-type": asset.type, "content-length": Buffer.byteLength(asset.body), ...SECURITY_HEADERS }).end(asset.body);
 }

@@ -63,7 +63,16 @@ export type TurnRecord = z.infer<typeof turnRecordSchema>;
 type TurnInput = z.infer<typeof turnInputSchema>;
 
 export const journalRecordSchema = z.discriminatedUnion("kind", [
-  z.object({ kind: z.literal("state"), turnId: z.string(), seq: z.number(), state: z.string(), iteration: z.number(), at: z.number() }),
+  z.object({
+    kind: z.literal("state"),
+    turnId: z.string(),
+    seq: z.number(),
+    state: z.string(),
+    iteration: z.number(),
+    at: z.number(),
+    /** Tokens the turn had used by this checkpoint (for the inspector's timeline; absent in older records). */
+    tokens: z.number().int().nonnegative().optional(),
+  }),
   z.object({
     kind: z.literal("tool"),
     turnId: z.string(),
@@ -76,6 +85,8 @@ export const journalRecordSchema = z.discriminatedUnion("kind", [
     status: z.enum(["started", "completed"]),
     result: z.string().optional(),
     at: z.number(),
+    /** When a completed call started (absent in older records). */
+    startedAt: z.number().optional(),
   }),
 ]);
 export type JournalRecord = z.infer<typeof journalRecordSchema>;
@@ -139,7 +150,16 @@ export function checkpointOps(
   iteration: number,
   opts: { withInput?: boolean; newMessages?: { from: number; messages: ChatMessage[] } } = {},
 ): StoreOp[] {
-  const entry: JournalRecord = { kind: "state", turnId: record.turnId, seq: record.seq, state: record.state, iteration, at: record.updatedAt };
+  const tokens = (record.snapshot as { context?: { usage?: { totalTokens?: unknown } } }).context?.usage?.totalTokens;
+  const entry: JournalRecord = {
+    kind: "state",
+    turnId: record.turnId,
+    seq: record.seq,
+    state: record.state,
+    iteration,
+    at: record.updatedAt,
+    ...(typeof tokens === "number" ? { tokens } : {}),
+  };
   const { input, ...withoutInput } = record;
   const added = opts.newMessages;
   return [

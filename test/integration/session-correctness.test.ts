@@ -106,7 +106,7 @@ describe("sessions: correctness across recovery, /stop and failures", () => {
     daemon = await startDaemon(await tmp(), fake.url);
     const id = await send(daemon, "tree", "hello");
     const turn = await until(() => turnState(daemon!, "tree"), 5_000, "the turn in the tree");
-    expect(turn).toMatchObject({ id: "turn", kind: "turn", machine: "turn", state: "awaiting_model" });
+    expect(turn).toMatchObject({ id: expect.stringMatching(/^turn:api:tree:\S+$/), kind: "turn", machine: "turn", state: "awaiting_model" });
     await replyTo(daemon, id);
     await until(() => turnState(daemon!, "tree") === undefined, 5_000, "the turn to leave the tree");
   });

@@ -24,6 +24,7 @@ function start(policy = { maxRestarts: 3, windowMs: 10_000, baseDelayMs: 40, max
   const sessions = fakeSessions();
   const rejected: string[] = [];
   const failed: string[] = [];
+  const restarting: Array<{ id: string; error: string; restarts: number; delayMs: number }> = [];
   const actor = createActor(
     supervisorMachine.provide({
       guards: { storeDown },
@@ -31,12 +32,13 @@ function start(policy = { maxRestarts: 3, windowMs: 10_000, baseDelayMs: 40, max
       actions: {
         rejectMessage: (_, p) => rejected.push(`${p.message.content} (${p.reason})`),
         childFailed: (_, p) => failed.push(`${p.id}: ${p.error}`),
+        childRestarting: (_, p) => restarting.push(p),
       },
     }),
     { input: { policy, sessionIdleMs: 60_000 } },
   ).start();
   const send = (sessionKey: string, content: string) => actor.send({ type: "inbound", sessionKey, message: msg(content) } satisfies SupervisorEvent);
-  return { actor, send, rejected, failed, ...sessions };
+  return { actor, send, rejected, failed, restarting, ...sessions };
 }
 
 describe("supervisor", () => {
@@ -120,5 +122,17 @@ describe("supervisor", () => {
   it("computes the backoff: doubling from the base, capped", () => {
     const p = { maxRestarts: 5, windowMs: 60_000, baseDelayMs: 500, maxDelayMs: 3_000 };
     expect([1, 2, 3, 4, 5].map((n) => restartDelay(p, n))).toEqual([500, 1_000, 2_000, 3_000, 3_000]);
+  });
+
+  it("says each restart (for the log): which child, why, the how-many-th, after what backoff", async () => {
+    const s = start();
+    s.send("a", "crash");
+    await sleep(60);
+    s.send("a", "crash");
+    expect(s.restarting).toEqual([
+      { id: "session:a", error: "session blew up", restarts: 1, delayMs: 40 },
+      { id: "session:a", error: "session blew up", restarts: 2, delayMs: 80 },
+    ]);
+    s.actor.stop();
   });
 });

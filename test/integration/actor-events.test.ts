@@ -1,0 +1,121 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { ActorNode } from "../../src/server/actor-tree.js";
+import { startControlServer } from "../../src/server/http.js";
+import type { BusEvent } from "../../src/bus/events.js";
+import type { Daemon } from "../../src/runtime.js";
+import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
+import { startSubagentModel } from "../fixtures/subagent-model.js";
+import { replyTo, sendApi, startDaemon } from "../helpers/daemon.js";
+import { useTempDirs } from "../helpers/tmp.js";
+import { until } from "../helpers/wait.js";
+
+type ActorBusEvent = Extract<BusEvent, { type: "actor_spawned" | "actor_stopped" | "actor_state" | "actor_event" }>;
+
+const collect = (d: Daemon) => {
+  const events: ActorBusEvent[] = [];
+  d.bus.ofType("actor_spawned", "actor_stopped", "actor_state", "actor_event").subscribe((e) => events.push(e));
+  return events;
+};
+
+const SECRET = "sk-inspect-secret-0123456789";
+
+describe("actor ids and the event stream", () => {
+  const tmp = useTempDirs();
+  let fake: FakeOpenAi | undefined;
+  let daemon: Daemon | undefined;
+  afterEach(async () => {
+    await daemon?.shutdown();
+    await fake?.close();
+    daemon = undefined;
+  });
+
+  it("a turn is turn:<session>:<turnId> under its session, and every state change of it is on the stream, redacted", async () => {
+    fake = await startFakeOpenAi([{ toolCalls: [{ name: "list_dir", arguments: {} }] }, { content: "done" }]);
+    const home = await tmp();
+    daemon = await startDaemon(home, fake.url, { config: { providers: { custom: { apiBase: fake.url, apiKey: SECRET } } } });
+    const events = collect(daemon);
+    const id = await sendApi(daemon, "x", `my key is ${SECRET} and ${"long ".repeat(400)}`);
+    await replyTo(daemon, id);
+    const spawned = await until(() => events.find((e) => e.type === "actor_spawned" && e.kind === "turn"), 20_000, "the turn actor");
+    expect(spawned.actorId).toMatch(/^turn:api:x:\S+$/);
+    expect(spawned.parentId).toBe("session:api:x");
+    expect(spawned.machine).toBe("turn");
+    const states = await until(() => {
+      const s = events.filter((e) => e.type === "actor_state" && e.actorId === spawned.actorId).map((e) => e.state);
+      return s.includes("responded") && s;
+    });
+    expect(states).toEqual(["awaiting_model", "awaiting_tools", "tools_completed", "awaiting_model", "responded"]);
+    const change = events.find((e) => e.type === "actor_state" && e.actorId === spawned.actorId && e.state === "awaiting_tools");
+    expect(change).toMatchObject({ from: "awaiting_model", event: expect.stringContaining("xstate.done.actor") });
+    // Snapshots: nothing secret, long contents cut.
+    const text = JSON.stringify(events);
+    expect(text).not.toContain(SECRET);
+    expect(text).toContain("[REDACTED]");
+    expect(text).not.toContain("long ".repeat(100));
+    // Effects are named under their actor; the session's changes are there too.
+    expect(events.some((e) => e.type === "actor_spawned" && e.actorId === `${spawned.actorId}/callModel`)).toBe(true);
+    expect(events.some((e) => e.type === "actor_state" && e.actorId === "session:api:x" && e.state === "active.running")).toBe(true);
+    expect(events.some((e) => e.type === "actor_event" && e.actorId === "session:api:x" && e.event === "message")).toBe(true);
+    await until(() => events.some((e) => e.type === "actor_stopped" && e.actorId === spawned.actorId), 20_000, "the turn stopped");
+  });
+
+  it("a subagent is subagent:<id> under the session that spawned it", async () => {
+    const model = await startSubagentModel({ subagentMs: 400 });
+    fake = model.fake;
+    daemon = await startDaemon(await tmp(), fake.url);
+    const events = collect(daemon);
+    await sendApi(daemon, "s", "spawn 1");
+    const sub = await until(() => events.find((e) => e.type === "actor_spawned" && e.kind === "subagent"), 20_000, "a subagent actor");
+    expect(sub.actorId).toMatch(/^subagent:sa-[0-9a-f]{10}$/);
+    expect(sub.machine).toBe("turn");
+    const inTree = await until(() => daemon!.tree.tree()?.children.find((c) => c.id === "session:api:s")?.children.find((c) => c.id === sub.actorId));
+    expect(inTree.kind).toBe("subagent");
+    await until(() => events.some((e) => e.type === "actor_state" && e.actorId === sub.actorId && e.state === "responded"), 20_000, "the subagent responded");
+    // Its story in the log: spawned, finished.
+    const id = sub.actorId.slice("subagent:".length);
+    const log = join(daemon.loaded.paths.logsDir, "troupe.log");
+    const lines = await until(async () => {
+      const entries = (await readFile(log, "utf8")).split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+      return entries.some((e) => e.msg === "subagent finished") && entries.filter((e) => e.subagent === id);
+    }, 20_000, "the subagent's log lines");
+    expect(lines.map((e) => e.msg)).toEqual(["subagent spawned", "subagent finished"]);
+    expect(lines[0]).toMatchObject({ sessionKey: "api:s", label: "job 1", queued: false });
+    expect(lines[1]).toMatchObject({ sessionKey: "api:s", status: "responded", durationMs: expect.any(Number) });
+  });
+
+  it("a restarted actor shows its restart count in /api/actors, and its restart is logged", async () => {
+    fake = await startFakeOpenAi([], (req) =>
+      req.body.messages.some((m) => m.role === "tool") ? { content: "finished" } : { toolCalls: [{ name: "list_dir", arguments: {} }] },
+    );
+    daemon = await startDaemon(await tmp(), fake.url, {}, { policy: { baseDelayMs: 20 } });
+    // One checkpoint cannot be written: the session crashes, the supervisor restarts it, the turn resumes.
+    const batch = daemon.store.batch.bind(daemon.store);
+    let failures = 0;
+    daemon.store.batch = async (ops, opts) => {
+      const cp = ops.find((op) => op.type === "put" && op.sublevel === "turns") as { value: { state: string } } | undefined;
+      if (cp?.value.state === "tools_completed" && failures++ === 0) throw new Error("IO error: No space left on device");
+      return batch(ops, opts);
+    };
+    const server = await startControlServer(daemon, { host: "127.0.0.1", port: 0, token: "t0ken-for-the-test" });
+    try {
+      const id = await sendApi(daemon, "cp", "list the workspace");
+      expect((await replyTo(daemon, id)).content).toBe("finished");
+      const res = await fetch(`${server.url}/api/actors`, { headers: { authorization: "Bearer t0ken-for-the-test" } });
+      const { root } = (await res.json()) as { root: ActorNode };
+      expect(root.children.find((c) => c.id === "session:api:cp")?.restarts).toBe(1);
+      const log = join(daemon.loaded.paths.logsDir, "troupe.log");
+      const restart = await until(async () =>
+        (await readFile(log, "utf8"))
+          .split("\n")
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as Record<string, unknown>)
+          .find((e) => e.msg === "actor failed; restarting"),
+      );
+      expect(restart).toMatchObject({ actor: "session:api:cp", restarts: 1, delayMs: 20, error: expect.stringContaining("No space left on device") });
+    } finally {
+      await server.close();
+    }
+  });
+});

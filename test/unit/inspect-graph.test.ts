@@ -1,0 +1,43 @@
+import { describe, expect, it } from "vitest";
+import { createMachine } from "xstate";
+import { machines } from "../../machines/index.js";
+import { graphMermaid, graphText, machineGraph, machineGraphs } from "../../src/inspect/graph.js";
+
+describe("machine graphs come from the machine definitions", () => {
+  it("the turn machine: every state and transition, by the spec's names", () => {
+    const g = machineGraph("turn", machines.turn);
+    expect(g.states.map((s) => s.key).sort()).toEqual(["awaiting_model", "awaiting_tools", "cancelled", "failed", "max_iterations", "responded", "tools_completed"]);
+    expect(g.states.filter((s) => s.type === "final").map((s) => s.key).sort()).toEqual(["cancelled", "failed", "max_iterations", "responded"]);
+    expect(g.events).toEqual(["cancel", "inject"]);
+    expect(g.initial).toBe("turn.awaiting_model");
+    expect(g.transitions).toContainEqual({ source: "turn.awaiting_model", target: "turn.awaiting_tools", event: "done: callModel", guard: "hasToolCalls" });
+    expect(g.transitions).toContainEqual({ source: "turn.tools_completed", target: "turn.max_iterations", event: "done: checkpointed", guard: "iterationLimitReached" });
+    expect(g.states.find((s) => s.key === "awaiting_tools")?.invokes).toEqual(["runTools"]);
+  });
+
+  it("nested states keep their parent and initial child; after and always are named", () => {
+    const g = machineGraph("session", machines.session);
+    expect(g.states.find((s) => s.id === "session.active")).toMatchObject({ type: "compound", initial: "session.active.waiting" });
+    expect(g.states.find((s) => s.id === "session.active.running")?.parent).toBe("session.active");
+    expect(g.transitions).toContainEqual({ source: "session.idle", target: "session.passivated", event: "after idle", guard: null });
+    expect(g.transitions).toContainEqual({ source: "session.next", target: "session.idle", event: "always", guard: null });
+  });
+
+  it("a changed machine is drawn as it is", () => {
+    const m = createMachine({ id: "door", initial: "shut", states: { shut: { on: { open: "ajar" } }, ajar: { on: { slam: "shut" }, after: { 500: "shut" } } } });
+    const g = machineGraph("door", m);
+    expect(graphText(g)).toContain("open → ajar");
+    expect(graphText(g)).toContain("after 500 ms → shut");
+    expect(graphMermaid(g)).toContain("ajar --> shut : slam");
+  });
+
+  it("every machine of the catalogue has a graph and a Mermaid diagram", () => {
+    const graphs = machineGraphs(machines);
+    expect(graphs.map((g) => g.name)).toEqual(Object.keys(machines));
+    for (const g of graphs) {
+      const mermaid = graphMermaid(g);
+      expect(mermaid.startsWith("stateDiagram-v2")).toBe(true);
+      for (const s of g.states.filter((s) => s.parent === null)) expect(mermaid).toContain(s.key);
+    }
+  });
+});
