@@ -7,7 +7,7 @@ import {
   listJobs,
   listRuns,
   newJobId,
-  putJobOp,
+  putJobOps,
   type CatchUp,
   type CronJob,
   type CronRun,
@@ -73,7 +73,7 @@ export function createCronService(deps: CronServiceDeps) {
       const job = buildJob(input, now());
       const existing = input.id ? await getJob(deps.store, input.id) : undefined;
       if (existing) return existing;
-      await deps.store.batch([putJobOp(job)], { sync: true });
+      await deps.store.batch(putJobOps(job), { sync: true });
       changed();
       return job;
     },
@@ -94,7 +94,7 @@ export function createCronService(deps: CronServiceDeps) {
       if (!job) return undefined;
       const at = now();
       const next: CronJob = { ...job, enabled, nextRunAt: enabled ? (job.enabled ? job.nextRunAt : nextInstant(job.schedule, at, job.anchor)) : job.nextRunAt };
-      await deps.store.batch([putJobOp(next)], { sync: true });
+      await deps.store.batch(putJobOps(next), { sync: true });
       changed();
       return next;
     },
@@ -129,7 +129,7 @@ export function createCronService(deps: CronServiceDeps) {
         lastRunAt: existing?.lastRunAt ?? null,
         lastStatus: existing?.lastStatus ?? null,
       };
-      await deps.store.batch([putJobOp(job)], { sync: true });
+      await deps.store.batch(putJobOps(job), { sync: true });
       return job;
     },
   };
