@@ -128,4 +128,25 @@ describe("cron in the daemon (fake model)", () => {
     expect(report).toMatchObject({ channel: "api", chatId: "me", content: "The oven is off." });
     await until(async () => (await listRuns(daemon!.store, "heartbeat")).some((r) => r.status === "ok" && r.reply === "The oven is off."), 10_000, "the heartbeat run recorded");
   }, 60_000);
+
+  it("the heartbeat session keeps only its last keepRecentMessages messages", async () => {
+    let runs = 0;
+    fake = await startFakeOpenAi([], (req) => {
+      if (hasTool(req, "heartbeat") && req.body.tools!.length === 1) return { toolCalls: [{ name: "heartbeat", arguments: { action: "run", tasks: "t" } }] };
+      if (lastUser(req).includes("[Heartbeat.")) return { content: `report ${++runs}` };
+      return { content: "hello back" };
+    });
+    const home = await tmp();
+    await mkdir(join(home, "workspace"), { recursive: true });
+    await writeFile(join(home, "workspace", "HEARTBEAT.md"), "## Active Tasks\n- look around\n");
+    daemon = await startDaemon(home, fake.url, { config: { gateway: { heartbeat: { intervalS: 1, keepRecentMessages: 2 } } } });
+    await replyTo(daemon, await sendApi(daemon, "me", "hi"));
+    await until(() => runs >= 4, 30_000, "four heartbeat reports");
+    await until(async () => (await listRuns(daemon!.store, "heartbeat")).filter((r) => r.status === "ok").length >= 4, 10_000, "four heartbeat runs recorded");
+    // Each phase-2 turn sees at most the last 2 stored messages before its own: one earlier exchange, never all of them.
+    const phase2 = fake.requests.filter((r) => lastUser(r).includes("[Heartbeat."));
+    const last = phase2.at(-1)!.body.messages.filter((m) => m.role !== "system");
+    expect(last.length).toBeLessThanOrEqual(3);
+    expect(JSON.stringify(last)).not.toContain("report 1");
+  }, 60_000);
 });
