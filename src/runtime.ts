@@ -7,6 +7,7 @@ import { createCronScheduler } from "../actors/cron.js";
 import { createHeartbeat } from "../actors/heartbeat.js";
 import { cronFinalOps, fireNow, unfinishedSystemRuns, finishRunOps, type StartedRun } from "./cron/fire.js";
 import { HEARTBEAT_SESSION, pickHeartbeatTarget } from "./cron/heartbeat.js";
+import { NO_CHAT } from "./cron/jobs.js";
 import { createCronService, type CronService } from "./cron/service.js";
 import { cronTool } from "./tools/builtin/cron.js";
 import { listSessions } from "./store/sessions.js";
@@ -311,7 +312,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   function startRun(s: Pick<StartedRun, "inbox"> & Partial<StartedRun>): void {
     const m = s.inbox;
     if (m) {
-      if (!channels.has(m.channel)) logger.warn({ sessionKey: m.sessionKey, channel: m.channel }, "a cron run's reply is for a channel this daemon does not serve; it waits in the outbox");
+      if (!channels.has(m.channel) && m.channel !== NO_CHAT.channel) logger.warn({ sessionKey: m.sessionKey, channel: m.channel }, "a cron run's reply is for a channel this daemon does not serve; it waits in the outbox");
       bus.publish({ type: "inbound", channel: m.channel, chatId: m.chatId, senderId: m.senderId, content: m.content, messageId: m.id, media: [], sessionKey: m.sessionKey, at: m.at });
       supervisor.send({ type: "inbound", sessionKey: m.sessionKey, message: { id: m.id, channel: m.channel, chatId: m.chatId, content: m.content, at: m.at, media: [] } });
       return;
@@ -331,7 +332,8 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   supervisor.start();
   for (const name of channels.keys()) supervisor.send({ type: "channel.start", name });
   // Recovery: sessions with an interrupted turn or unanswered messages start now, not at their next message.
-  const { wake, left } = await sessionsToRecover(store, (channel) => channels.has(channel));
+  // A cron job with no chat to report to runs on the pseudo-channel NO_CHAT (its reply is never sent): this daemon serves it.
+  const { wake, left } = await sessionsToRecover(store, (channel) => channels.has(channel) || channel === NO_CHAT.channel);
   if (wake.length) logger.info({ sessions: wake }, "recovering interrupted work");
   if (left.length) logger.info({ sessions: left }, "not resuming turns on channels this daemon does not serve; troupe agent finishes a cli turn before its session's next message");
   for (const sessionKey of wake) supervisor.send({ type: "wake", sessionKey });

@@ -66,6 +66,9 @@ export const jobKey = (id: string) => `job:${id}`;
 const runPrefix = (jobId: string) => `run:${jobId}${KEY_END}`;
 export const runKey = (jobId: string, scheduledAt: number) => `${runPrefix(jobId)}${String(scheduledAt).padStart(15, "0")}`;
 
+/** The target of a job made with no chat to report to (its replies stay in its session; deliver is false). */
+export const NO_CHAT = { channel: "cron", chatId: "none" } as const;
+
 /** The session a job's runs are turns of. */
 export const cronSessionKey = (jobId: string) => `cron:${jobId}`;
 /** The inbox message id of a run: it names the job and the instant. */

@@ -3,10 +3,15 @@ import { join } from "node:path";
 import { filter, firstValueFrom, type Observable } from "rxjs";
 import { afterEach, describe, expect, it } from "vitest";
 import type { OutboundEvent } from "../../src/bus/events.js";
-import { getJob, listRuns, runMessageId } from "../../src/cron/jobs.js";
+import { fireNow } from "../../src/cron/fire.js";
+import { getJob, listRuns, NO_CHAT, runMessageId } from "../../src/cron/jobs.js";
+import { addJobInput } from "../../src/cron/requests.js";
+import { createCronService } from "../../src/cron/service.js";
+import { dataPaths } from "../../src/paths.js";
+import { openStore } from "../../src/store/store.js";
 import type { Daemon } from "../../src/runtime.js";
 import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtures/fake-openai.js";
-import { replyTo, sendApi, startDaemon } from "../helpers/daemon.js";
+import { replyTo, sendApi, startDaemon, writeHome } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
 
@@ -148,5 +153,21 @@ describe("cron in the daemon (fake model)", () => {
     const last = phase2.at(-1)!.body.messages.filter((m) => m.role !== "system");
     expect(last.length).toBeLessThanOrEqual(3);
     expect(JSON.stringify(last)).not.toContain("report 1");
+  }, 60_000);
+
+  it("troupe cron run without a daemon: the run is recorded and runs when the daemon starts; a job with no chat sends nothing", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "ran while nobody watched" }));
+    const home = await tmp();
+    await writeHome(home, fake.url, { config: { gateway: { heartbeat: { enabled: false } } } });
+    const store = await openStore(dataPaths({ TROUPE_HOME: home }).storeDir);
+    const job = await createCronService({ store, defaultTz: "UTC" }).add(addJobInput({ name: "n", message: "tidy up", every: 3600 }));
+    expect(job).toMatchObject({ deliver: false, target: NO_CHAT });
+    const queued = await fireNow(store, job.id, Date.now());
+    await store.close();
+    daemon = await startDaemon(home, fake.url, { config: { gateway: { heartbeat: { enabled: false } } } });
+    const outbound = collect(daemon.bus.ofType("outbound"));
+    await until(async () => (await listRuns(daemon!.store, job.id))[0]?.status === "ok", 20_000, "the queued run to finish");
+    expect((await listRuns(daemon.store, job.id)).map((r) => [r.scheduledAt, r.trigger, r.reply])).toEqual([[queued!.run.scheduledAt, "manual", "ran while nobody watched"]]);
+    expect(outbound).toEqual([]);
   }, 60_000);
 });
