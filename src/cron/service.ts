@@ -109,7 +109,8 @@ export function createCronService(deps: CronServiceDeps) {
         return undefined;
       }
       const same = existing && JSON.stringify(existing.schedule) === JSON.stringify(spec.schedule);
-      if (existing && same && existing.enabled) return existing;
+      // Same schedule: kept as it is (its next run, and a user's `troupe cron disable`, survive a restart).
+      if (existing && same) return existing;
       const at = now();
       const job: CronJob = {
         v: CRON_FORMAT,
