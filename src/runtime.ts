@@ -7,7 +7,7 @@ import { createCronScheduler } from "../actors/cron.js";
 import { createHeartbeat } from "../actors/heartbeat.js";
 import { cronFinalOps, fireNow, unfinishedSystemRuns, finishRunOps, type StartedRun } from "./cron/fire.js";
 import { HEARTBEAT_SESSION, pickHeartbeatTarget } from "./cron/heartbeat.js";
-import { NO_CHAT } from "./cron/jobs.js";
+import { NO_CHAT, type CronJob } from "./cron/jobs.js";
 import { createCronService, type CronService } from "./cron/service.js";
 import { cronTool } from "./tools/builtin/cron.js";
 import { listSessions } from "./store/sessions.js";
@@ -308,6 +308,11 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
       pickHeartbeatTarget(await listSessions(store, { onCorrupt: () => {} }), (c) => channels.has(c)),
     deliver: (m) => startRun({ inbox: m }),
   });
+  /**
+   * What carries out a protected system job's run (its record is written; the handler records how it
+   * ended). Dream is added here the same way: cron.ensureSystemJob("dream", …) and a handler.
+   */
+  const systemJobs = new Map<NonNullable<CronJob["system"]>, (run: StartedRun) => Promise<void>>([["heartbeat", heartbeat.run]]);
   /** A recorded run starts: its message goes to its session, or a system job's handler runs. */
   function startRun(s: Pick<StartedRun, "inbox"> & Partial<StartedRun>): void {
     const m = s.inbox;
@@ -318,8 +323,9 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
       return;
     }
     if (!s.job || !s.run) return;
-    if (s.job.system === "heartbeat") return void heartbeat.run(s as StartedRun);
-    // Dream is not built yet: its run is recorded as skipped, not left open.
+    const handler = s.job.system && systemJobs.get(s.job.system);
+    if (handler) return void handler(s as StartedRun);
+    // A system job with no handler (Dream, until memory is built) is recorded as skipped, not left open.
     void store.batch(finishRunOps(s.job, s.run, "skipped", null, Date.now(), `${s.job.system ?? "job"} has no handler in this troupe`), { sync: true });
   }
   /** Each channel: starting (connecting to its platform), started, restarting after a failure, or failed for good. */
