@@ -7,6 +7,7 @@ import { createCronScheduler } from "../actors/cron.js";
 import { createHeartbeat } from "../actors/heartbeat.js";
 import { cronFinalOps, fireNow, unfinishedSystemRuns, finishRunOps, type StartedRun } from "./cron/fire.js";
 import { HEARTBEAT_SESSION, pickHeartbeatTarget } from "./cron/heartbeat.js";
+import { NO_CHAT, type CronJob } from "./cron/jobs.js";
 import { createCronService, type CronService } from "./cron/service.js";
 import { cronTool } from "./tools/builtin/cron.js";
 import { listSessions } from "./store/sessions.js";
@@ -397,18 +398,24 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
       pickHeartbeatTarget(await listSessions(store, { onCorrupt: () => {} }), (c) => channels.has(c)),
     deliver: (m) => startRun({ inbox: m }),
   });
+  /**
+   * What carries out a protected system job's run (its record is written; the handler records how it
+   * ended). Dream is not one of these: it is its own supervised actor with its own stored deadline (actors/dream.ts).
+   */
+  const systemJobs = new Map<NonNullable<CronJob["system"]>, (run: StartedRun) => Promise<void>>([["heartbeat", heartbeat.run]]);
   /** A recorded run starts: its message goes to its session, or a system job's handler runs. */
   function startRun(s: Pick<StartedRun, "inbox"> & Partial<StartedRun>): void {
     const m = s.inbox;
     if (m) {
-      if (!channels.has(m.channel)) logger.warn({ sessionKey: m.sessionKey, channel: m.channel }, "a cron run's reply is for a channel this daemon does not serve; it waits in the outbox");
+      if (!channels.has(m.channel) && m.channel !== NO_CHAT.channel) logger.warn({ sessionKey: m.sessionKey, channel: m.channel }, "a cron run's reply is for a channel this daemon does not serve; it waits in the outbox");
       bus.publish({ type: "inbound", channel: m.channel, chatId: m.chatId, senderId: m.senderId, content: m.content, messageId: m.id, media: [], sessionKey: m.sessionKey, at: m.at });
       supervisor.send({ type: "inbound", sessionKey: m.sessionKey, message: { id: m.id, channel: m.channel, chatId: m.chatId, content: m.content, at: m.at, media: [] } });
       return;
     }
     if (!s.job || !s.run) return;
-    if (s.job.system === "heartbeat") return void heartbeat.run(s as StartedRun);
-    // Dream is not built yet: its run is recorded as skipped, not left open.
+    const handler = s.job.system && systemJobs.get(s.job.system);
+    if (handler) return void handler(s as StartedRun);
+    // A system job with no handler (Dream, until memory is built) is recorded as skipped, not left open.
     void store.batch(finishRunOps(s.job, s.run, "skipped", null, Date.now(), `${s.job.system ?? "job"} has no handler in this troupe`), { sync: true });
   }
   /** Each channel: starting (connecting to its platform), started, restarting after a failure, or failed for good. */
@@ -428,7 +435,8 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     core.memory.attach(() => supervisor.getSnapshot().children[DREAM_ACTOR_ID] as AnyActorRef | undefined);
   }
   // Recovery: sessions with an interrupted turn or unanswered messages start now, not at their next message.
-  const { wake, left } = await sessionsToRecover(store, (channel) => channels.has(channel));
+  // A cron job with no chat to report to runs on the pseudo-channel NO_CHAT (its reply is never sent): this daemon serves it.
+  const { wake, left } = await sessionsToRecover(store, (channel) => channels.has(channel) || channel === NO_CHAT.channel);
   const openTurns = (await listOpenTurns(store, undefined, { onCorrupt: () => {} })).filter((t) => wake.includes(t.sessionKey)).length;
   if (wake.length) logger.info({ turnsToResume: openTurns, sessions: wake.length, sessionKeys: wake }, `recovering interrupted work: ${openTurns} turn(s) to resume, ${wake.length} session(s) with work waiting`);
   else logger.info({ turnsToResume: 0 }, "recovery at start: nothing was interrupted");
@@ -449,7 +457,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   // The store came back after a disk failure: what it interrupted resumes as after a restart.
   store.onRecovered(async () => {
     supervisor.send({ type: "store.recovered" });
-    const again = await sessionsToRecover(store, (channel) => channels.has(channel));
+    const again = await sessionsToRecover(store, (channel) => channels.has(channel) || channel === NO_CHAT.channel);
     if (again.wake.length) logger.info({ sessions: again.wake }, "store recovered; resuming interrupted work");
     for (const sessionKey of again.wake) supervisor.send({ type: "wake", sessionKey });
     const subs = await subagents.recover();

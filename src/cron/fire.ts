@@ -10,7 +10,9 @@ import {
   listRuns,
   parseRunMessageId,
   pruneRunsOps,
-  putJobOp,
+  putJobOps,
+  delDueOp,
+  dueEntries,
   putRunOp,
   RUN_HISTORY,
   runMessageId,
@@ -76,55 +78,74 @@ const newRun = (job: CronJob, scheduledAt: number, now: number, missed: number, 
   note: missed ? `${missed} missed run(s) caught up in this one` : null,
 });
 
+/** Due-index entries read at a time. */
+const DUE_PAGE = 256;
+/** Due jobs fired at once. */
+const FIRE_CONCURRENCY = 64;
+
 /**
- * Fires every due job: per job, one synced batch records its runs (and their inbox messages) and
- * advances its next run, before any of them starts. An instant whose run record exists was fired
- * before (a crash between the batch and now): it is not fired again.
+ * Fires every due job, found through the due index (only due jobs are read): per job, one synced
+ * batch records its runs (and their inbox messages), advances its next run and moves its index
+ * entry, before any of them starts. An instant whose run record exists was fired before (a crash
+ * between the batch and now): it is not fired again.
  */
 export async function fireDue(store: Store, now: number, startedAt: number, log?: (msg: string, data: object) => void): Promise<FireResult> {
   const started: StartedRun[] = [];
-  let nextAt: number | null = null;
   let skippedTotal = 0;
-  const jobs = await listJobs(store, { onCorrupt: (c) => log?.("corrupt cron job skipped", c) });
-  for (const job of jobs) {
-    const plan = planFiring(job, now, startedAt);
-    if (plan.run.length || plan.skipped.length || plan.nextRunAt !== job.nextRunAt) {
-      const runs: CronRun[] = [];
-      for (const r of plan.run) if (!(await getRun(store, job.id, r.scheduledAt))) runs.push(newRun(job, r.scheduledAt, now, r.missed, "schedule"));
-      // The history holds RUN_HISTORY runs: the latest skipped instants are listed, the older ones counted in the first listed.
-      const listed = plan.skipped.slice(-Math.max(0, RUN_HISTORY - runs.length));
-      const unlisted = plan.skipped.length - listed.length + plan.uncounted;
-      const skipped: CronRun[] = listed.map((t, i) => ({
-        ...newRun(job, t, now, 0, "schedule"),
-        startedAt: null,
-        finishedAt: now,
-        status: "skipped",
-        messageId: null,
-        note: `missed while troupe was not running; catchUp is ${job.catchUp}${i === 0 && unlisted ? ` (and ${unlisted} earlier missed instant(s) not listed)` : ""}`,
-      }));
-      skippedTotal += skipped.length + unlisted;
-      const last = runs.at(-1);
-      // An `at` job that was skipped will never run: it stays, disabled, so the skip is visible.
-      const done = plan.nextRunAt === null && !last;
-      const advanced: CronJob = {
-        ...job,
-        nextRunAt: plan.nextRunAt,
-        enabled: done ? false : job.enabled,
-        lastRunAt: last?.scheduledAt ?? job.lastRunAt,
-        lastStatus: last ? "running" : skipped.length ? "skipped" : job.lastStatus,
-      };
-      const starts = runs.map((run) => ({ run, ...startOps(job, run) }));
-      const prune = await pruneRunsOps(store, job.id, runs.length + skipped.length);
-      await store.batch([putJobOp(advanced), ...skipped.map(putRunOp), ...starts.flatMap((s) => s.ops), ...prune], { sync: true });
-      if (starts.length) fault("after-cron-run-write");
-      for (const s of starts) started.push({ job: advanced, run: s.run, inbox: s.inbox });
-      if (skipped.length) log?.("missed cron runs skipped", { jobId: job.id, skipped: skipped.length + unlisted, catchUp: job.catchUp });
-      job.nextRunAt = advanced.nextRunAt;
-      job.enabled = advanced.enabled;
-    }
-    if (job.enabled && job.nextRunAt !== null && (nextAt === null || job.nextRunAt < nextAt)) nextAt = job.nextRunAt;
+  for (;;) {
+    const page = await dueEntries(store, DUE_PAGE);
+    const due = page.filter((e) => e.at <= now);
+    const fireEntry = async (entry: { id: string; at: number }) => {
+      const job = await getJob(store, entry.id).catch((err: unknown) => {
+        log?.("corrupt cron job skipped", { id: entry.id, err });
+        return undefined;
+      });
+      // A stale entry: the job was removed, disabled, or has another next run now.
+      if (!job || !job.enabled || job.nextRunAt !== entry.at) return void (await store.batch([delDueOp(entry.at, entry.id)]));
+      const fired = await fireJob(store, job, now, startedAt, log);
+      started.push(...fired.started);
+      skippedTotal += fired.skipped;
+    };
+    // Jobs are independent: fired side by side, their synced batches share fsyncs (group commit).
+    for (let i = 0; i < due.length; i += FIRE_CONCURRENCY) await Promise.all(due.slice(i, i + FIRE_CONCURRENCY).map(fireEntry));
+    if (due.length < page.length || page.length < DUE_PAGE) break;
   }
-  return { started, nextAt, skipped: skippedTotal };
+  const [first] = await dueEntries(store, 1);
+  return { started, nextAt: first?.at ?? null, skipped: skippedTotal };
+}
+
+async function fireJob(store: Store, job: CronJob, now: number, startedAt: number, log?: (msg: string, data: object) => void): Promise<{ started: StartedRun[]; skipped: number }> {
+  const plan = planFiring(job, now, startedAt);
+  const runs: CronRun[] = [];
+  for (const r of plan.run) if (!(await getRun(store, job.id, r.scheduledAt))) runs.push(newRun(job, r.scheduledAt, now, r.missed, "schedule"));
+  // The history holds RUN_HISTORY runs: the latest skipped instants are listed, the older ones counted in the first listed.
+  const listed = plan.skipped.slice(-Math.max(0, RUN_HISTORY - runs.length));
+  const unlisted = plan.skipped.length - listed.length + plan.uncounted;
+  const skipped: CronRun[] = listed.map((t, i) => ({
+    ...newRun(job, t, now, 0, "schedule"),
+    startedAt: null,
+    finishedAt: now,
+    status: "skipped",
+    messageId: null,
+    note: `missed while troupe was not running; catchUp is ${job.catchUp}${i === 0 && unlisted ? ` (and ${unlisted} earlier missed instant(s) not listed)` : ""}`,
+  }));
+  const last = runs.at(-1);
+  // An `at` job that was skipped will never run: it stays, disabled, so the skip is visible.
+  const done = plan.nextRunAt === null && !last;
+  const advanced: CronJob = {
+    ...job,
+    nextRunAt: plan.nextRunAt,
+    enabled: done ? false : job.enabled,
+    lastRunAt: last?.scheduledAt ?? job.lastRunAt,
+    lastStatus: last ? "running" : skipped.length ? "skipped" : job.lastStatus,
+  };
+  const starts = runs.map((run) => ({ run, ...startOps(job, run) }));
+  const prune = await pruneRunsOps(store, job.id, runs.length + skipped.length);
+  const moveDue = job.nextRunAt !== null && job.nextRunAt !== advanced.nextRunAt ? [delDueOp(job.nextRunAt, job.id)] : [];
+  await store.batch([...moveDue, ...putJobOps(advanced), ...skipped.map(putRunOp), ...starts.flatMap((s) => s.ops), ...prune], { sync: true });
+  if (starts.length) fault("after-cron-run-write");
+  if (skipped.length) log?.("missed cron runs skipped", { jobId: job.id, skipped: skipped.length + unlisted, catchUp: job.catchUp });
+  return { started: starts.map((s) => ({ job: advanced, run: s.run, inbox: s.inbox })), skipped: skipped.length + unlisted };
 }
 
 /** `troupe cron run ID`: a run now, outside the schedule (its next run stays as it is). */
@@ -137,7 +158,7 @@ export async function fireNow(store: Store, jobId: string, now: number): Promise
   const run = newRun(job, at, now, 0, "manual");
   const { ops, inbox } = startOps(job, run);
   const advanced: CronJob = { ...job, lastRunAt: at, lastStatus: "running" };
-  await store.batch([putJobOp(advanced), ...ops, ...(await pruneRunsOps(store, job.id, 1))], { sync: true });
+  await store.batch([...putJobOps(advanced), ...ops, ...(await pruneRunsOps(store, job.id, 1))], { sync: true });
   return { job: advanced, run, inbox };
 }
 
@@ -161,7 +182,7 @@ export function finishRunOps(job: CronJob | undefined, run: CronRun, status: "ok
   if (!job) return ops;
   // An `at` job is deleted once it has run (its runs stay for `troupe cron runs`).
   if (job.schedule.kind === "at" && run.trigger === "schedule" && !job.system) ops.push(delJobOp(job.id));
-  else ops.push(putJobOp({ ...job, lastStatus: status }));
+  else ops.push(...putJobOps({ ...job, lastStatus: status }));
   return ops;
 }
 

@@ -66,6 +66,9 @@ export const jobKey = (id: string) => `job:${id}`;
 const runPrefix = (jobId: string) => `run:${jobId}${KEY_END}`;
 export const runKey = (jobId: string, scheduledAt: number) => `${runPrefix(jobId)}${String(scheduledAt).padStart(15, "0")}`;
 
+/** The target of a job made with no chat to report to (its replies stay in its session; deliver is false). */
+export const NO_CHAT = { channel: "cron", chatId: "none" } as const;
+
 /** The session a job's runs are turns of. */
 export const cronSessionKey = (jobId: string) => `cron:${jobId}`;
 /** The inbox message id of a run: it names the job and the instant. */
@@ -77,7 +80,26 @@ export function parseRunMessageId(id: string): { jobId: string; scheduledAt: num
 
 export const newJobId = () => randomBytes(4).toString("hex");
 
-export const putJobOp = (job: CronJob): StoreOp => ({ type: "put", sublevel: "cron", key: jobKey(job.id), value: job });
+/**
+ * The due index: `due:<instant>:<id>` for each enabled job's next run, so the scheduler reads only
+ * what is due, not every job. An entry whose job has moved on (another next run, disabled, removed)
+ * is stale: the scheduler drops it when it comes up. Writing a job always writes its entry.
+ */
+const DUE_PREFIX = "due:";
+const pad15 = (n: number) => String(n).padStart(15, "0");
+export const dueKey = (at: number, id: string) => `${DUE_PREFIX}${pad15(at)}:${id}`;
+export const dueEntrySchema = z.object({ id: z.string(), at: z.number() });
+
+export const putJobOps = (job: CronJob): StoreOp[] => [
+  { type: "put", sublevel: "cron", key: jobKey(job.id), value: job },
+  ...(job.enabled && job.nextRunAt !== null ? [{ type: "put" as const, sublevel: "cron" as const, key: dueKey(job.nextRunAt, job.id), value: { id: job.id, at: job.nextRunAt } }] : []),
+];
+export const delDueOp = (at: number, id: string): StoreOp => ({ type: "del", sublevel: "cron", key: dueKey(at, id) });
+
+/** The earliest `limit` entries of the due index, in time order. */
+export async function dueEntries(store: Store, limit: number): Promise<Array<{ id: string; at: number }>> {
+  return (await store.list("cron", dueEntrySchema, { prefix: DUE_PREFIX, limit, onCorrupt: () => {} })).map((r) => r.value);
+}
 export const delJobOp = (id: string): StoreOp => ({ type: "del", sublevel: "cron", key: jobKey(id) });
 export const putRunOp = (run: CronRun): StoreOp => ({ type: "put", sublevel: "cron", key: runKey(run.jobId, run.scheduledAt), value: run });
 

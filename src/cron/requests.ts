@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { NO_CHAT } from "./jobs.js";
 import { ScheduleError } from "./schedule.js";
 import type { AddJobInput } from "./service.js";
 
@@ -24,7 +25,7 @@ export type AddJobRequest = z.infer<typeof addJobRequestSchema>;
  */
 export function addJobInput(req: AddJobRequest): AddJobInput {
   if (Boolean(req.channel) !== Boolean(req.to)) throw new ScheduleError(req.channel ? "to" : "channel", "give --channel and --to together (e.g. --channel telegram --to 12345)");
-  const target = req.channel && req.to ? { channel: req.channel, chatId: req.to } : { channel: "cli", chatId: "direct" };
+  const target = req.channel && req.to ? { channel: req.channel, chatId: req.to } : { channel: NO_CHAT.channel, chatId: NO_CHAT.chatId };
   return {
     name: req.name,
     message: req.message,

@@ -7,7 +7,7 @@ import {
   listJobs,
   listRuns,
   newJobId,
-  putJobOp,
+  putJobOps,
   type CatchUp,
   type CronJob,
   type CronRun,
@@ -73,7 +73,7 @@ export function createCronService(deps: CronServiceDeps) {
       const job = buildJob(input, now());
       const existing = input.id ? await getJob(deps.store, input.id) : undefined;
       if (existing) return existing;
-      await deps.store.batch([putJobOp(job)], { sync: true });
+      await deps.store.batch(putJobOps(job), { sync: true });
       changed();
       return job;
     },
@@ -94,7 +94,7 @@ export function createCronService(deps: CronServiceDeps) {
       if (!job) return undefined;
       const at = now();
       const next: CronJob = { ...job, enabled, nextRunAt: enabled ? (job.enabled ? job.nextRunAt : nextInstant(job.schedule, at, job.anchor)) : job.nextRunAt };
-      await deps.store.batch([putJobOp(next)], { sync: true });
+      await deps.store.batch(putJobOps(next), { sync: true });
       changed();
       return next;
     },
@@ -109,7 +109,8 @@ export function createCronService(deps: CronServiceDeps) {
         return undefined;
       }
       const same = existing && JSON.stringify(existing.schedule) === JSON.stringify(spec.schedule);
-      if (existing && same && existing.enabled) return existing;
+      // Same schedule: kept as it is (its next run, and a user's `troupe cron disable`, survive a restart).
+      if (existing && same) return existing;
       const at = now();
       const job: CronJob = {
         v: CRON_FORMAT,
@@ -129,7 +130,7 @@ export function createCronService(deps: CronServiceDeps) {
         lastRunAt: existing?.lastRunAt ?? null,
         lastStatus: existing?.lastStatus ?? null,
       };
-      await deps.store.batch([putJobOp(job)], { sync: true });
+      await deps.store.batch(putJobOps(job), { sync: true });
       return job;
     },
   };

@@ -90,7 +90,7 @@ describe("troupe CLI", () => {
     const readme = await readFile(new URL("../../README.md", import.meta.url), "utf8");
     const table = readme.slice(readme.indexOf("## Commands"), readme.indexOf("\n## ", readme.indexOf("## Commands") + 5));
     for (const c of helpCommands((await runCli(["--help"], { TROUPE_HOME: home })).stdout)) expect(table, c).toContain(`\`troupe ${c}`);
-    for (const group of ["daemon", "sessions"]) {
+    for (const group of ["daemon", "sessions", "cron"]) {
       const rows = table.split("\n").filter((l) => l.startsWith(`| \`troupe ${group}`));
       for (const sub of helpCommands((await runCli([group, "--help"], { TROUPE_HOME: home })).stdout)) {
         expect(rows.some((r) => new RegExp(`\\b${sub}\\b`).test(r)), `${group} ${sub}`).toBe(true);

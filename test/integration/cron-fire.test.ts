@@ -95,4 +95,21 @@ describe("firing due jobs (LevelDB, fake clock)", () => {
     await fireDue(store, T0 + 31 * MIN + 10, T0);
     expect(await listRuns(store, job.id)).toHaveLength(20);
   });
+
+  it("a system job keeps its next run and a user's disable across restarts; a new interval replaces it; disabled in config, it goes", async () => {
+    store = await openStore(await tmp());
+    let clock = T0;
+    const service = createCronService({ store, defaultTz: "UTC", now: () => clock });
+    const spec = (everyS: number) => ({ name: "heartbeat", message: "Check HEARTBEAT.md", schedule: { kind: "every" as const, everyS }, target: { channel: "api", chatId: "heartbeat" } });
+    const first = await service.ensureSystemJob("heartbeat", spec(1800));
+    expect(first).toMatchObject({ system: "heartbeat", nextRunAt: T0 + 1_800_000 });
+    clock += 600_000;
+    expect((await service.ensureSystemJob("heartbeat", spec(1800)))?.nextRunAt).toBe(T0 + 1_800_000);
+    await service.setEnabled("heartbeat", false);
+    expect((await service.ensureSystemJob("heartbeat", spec(1800)))?.enabled).toBe(false);
+    expect((await service.ensureSystemJob("heartbeat", spec(60)))).toMatchObject({ enabled: true, nextRunAt: clock + 60_000 });
+    expect(await service.remove("heartbeat")).toBe("protected");
+    await service.ensureSystemJob("heartbeat", null);
+    expect(await getJob(store, "heartbeat")).toBeUndefined();
+  });
 });

@@ -3,10 +3,16 @@ import { join } from "node:path";
 import { filter, firstValueFrom, type Observable } from "rxjs";
 import { afterEach, describe, expect, it } from "vitest";
 import type { OutboundEvent } from "../../src/bus/events.js";
-import { getJob, listRuns, runMessageId } from "../../src/cron/jobs.js";
+import { fireNow } from "../../src/cron/fire.js";
+import { runLines } from "../../src/cli/cron.js";
+import { getJob, listRuns, NO_CHAT, putJobOps, runMessageId } from "../../src/cron/jobs.js";
+import { addJobInput } from "../../src/cron/requests.js";
+import { createCronService } from "../../src/cron/service.js";
+import { dataPaths } from "../../src/paths.js";
+import { openStore } from "../../src/store/store.js";
 import type { Daemon } from "../../src/runtime.js";
 import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtures/fake-openai.js";
-import { replyTo, sendApi, startDaemon } from "../helpers/daemon.js";
+import { replyTo, sendApi, startDaemon, writeHome } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
 
@@ -127,5 +133,72 @@ describe("cron in the daemon (fake model)", () => {
     const report = await firstValueFrom(daemon.bus.ofType("outbound").pipe(filter((e) => e.answers.some((a) => a.startsWith("cron:heartbeat:")))));
     expect(report).toMatchObject({ channel: "api", chatId: "me", content: "The oven is off." });
     await until(async () => (await listRuns(daemon!.store, "heartbeat")).some((r) => r.status === "ok" && r.reply === "The oven is off."), 10_000, "the heartbeat run recorded");
+  }, 60_000);
+
+  it("the heartbeat session keeps only its last keepRecentMessages messages", async () => {
+    let runs = 0;
+    fake = await startFakeOpenAi([], (req) => {
+      if (hasTool(req, "heartbeat") && req.body.tools!.length === 1) return { toolCalls: [{ name: "heartbeat", arguments: { action: "run", tasks: "t" } }] };
+      if (lastUser(req).includes("[Heartbeat.")) return { content: `report ${++runs}` };
+      return { content: "hello back" };
+    });
+    const home = await tmp();
+    await mkdir(join(home, "workspace"), { recursive: true });
+    await writeFile(join(home, "workspace", "HEARTBEAT.md"), "## Active Tasks\n- look around\n");
+    daemon = await startDaemon(home, fake.url, { config: { gateway: { heartbeat: { intervalS: 1, keepRecentMessages: 2 } } } });
+    await replyTo(daemon, await sendApi(daemon, "me", "hi"));
+    await until(() => runs >= 4, 30_000, "four heartbeat reports");
+    await until(async () => (await listRuns(daemon!.store, "heartbeat")).filter((r) => r.status === "ok").length >= 4, 10_000, "four heartbeat runs recorded");
+    // Each phase-2 turn sees at most the last 2 stored messages before its own: one earlier exchange, never all of them.
+    const phase2 = fake.requests.filter((r) => lastUser(r).includes("[Heartbeat."));
+    const last = phase2.at(-1)!.body.messages.filter((m) => m.role !== "system");
+    expect(last.length).toBeLessThanOrEqual(3);
+    expect(JSON.stringify(last)).not.toContain("report 1");
+  }, 60_000);
+
+  it("troupe cron run without a daemon: the run is recorded and runs when the daemon starts; a job with no chat sends nothing", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "ran while nobody watched" }));
+    const home = await tmp();
+    await writeHome(home, fake.url, { config: { gateway: { heartbeat: { enabled: false } } } });
+    const store = await openStore(dataPaths({ TROUPE_HOME: home }).storeDir);
+    const job = await createCronService({ store, defaultTz: "UTC" }).add(addJobInput({ name: "n", message: "tidy up", every: 3600 }));
+    expect(job).toMatchObject({ deliver: false, target: NO_CHAT });
+    const queued = await fireNow(store, job.id, Date.now());
+    await store.close();
+    daemon = await startDaemon(home, fake.url, { config: { gateway: { heartbeat: { enabled: false } } } });
+    const outbound = collect(daemon.bus.ofType("outbound"));
+    await until(async () => (await listRuns(daemon!.store, job.id))[0]?.status === "ok", 20_000, "the queued run to finish");
+    expect((await listRuns(daemon.store, job.id)).map((r) => [r.scheduledAt, r.trigger, r.reply])).toEqual([[queued!.run.scheduledAt, "manual", "ran while nobody watched"]]);
+    expect(outbound).toEqual([]);
+  }, 60_000);
+
+  it("downtime across 5 instants: once runs one (4 missed), skip runs none, all runs five; each reply once", async () => {
+    fake = await startFakeOpenAi([], (req) => ({ content: `done ${/\(id (\w+)\)/.exec(lastUser(req))?.[1] ?? "?"}` }));
+    const home = await tmp();
+    await writeHome(home, fake.url, { config: { gateway: { heartbeat: { enabled: false } } } });
+    const store = await openStore(dataPaths({ TROUPE_HOME: home }).storeDir);
+    const service = createCronService({ store, defaultTz: "UTC" });
+    // Made 5.5 minutes ago, every minute: five instants passed while no daemon ran; the sixth is 30 s away.
+    const made = Date.now() - 330_000;
+    const ids: Record<string, string> = {};
+    for (const catchUp of ["once", "skip", "all"]) {
+      const job = service.buildJob({ name: catchUp, message: `policy ${catchUp}`, everySeconds: 60, catchUp, target: { channel: "api", chatId: `c-${catchUp}` } }, made);
+      await store.batch(putJobOps(job), { sync: true });
+      ids[catchUp] = job.id;
+    }
+    await store.close();
+    daemon = await startDaemon(home, fake.url, { config: { gateway: { heartbeat: { enabled: false } } } });
+    const outbound = collect(daemon.bus.ofType("outbound"));
+    const runsOf = (policy: string) => listRuns(daemon!.store, ids[policy]!);
+    await until(async () => (await runsOf("all")).filter((r) => r.status === "ok").length === 5 && (await runsOf("once"))[0]?.status === "ok", 30_000, "the catch-up runs");
+    expect((await runsOf("once")).map((r) => [r.status, r.missed, r.scheduledAt - made])).toEqual([["ok", 4, 300_000]]);
+    expect((await runsOf("skip")).map((r) => [r.status, r.scheduledAt - made])).toEqual([1, 2, 3, 4, 5].map((i) => ["skipped", i * 60_000]));
+    expect((await runsOf("all")).map((r) => [r.status, r.scheduledAt - made])).toEqual([1, 2, 3, 4, 5].map((i) => ["ok", i * 60_000]));
+    const to = (chat: string) => outbound.filter((e) => e.chatId === chat).length;
+    await until(() => to("c-all") === 5, 10_000, "the five replies of all");
+    expect([to("c-once"), to("c-skip"), to("c-all")]).toEqual([1, 0, 5]);
+    // Nothing silently dropped: troupe cron runs shows the skipped instants.
+    expect(runLines(await runsOf("skip")).filter((l) => l.includes("skipped"))).toHaveLength(5);
+    for (const policy of ["once", "skip", "all"]) expect((await getJob(daemon.store, ids[policy]!))?.nextRunAt).toBe(made + 360_000);
   }, 60_000);
 });
