@@ -107,6 +107,14 @@ export function createChannelActor(deps: ChannelActorDeps) {
           await deps.store.batch(outboxRejectedOps(record.deliveryId, now(), err.message), { sync: true });
           return;
         }
+        // The store, not the platform, failed (the API channel stores its replies; Telegram records
+        // each accepted part): tried again as soon as the store takes writes, not counted as an attempt.
+        if (err instanceof StoreUnavailableError) {
+          log?.warn({ deliveryId: record.deliveryId, failure: err.failure }, "delivery waits for the store to take writes again");
+          await deps.store.health.writable(signal).catch(() => undefined);
+          if (!signal.aborted) queue.next(current);
+          return;
+        }
         const attempts = current.attempts + 1;
         const wait = retryDelay(attempts, deps.retryBaseMs);
         const next = { ...current, attempts, nextAttemptAt: now() + wait };

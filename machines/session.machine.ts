@@ -242,13 +242,13 @@ export const sessionMachine = setup({
                 actions: assign({ crash: ({ event }) => `the store failed: ${event.error instanceof Error ? event.error.message : String(event.error)}` }),
               },
               {
-              target: "#session.next",
-              actions: enqueueActions(({ context, event, enqueue }) => {
-                enqueue.assign({ resume: null, stopRequested: false });
-                const message = context.current[0];
-                const why = event.error instanceof Error ? event.error.message : String(event.error);
-                if (message) enqueue({ type: "notify", params: { sessionKey: context.sessionKey, message, text: `Sorry, something went wrong: ${why}` } });
-              }),
+                target: "#session.next",
+                actions: enqueueActions(({ context, event, enqueue }) => {
+                  enqueue.assign({ resume: null, stopRequested: false });
+                  const message = context.current[0];
+                  const why = event.error instanceof Error ? event.error.message : String(event.error);
+                  if (message) enqueue({ type: "notify", params: { sessionKey: context.sessionKey, message, text: `Sorry, something went wrong: ${why}` } });
+                }),
               },
             ],
           },

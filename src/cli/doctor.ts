@@ -201,7 +201,7 @@ function checkDisk(paths: DataPaths, floor: SpaceFloor | undefined): CheckResult
   const free = fs.bavail * fs.bsize;
   const limit = floor ? floorBytes({ free, size: fs.blocks * fs.bsize }, floor) : MIN_FREE_BYTES;
   if (free < limit) return fail("disk", `only ${size(free)} free under ${paths.dataDir} (floor ${size(limit)})`, "free some space: on a full disk troupe refuses new messages until space is freed");
-  return ok("disk", `${size(free)} free of ${size(fs.blocks * fs.bsize)} under ${paths.dataDir}`);
+  return ok("disk", `${size(free)} free under ${paths.dataDir} (of ${size(fs.blocks * fs.bsize)})`);
 }
 
 /** Every check, in a fixed order; those that need a valid config are skipped without one. */

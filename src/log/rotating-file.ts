@@ -8,6 +8,9 @@ export interface RotationOptions {
   maxFiles: number;
 }
 
+/** Errors of the disk, not of troupe: a log line that meets one is dropped. */
+const DISK_ERRORS = new Set(["ENOSPC", "EDQUOT", "EROFS", "EIO"]);
+
 /** The rolled-over files of `file`, newest first: file.1, file.2, … */
 export const rotatedFiles = (file: string, maxFiles: number) => Array.from({ length: maxFiles - 1 }, (_, i) => `${file}.${i + 1}`);
 
@@ -47,21 +50,38 @@ export function createRotatingFile(file: string, opts: RotationOptions) {
     ino = fstatSync(fd).ino;
   };
 
+  /** Lines dropped because the disk refused them (full, read-only, failing). */
+  let dropped = 0;
+  const write = (chunk: string) => {
+    const bytes = Buffer.byteLength(chunk);
+    let size: number;
+    try {
+      const now = statSync(file);
+      if (now.ino !== ino) reopen();
+      size = now.size;
+    } catch {
+      // Removed or rolled away by another process: start the file again.
+      reopen();
+      size = 0;
+    }
+    if (size > 0 && size + bytes > opts.maxBytes) rotate();
+    writeSync(fd, chunk);
+  };
+
   return {
     write(chunk: string): boolean {
-      const bytes = Buffer.byteLength(chunk);
-      let size: number;
+      // A full or failing disk must not take the process down with it (the store reports the
+      // failure and recovers): the line is dropped, and the count said once writing works again.
       try {
-        const now = statSync(file);
-        if (now.ino !== ino) reopen();
-        size = now.size;
-      } catch {
-        // Removed or rolled away by another process: start the file again.
-        reopen();
-        size = 0;
+        if (dropped > 0) {
+          write(`${JSON.stringify({ level: 40, time: Date.now(), pid: process.pid, dropped, msg: `${dropped} log line(s) dropped: the disk refused them` })}\n`);
+          dropped = 0;
+        }
+        write(chunk);
+      } catch (err) {
+        if (!DISK_ERRORS.has((err as NodeJS.ErrnoException).code ?? "")) throw err;
+        dropped++;
       }
-      if (size > 0 && size + bytes > opts.maxBytes) rotate();
-      writeSync(fd, chunk);
       return true;
     },
     flushSync() {},

@@ -128,6 +128,15 @@ const json = (res: ServerResponse, status: number, body: unknown) => {
   res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
 };
 
+/** How long a client refused for a failing store is asked to wait before it retries (the store is probed every few seconds). */
+const RETRY_AFTER_S = 10;
+
+/** A refusal while the store is failing: nothing was accepted; the client should retry later. */
+const refuseStore = (res: ServerResponse, status: number, error: string) => {
+  res.setHeader("retry-after", String(RETRY_AFTER_S));
+  json(res, status, { error, retry: "later" });
+};
+
 /**
  * The loopback control API: health, the live actor tree, sessions and their history, messages in
  * (answered as server-sent events), a stream of actor events, the machines' graphs and the inspector
@@ -182,7 +191,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
       },
       (err: Error) => {
         sub.unsubscribe();
-        if (err instanceof StoreUnavailableError) return json(res, err.status, { error: err.message, retry: "later" });
+        if (err instanceof StoreUnavailableError) return refuseStore(res, err.status, err.message);
         daemon.logger.error({ err }, "could not take a message in");
         json(res, err instanceof TroupeError ? 503 : 500, { error: err.message });
       },
@@ -303,6 +312,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
       if (status === 500) daemon.logger.error({ err }, "control API error");
       const body = { error: err instanceof Error ? err.message : String(err) };
       if (res.headersSent) res.end();
+      else if (err instanceof StoreUnavailableError || (err instanceof HttpError && (status === 507 || status === 503))) refuseStore(res, status, body.error);
       else if (status === 413) refuseBody(req, res, status, body);
       else json(res, status, body);
     });

@@ -78,6 +78,7 @@ function canMount(): string | undefined {
 interface Posted {
   status: number;
   body: string;
+  retryAfter?: string | null;
   id?: string;
   replied: Promise<boolean>;
 }
@@ -89,7 +90,7 @@ async function post(g: GatewayProcess, key: string, content: string): Promise<Po
     headers: { ...g.auth, "content-type": "application/json" },
     body: JSON.stringify({ content }),
   });
-  if (res.status !== 200) return { status: res.status, body: await res.text(), replied: Promise.resolve(false) };
+  if (res.status !== 200) return { status: res.status, body: await res.text(), retryAfter: res.headers.get("retry-after"), replied: Promise.resolve(false) };
   const events = readSse(res.body!);
   const first = await events.next();
   const id = first.value && first.value.event === "accepted" ? (first.value.data as { id: string }).id : undefined;
@@ -167,6 +168,7 @@ describe.each(modes)("a full disk under the gateway: $name", ({ make, skip }) =>
         }
       }
       expect(refused?.status, "a message sent to a full disk is refused").toBe(507);
+      expect(Number(refused!.retryAfter)).toBeGreaterThan(0);
       const refusal = JSON.parse(refused!.body) as { error: string };
       expect(refusal.error).toMatch(/disk is full/);
       expect(refusal.error).toMatch(/retry later/);
@@ -213,6 +215,8 @@ describe.each(modes)("a full disk under the gateway: $name", ({ make, skip }) =>
         const all = (await Promise.all(["api:a", "api:b", "api:c"].map((k) => replies(gw, k)))).flat();
         return new Map([...accepted.keys()].map((id) => [id, all.filter((a) => a === id).length]));
       };
+      // The stream has the reply when its turn ends; the API channel records it as delivered just after.
+      await until(async () => [...(await count(g)).values()].every((n) => n > 0), 30_000, "every reply recorded as delivered");
       for (const [id, n] of await count(g)) expect(n, `replies to ${id}`).toBe(1);
       g.proc.kill("SIGTERM");
       await g.exited;
@@ -258,4 +262,72 @@ describe("free space under the floor (early warning)", () => {
     const status = await runCli(["status"], { TROUPE_HOME: home });
     expect(status.stdout).toMatch(/^disk: {6}LOW: only .* free on the disk holding /m);
   }, 120_000);
+});
+
+describe("a disk filled by normal traffic (a real 4 MB tmpfs, as root)", () => {
+  const tmp = useTempDirs();
+  let fake: FakeOpenAi | undefined;
+  let gateway: GatewayProcess | undefined;
+  let mounted: string | undefined;
+  afterEach(async () => {
+    gateway?.proc.kill("SIGKILL");
+    if (gateway) await gateway.exited;
+    gateway = undefined;
+    await fake?.close();
+    if (mounted) execFileSync("umount", ["-l", mounted]);
+    mounted = undefined;
+  });
+
+  it.skipIf(Boolean(mountProblem))(
+    `4 KB messages with one tool call each until LevelDB fails; freed space brings it back without a restart, every accepted message answered once${mountProblem ? ` (not run: ${mountProblem})` : ""}`,
+    async () => {
+      fake = await startFakeOpenAi([], (req) => {
+        const last = req.body.messages.at(-1);
+        if (last?.role === "tool") return { content: "done" };
+        return { toolCalls: [{ name: "list_dir", arguments: { path: "." } }] };
+      });
+      const home = await tmp();
+      execFileSync("mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", home]);
+      mounted = home;
+      // Ballast, deleted later to free space, as an operator would.
+      await writeFile(join(home, "ballast"), Buffer.alloc(1536 * 1024, 1));
+      await writeHome(home, fake.url, { config: { gateway: { port: 0 }, storage: { probeMaxSeconds: 1 } } });
+      await mkdir(join(home, "workspace"), { recursive: true });
+      const g = (gateway = await startGateway(home));
+
+      const accepted = new Map<string, { key: string; replied: Promise<boolean> }>();
+      let refused: Posted | undefined;
+      const sessions = ["api:t0", "api:t1", "api:t2", "api:t3"];
+      const failing = async () => (await health(g)).status === 503;
+      // Rounds of one message per session, each round answered before the next (as people chat), until the store fails.
+      for (let round = 0; round < 400 && !refused; round++) {
+        const posted = await Promise.all(sessions.map((key) => post(g, key, `round ${round} ${FOUR_KB}`).then((p) => ({ key, p }))));
+        for (const { key, p } of posted) {
+          if (p.status === 200 && p.id) accepted.set(p.id, { key, replied: p.replied });
+          else if (p.status !== 200) refused = p;
+        }
+        if (refused) break;
+        const answered = Promise.all(posted.map(({ p }) => p.replied)).then(() => "answered" as const);
+        if ((await Promise.race([answered, until(failing, 120_000, "the store to fail or the round to be answered").then(() => "failing" as const)])) === "failing") break;
+      }
+      refused ??= await post(g, "api:t0", `after the failure ${FOUR_KB}`);
+      expect(refused?.status, `refused after ${accepted.size} accepted: ${refused?.body}`).toBe(507);
+      expect(refused!.body).not.toContain(home);
+      expect((await health(g)).body.store).toMatchObject({ state: "failing", failure: "disk-full" });
+
+      await rm(join(home, "ballast"));
+      await until(async () => (await health(g)).body.store.state === "ok", 60_000, "the store to recover after the ballast was deleted");
+      const results = await Promise.all([...accepted.values()].map((a) => a.replied));
+      expect(results.filter((r) => !r)).toHaveLength(0);
+      // The stream has the reply when its turn ends; the API channel records it as delivered just after.
+      const all = await until(async () => {
+        const got = (await Promise.all(sessions.map((k) => replies(g, k)))).flat();
+        return [...accepted.keys()].every((id) => got.includes(id)) ? got : undefined;
+      }, 30_000, "every reply recorded as delivered");
+      for (const id of accepted.keys()) expect(all.filter((a) => a === id), `replies to ${id}`).toHaveLength(1);
+      const after = await post(g, "api:t0", "after recovery");
+      expect(await after.replied).toBe(true);
+    },
+    300_000,
+  );
 });

@@ -91,3 +91,31 @@ describe("a store on a failing disk (ENOSPC injected at its write path)", () => 
     }
   });
 });
+
+describe("a damaged store", () => {
+  const tempDir = useTempDirs();
+
+  it("without its CURRENT file is refused before LevelDB could start an empty store over it; repairStore brings the records back, a copy kept aside", async () => {
+    const { openStore } = await import("../../src/store/store.js");
+    const { StoreDamagedError } = await import("../../src/store/damage.js");
+    const { repairStore } = await import("../../src/store/repair.js");
+    const dir = join(await tempDir(), "store");
+    const store = await openStore(dir);
+    await store.batch([{ type: "put", sublevel: "inbox", key: "kept", value: { n: 1 } }], { sync: true });
+    await store.close();
+    await rm(join(dir, "CURRENT"));
+
+    const err = await openStore(dir).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StoreDamagedError);
+    expect((err as Error).message).toBe(`the store at ${dir} is damaged (its CURRENT file is missing); repair it with \`troupe doctor --repair\` (it copies the store aside first)`);
+
+    const report = await repairStore(dir, new Date("2026-01-02T03:04:05.678Z"));
+    expect(report.copy).toBe(`${dir}.damaged-2026-01-02T03-04-05-678Z`);
+    const repaired = await openStore(dir);
+    try {
+      expect(await repaired.get("inbox", "kept", rec)).toEqual({ n: 1 });
+    } finally {
+      await repaired.close();
+    }
+  });
+});
