@@ -9,6 +9,7 @@ export interface DaemonClient {
   pid: number;
   get<T>(path: string): Promise<T>;
   delete<T>(path: string): Promise<T>;
+  post<T>(path: string, body?: unknown): Promise<T>;
   /** Sends a message to a session; events (progress, tool hints, messages) go to onEvent; resolves with the reply. */
   send(sessionKey: string, content: string, onEvent?: (event: string, data: Record<string, unknown>) => void, signal?: AbortSignal): Promise<string>;
 }
@@ -34,6 +35,8 @@ export async function connectDaemon(paths: DataPaths, timeoutMs = 2_000, checked
     pid: info.pid,
     get: async <T>(path: string) => (await (await request(path)).json()) as T,
     delete: async <T>(path: string) => (await (await request(path, { method: "DELETE" })).json()) as T,
+    post: async <T>(path: string, body: unknown = {}) =>
+      (await (await request(path, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } })).json()) as T,
     async send(sessionKey, content, onEvent, signal) {
       const res = await request(`/api/sessions/${encodeURIComponent(sessionKey)}/messages`, {
         method: "POST",
