@@ -17,7 +17,8 @@ import { dreamCommand, type DreamControl } from "../src/memory/commands.js";
 import { createMemoryFiles } from "../src/memory/files.js";
 import { tokenWindow } from "../src/memory/fit.js";
 import { recentHistory } from "../src/memory/recent.js";
-import { inputBudget, textTokens, toolsTokens } from "../src/memory/tokens.js";
+import { inputBudget, messagesTokens, textTokens, toolsTokens } from "../src/memory/tokens.js";
+import type { ChatMessage } from "../src/providers/messages.js";
 import { createTurnRuntime, type TurnDeps, type TurnFinalState, type TurnHandle, type TurnResult } from "./turn.js";
 
 export interface IncomingMessage {
@@ -133,8 +134,8 @@ export function createConversation(deps: ConversationDeps) {
       const context = `Context: ~${c.estimated} of ${budget} tokens (window ${d0.contextWindowTokens}, ${d0.maxTokens} for the reply); ${c.lastConsolidated} of ${c.messages} message(s) consolidated.`;
       return {
         content: meta
-          ? `Session ${meta.key}: ${meta.turns} turn(s), ${u?.totalTokens ?? 0} tokens (${u?.promptTokens ?? 0} prompt, ${u?.completionTokens ?? 0} completion). Model: ${deps.provider.model}.\n${context}`
-          : `Session ${msg.sessionKey}: no turns yet. Model: ${deps.provider.model}.\n${context}`,
+          ? `Session ${meta.key}: ${meta.turns} turn(s), ${u?.totalTokens ?? 0} tokens (${u?.promptTokens ?? 0} prompt, ${u?.completionTokens ?? 0} completion). Model: ${deps.provider.model}. ${context}`
+          : `Session ${msg.sessionKey}: no turns yet. Model: ${deps.provider.model}. ${context}`,
       };
     }
     return undefined;
@@ -170,6 +171,7 @@ export function createConversation(deps: ConversationDeps) {
     const userForModel = withRuntimeContext(withMentionedSkills(msg.content, skills), { now: new Date(stamp), timezone: d.timezone, channel: msg.channel, chatId: msg.chatId });
     const room = budget - textTokens(system) - textTokens(userForModel) - toolsTokens(deps.registry.schemas());
     const history = tokenWindow(stored.map((m) => m.message), Math.max(0, room));
+    started.set(msg.sessionKey, budget - room + messagesTokens(stored.map((m) => m.message)));
     const { ops } = appendMessagesOps(meta, [{ role: "user", content: msg.content }], turnId, stamp);
     return {
       input: {
@@ -201,8 +203,18 @@ export function createConversation(deps: ConversationDeps) {
     return turns.start({ record }, withExtra(extraFinalOps));
   }
 
-  /** After a turn: consolidation in the background when the session is over budget. */
-  function afterTurn(sessionKey: string): void {
+  /** The prompt estimate each session's turn started with (system, unarchived history, user message). */
+  const started = new Map<string, number>();
+
+  /**
+   * After a turn: consolidation in the background when the session is over budget. The estimate the
+   * turn started with plus what it added says so without reading the store; a turn resumed after a
+   * restart has none, and the session is read.
+   */
+  function afterTurn(sessionKey: string, added?: ChatMessage[]): void {
+    const before = started.get(sessionKey);
+    started.delete(sessionKey);
+    if (before !== undefined && added && before + messagesTokens(added) < budget) return;
     void consolidator.maybeConsolidate(sessionKey).then(
       (n) => void (n && (cachedPrompt = undefined)),
       (err: unknown) => deps.logger?.error({ err, sessionKey }, "background consolidation failed"),
@@ -227,7 +239,7 @@ export function createConversation(deps: ConversationDeps) {
       const turn = await begin(msg);
       onTurn?.(turn);
       const result = await turn.done;
-      afterTurn(msg.sessionKey);
+      afterTurn(msg.sessionKey, result.output.newMessages);
       return { content: result.output.reply, turnId: result.turnId, state: result.state };
     },
   };

@@ -264,6 +264,37 @@ program
   });
 
 program
+  .command("memory")
+  .description("memory: show the memory files' sizes, history entries, cursors and the next Dream run")
+  .addArgument(new Argument("<action>").choices(["show"]))
+  .action(async () => {
+    const { memoryShowCommand } = await import("./memory.js");
+    process.exitCode = await memoryShowCommand(await loadForCli());
+  });
+const dream = program.command("dream").description("Dream: digest history.jsonl into SOUL.md, USER.md and memory/MEMORY.md, with a git history");
+dream
+  .command("run")
+  .description("run Dream now (through the daemon when it runs) and print what it changed")
+  .action(async () => {
+    const { dreamRunCommand } = await import("./memory.js");
+    process.exitCode = await dreamRunCommand(await loadForCli());
+  });
+dream
+  .command("log [sha]")
+  .description("recent memory commits, or one with its diff")
+  .action(async (sha?: string) => {
+    const { dreamHistoryCommand } = await import("./memory.js");
+    process.exitCode = await dreamHistoryCommand(await loadForCli(), "log", sha);
+  });
+dream
+  .command("restore <sha>")
+  .description("put SOUL.md, USER.md and memory/MEMORY.md back as they were at a commit (itself a new commit)")
+  .action(async (sha: string) => {
+    const { dreamHistoryCommand } = await import("./memory.js");
+    process.exitCode = await dreamHistoryCommand(await loadForCli(), "restore", sha);
+  });
+
+program
   .command("doctor")
   .description("check config, provider (one tiny request), gateway port, Telegram, store and disk; exit 1 if anything failed")
   .option("--repair", "repair a damaged store with LevelDB's repair, after copying it aside (stop the daemon first)")

@@ -156,13 +156,13 @@ export function createDream(deps: DreamDeps) {
   async function begin(): Promise<DreamRun | undefined> {
     const record = await load();
     if (record.run) return record.run;
-    // The repository exists before any edit, so the first run's change is a commit of its own.
-    await ensureMemoryRepo(deps.workspace, now);
     const batch = (await deps.files.undigested()).slice(0, deps.settings.maxBatchSize);
     if (!batch.length) {
       await finish(record, "nothing new to digest", null);
       return undefined;
     }
+    // The repository exists before any edit, so the first run's change is a commit of its own.
+    await ensureMemoryRepo(deps.workspace, now);
     const run: DreamRun = {
       id: `${now().toString(36)}-${randomBytes(3).toString("hex")}`,
       phase: "analysing",

@@ -3,6 +3,7 @@ import * as fs from "node:fs";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import git from "isomorphic-git";
+import { TroupeError } from "../errors.js";
 import { writeAtomic } from "./files.js";
 import { lineCounts, unifiedHunks } from "./line-diff.js";
 
@@ -23,7 +24,7 @@ export interface MemoryCommit {
   timestamp: number;
 }
 
-export class MemoryGitError extends Error {}
+export class MemoryGitError extends TroupeError {}
 
 /** Creates the repository on first use (with one commit of the files as they are). */
 export async function ensureMemoryRepo(workspace: string, now: () => number = Date.now): Promise<void> {

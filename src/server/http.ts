@@ -1,4 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AnyActorRef } from "xstate";
+import { DREAM_ACTOR_ID } from "../../machines/supervisor.machine.js";
+import { memoryOverview } from "../memory/overview.js";
 import type { AddressInfo } from "node:net";
 import { filter, merge } from "rxjs";
 import { z } from "zod";
@@ -253,6 +256,12 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     if (req.method === "GET" && path === "/api/mcp") {
       return json(res, 200, { servers: daemon.mcp?.status() ?? [] });
     }
+    if (req.method === "GET" && path === "/api/memory") {
+      const state = (daemon.supervisor.getSnapshot().children[DREAM_ACTOR_ID] as AnyActorRef | undefined)?.getSnapshot().value;
+      const overview = await memoryOverview(daemon.loaded.workspace, store);
+      return json(res, 200, { ...overview, dream: { ...overview.dream, ...(state ? { state: String(state) } : {}) } });
+    }
+    if (req.method === "POST" && path === "/api/dream/run") return json(res, 200, { result: await daemon.memory.control.run() });
     if (req.method === "GET" && path === "/api/sessions") {
       const live = new Set((daemon.tree.tree()?.children ?? []).map((c) => c.id));
       const { sessions, corrupt } = await sessionsOverview(store);
