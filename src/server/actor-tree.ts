@@ -92,6 +92,8 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
     }
     if (isRoot) return { id: systemRoot ?? "supervisor", kind: systemRoot ? "actor" : "supervisor" };
     if (ref.id.includes(":")) return { id: ref.id, kind: ref.id.slice(0, ref.id.indexOf(":")) };
+    // The supervisor's own children (cron, dream) are named by their ids, as it names them.
+    if (parent?.kind === "supervisor") return { id: ref.id, kind: ref.id };
     // An effect a machine invokes (callModel, runTools, loadSession…): named under its parent.
     const src = typeof ref.src === "string" ? ref.src : ref.id;
     return { id: `${parent?.id ?? "?"}/${src}`, kind: "effect" };

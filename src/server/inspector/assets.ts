@@ -1,13 +1,15 @@
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+import { PACKAGE_ROOT } from "../../package-root.js";
 
 /**
  * The inspector's assets: its own files next to this module, and elkjs from node_modules. Nothing
  * comes from a CDN; the page works offline.
  */
 const require = createRequire(import.meta.url);
-const here = (name: string) => fileURLToPath(new URL(name, import.meta.url));
+// From the package root, not from this module: once bundled, this code runs from dist/.
+const here = (name: string) => join(PACKAGE_ROOT, "src", "server", "inspector", name);
 
 const TYPES: Record<string, string> = { js: "text/javascript; charset=utf-8", css: "text/css; charset=utf-8", html: "text/html; charset=utf-8" };
 
