@@ -9,7 +9,7 @@ import {
   historyWindow,
   newEpochOps,
   newSessionMeta,
-  sessionMessages,
+  sessionMessagesWithSeq,
 } from "../src/store/sessions.js";
 import type { StoreOp } from "../src/store/store.js";
 import type { TurnRecord } from "../src/store/turns.js";
@@ -110,8 +110,10 @@ export function createConversation(deps: ConversationDeps) {
   async function prepare(msg: IncomingMessage & { messageId?: string }): Promise<{ input: TurnInput; initialOps: StoreOp[] }> {
     const d = deps.config.agents.defaults;
     const meta = (await getSessionMeta(deps.store, msg.sessionKey)) ?? newSessionMeta(msg.sessionKey, now());
-    const stored = (await sessionMessages(deps.store, meta)).filter((m) => !m.shownOnly);
+    const stored = (await sessionMessagesWithSeq(deps.store, meta)).filter((m) => !m.shownOnly);
     const history = historyWindow(stored.map((m) => m.message), historyBudget(deps.config));
+    // The history is the tail of the stored messages: the turn's stored input refers to it, not a copy.
+    const fromSeq = history.length ? stored[stored.length - history.length]!.seq : meta.nextSeq;
     const system = await systemPrompt();
     const turnId = newTurnId(now());
     const stamp = now();
@@ -126,6 +128,7 @@ export function createConversation(deps: ConversationDeps) {
         messages: [{ role: "system", content: system }, ...history, await userMessageWithMedia(userForModel, msg.media)],
         maxIterations: d.maxToolIterations,
         ...(msg.messageId ? { messageId: msg.messageId } : {}),
+        history: { epoch: meta.epoch, fromSeq, toSeq: meta.nextSeq, count: history.length },
       },
       initialOps: ops,
     };
