@@ -171,6 +171,8 @@ export function createConversation(deps: ConversationDeps) {
     const userForModel = withRuntimeContext(withMentionedSkills(msg.content, skills), { now: new Date(stamp), timezone: d.timezone, channel: msg.channel, chatId: msg.chatId });
     const room = budget - textTokens(system) - textTokens(userForModel) - toolsTokens(deps.registry.schemas());
     const history = tokenWindow(stored.map((m) => m.message), Math.max(0, room));
+    // The history is the tail of the stored messages: the turn's stored input refers to it, not a copy.
+    const fromSeq = history.length ? stored[stored.length - history.length]!.seq : meta.nextSeq;
     started.set(msg.sessionKey, budget - room + messagesTokens(stored.map((m) => m.message)));
     const { ops } = appendMessagesOps(meta, [{ role: "user", content: msg.content }], turnId, stamp);
     return {
@@ -182,6 +184,7 @@ export function createConversation(deps: ConversationDeps) {
         messages: [{ role: "system", content: system }, ...history, await userMessageWithMedia(userForModel, msg.media)],
         maxIterations: d.maxToolIterations,
         ...(msg.messageId ? { messageId: msg.messageId } : {}),
+        history: { epoch: meta.epoch, fromSeq, toSeq: meta.nextSeq, count: history.length },
       },
       initialOps: ops,
     };

@@ -30,6 +30,12 @@ export interface TurnInput {
   maxIterations: number;
   /** The inbox message that started the turn (it leaves the inbox with the turn's final checkpoint). */
   messageId?: string;
+  /**
+   * Where `messages[1 .. 1 + count]` (the history) come from: the session's stored messages of
+   * `epoch` with seq in [fromSeq, toSeq), those the model is shown. The stored input refers to them
+   * instead of holding a copy, so a turn's first checkpoint does not grow with the session.
+   */
+  history?: { epoch: number; fromSeq: number; toSeq: number; count: number };
 }
 
 export interface CallModelInput {

@@ -26,6 +26,7 @@ import { parseSessionKey } from "./session-key.js";
 import { inboxDeleteOps, inboxPutOps, wasSeen } from "./store/inbox.js";
 import { sessionsToRecover } from "./store/recovery.js";
 import { listOpenTurns } from "./store/turns.js";
+import { MARKER_RETENTION_MS, pruneMarkers } from "./store/markers.js";
 import { spawnTool, subagentsTool } from "./tools/builtin/spawn.js";
 import { ConfigError, TroupeError } from "./errors.js";
 import { createLimiter, type Limiter } from "./limiter.js";
@@ -162,6 +163,8 @@ export interface DaemonOptions extends RuntimeOptions {
   shutdownGraceMs?: number;
   /** Telegram polling knobs (tests shorten them). */
   telegram?: { pollTimeoutS?: number; baseBackoffMs?: number; watchdogGraceS?: number };
+  /** How long seen:/sent: markers are kept (default 7 days); pruned at start and every hour. */
+  markerRetentionMs?: number;
 }
 
 export interface Daemon extends AgentRuntime {
@@ -478,6 +481,15 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   };
   await checkDisk();
   const diskTimer = setInterval(() => void checkDisk(), DISK_CHECK_MS).unref();
+  // Bounded storage: duplicate-detection markers past their window go, at start and then hourly.
+  let pruning = Promise.resolve();
+  const prune = () =>
+    (pruning = pruning
+      .then(() => pruneMarkers(store, Date.now(), opts.markerRetentionMs ?? MARKER_RETENTION_MS))
+      .then((n) => void (n && logger.info({ markers: n }, "pruned old seen/sent markers")))
+      .catch((err) => logger.warn({ err }, "pruning seen/sent markers failed; will try again")));
+  void prune();
+  const pruneTimer = setInterval(prune, 3600_000).unref();
 
   return {
     ...core,
@@ -503,6 +515,8 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
       accepting = false;
       lastChatSub.unsubscribe();
       clearInterval(diskTimer);
+      clearInterval(pruneTimer);
+      await pruning;
       const grace = opts.shutdownGraceMs ?? 3_000;
       const settled = Promise.allSettled(sessionTurns.turns.running().map((id) => sessionTurns.turns.settled(id)));
       await Promise.race([settled, new Promise((r) => setTimeout(r, grace).unref())]);

@@ -5,7 +5,7 @@ import { TEMPLATES_DIR } from "../context/templates.js";
 import { fault } from "../fault.js";
 import type { LlmProvider } from "../providers/client.js";
 import type { ChatMessage } from "../providers/messages.js";
-import { getSessionMeta, sessionMessages, type SessionMeta, type StoredMessage } from "../store/sessions.js";
+import { getSessionMeta, sessionMessagesWithSeq, type SessionMeta, type StoredMessage } from "../store/sessions.js";
 import type { Store } from "../store/store.js";
 import { historyTimestamp, type HistoryEntry, type MemoryFiles } from "./files.js";
 import { consolidationStateOp, getConsolidationState, type ConsolidationState } from "./session-state.js";
@@ -35,7 +35,8 @@ export interface ConsolidatorDeps {
 export interface SessionView {
   meta: SessionMeta;
   state: ConsolidationState;
-  messages: StoredMessage[];
+  /** With their seq: a turn's stored input names the range of them it was given. */
+  messages: Array<StoredMessage & { seq: number }>;
 }
 
 export interface Chunk {
@@ -128,7 +129,7 @@ export function createConsolidator(deps: ConsolidatorDeps) {
   async function view(sessionKey: string): Promise<SessionView | undefined> {
     const meta = await getSessionMeta(deps.store, sessionKey);
     if (!meta) return undefined;
-    const messages = await sessionMessages(deps.store, meta);
+    const messages = await sessionMessagesWithSeq(deps.store, meta);
     let state = await getConsolidationState(deps.store, meta);
     const written = archivedUpTo(await deps.files.readHistory(), meta);
     if (written > state.lastConsolidated) {

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import type OpenAI from "openai";
 import { loadedOpenAi, loadOpenAi } from "./openai-sdk.js";
 import type { Logger } from "pino";
@@ -103,8 +104,12 @@ function idleWatch(ms: number, onIdle: () => void, now: () => number = Date.now)
 }
 
 /** A fetch that reports every received byte (headers, then each body chunk) to `touch`. */
-function watchedFetch(touch: () => void): typeof fetch {
+/** The idle watch of the attempt a fetch belongs to: one client serves every attempt (building one per call cost CPU on every turn). */
+const attemptWatch = new AsyncLocalStorage<() => void>();
+
+function watchedFetch(): typeof fetch {
   return async (input, init) => {
+    const touch = attemptWatch.getStore() ?? (() => {});
     const res = await fetch(input, init);
     touch();
     if (!res.body) return res;
@@ -193,6 +198,7 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
       maxRetries: 0, // retries are ours: visible in logs, bounded, abortable
       // The SDK's timeout ends when the headers arrive; ours (below) covers the body and the retries too.
       timeout: Math.max(1, Math.ceil(timeoutMs)),
+      fetch: watchedFetch(),
     }));
   const backoff = opts.backoff ?? DEFAULT_BACKOFF;
   const now = opts.now ?? Date.now;
@@ -218,20 +224,18 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
     const idle = idleWatch(idleTimeoutMs, () =>
       controller.abort(new ModelTimeoutError(`no data from ${resolved.apiBase} for ${seconds(idleTimeoutMs)} (model idle timeout); the call was abandoned`, true)),
     );
-    // A client per attempt only to give it a fetch that feeds this attempt's idle watch.
-    const watched = (await getClient()).withOptions({ fetch: watchedFetch(idle.touch) });
+    const watched = await getClient();
     const reply = createReplyAccumulator(maxReplyChars);
     try {
       if (!stream) {
-        const raw: unknown = await watched.chat.completions.create({ ...body, stream: false }, { signal: controller.signal });
+        const raw: unknown = await attemptWatch.run(idle.touch, () => watched.chat.completions.create({ ...body, stream: false }, { signal: controller.signal }));
         reply.completion(raw);
         const response = reply.finish();
         if (response.content) req.onDelta?.(response.content);
         return warnDropped(response, reply.droppedCalls);
       }
-      const chunks = await watched.chat.completions.create(
-        { ...body, stream: true, stream_options: { include_usage: true } },
-        { signal: controller.signal },
+      const chunks = await attemptWatch.run(idle.touch, () =>
+        watched.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } }, { signal: controller.signal }),
       );
       const visible = createThinkFilter();
       for await (const chunk of chunks as AsyncIterable<unknown>) {

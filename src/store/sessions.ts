@@ -95,6 +95,20 @@ export async function sessionMessages(store: Store, meta: SessionMeta, epoch = m
   return (await store.list("sessions", storedMessageSchema, { prefix: msgPrefix(meta.key, epoch), ...opts })).map((r) => r.value);
 }
 
+/** A session's messages of one epoch with their seq (the order they were appended in). */
+export async function sessionMessagesWithSeq(store: Store, meta: SessionMeta, epoch = meta.epoch): Promise<Array<StoredMessage & { seq: number }>> {
+  const prefix = msgPrefix(meta.key, epoch);
+  return (await store.list("sessions", storedMessageSchema, { prefix })).map((r) => ({ ...r.value, seq: Number(r.key.slice(prefix.length)) }));
+}
+
+/** A session's messages of `epoch` with seq in [fromSeq, toSeq). */
+export async function sessionMessagesInRange(store: Store, key: string, epoch: number, fromSeq: number, toSeq: number): Promise<StoredMessage[]> {
+  if (toSeq <= fromSeq) return [];
+  const prefix = msgPrefix(key, epoch);
+  const rows = await store.list("sessions", storedMessageSchema, { prefix, gte: `${prefix}${pad(fromSeq, 9)}`, lt: `${prefix}${pad(toSeq, 9)}` });
+  return rows.map((r) => r.value);
+}
+
 /** Every epoch's messages (those before each /new too), oldest first, each with its epoch. */
 export async function allSessionMessages(store: Store, key: string, opts: ListOptions = {}): Promise<Array<StoredMessage & { epoch: number }>> {
   const prefix = msgKeyPrefix(key);

@@ -41,7 +41,7 @@ export interface Store {
   list<S extends z.ZodType>(
     sublevel: SublevelName,
     schema: S,
-    opts?: { prefix?: string; limit?: number } & ListOptions,
+    opts?: { prefix?: string; limit?: number; /** Narrow the prefix's range (keys within the prefix). */ gte?: string; lt?: string } & ListOptions,
   ): Promise<Array<{ key: string; value: z.infer<S> }>>;
   /** One atomic batch across sublevels. With sync it goes through the group-commit writer. */
   batch(ops: StoreOp[], opts?: { sync?: boolean }): Promise<void>;
@@ -275,7 +275,9 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
     },
     async list(sublevel, schema, opts = {}) {
       const end = opts.prefix === undefined ? undefined : prefixEnd(opts.prefix);
-      const range = { ...(opts.prefix ? { gte: opts.prefix } : {}), ...(end !== undefined ? { lt: end } : {}) };
+      const gte = opts.gte ?? (opts.prefix || undefined);
+      const lt = opts.lt ?? end;
+      const range = { ...(gte !== undefined ? { gte } : {}), ...(lt !== undefined ? { lt } : {}) };
       return reading(async () => {
         const out: Array<{ key: string; value: z.infer<typeof schema> }> = [];
         for await (const [key, text] of sub(sublevel).iterator<string, string>({ ...range, limit: opts.limit ?? -1, valueEncoding: "utf8" })) {

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { CorruptRecordError } from "../errors.js";
 import { chatMessageSchema, type ChatMessage } from "../providers/messages.js";
 import { KEY_END } from "../session-key.js";
+import { sessionMessagesInRange } from "./sessions.js";
 import type { ListOptions, Store, StoreOp } from "./store.js";
 
 /**
@@ -26,6 +27,7 @@ export const turnInputSchema = z.object({
   messages: z.array(chatMessageSchema),
   maxIterations: z.number().int().positive(),
   messageId: z.string().optional(),
+  history: z.object({ epoch: z.number().int().nonnegative(), fromSeq: z.number().int().nonnegative(), toSeq: z.number().int().nonnegative(), count: z.number().int().nonnegative() }).optional(),
 });
 
 /** A persisted turn-machine snapshot: checked for the parts recovery relies on, the rest kept as is. */
@@ -165,9 +167,27 @@ export function checkpointOps(
   return [
     { type: "put", sublevel: "turns", key: record.turnId, value: withoutInput },
     { type: "put", sublevel: "journal", key: `${record.turnId}:state:${pad(record.seq)}`, value: entry },
-    ...(opts.withInput ? [{ type: "put" as const, sublevel: "journal" as const, key: inputKey(record.turnId), value: { input } }] : []),
+    ...(opts.withInput && input ? [{ type: "put" as const, sublevel: "journal" as const, key: inputKey(record.turnId), value: { input: storedInput(input) } }] : []),
     ...(added?.messages ?? []).map((message, i): StoreOp => ({ type: "put", sublevel: "journal", key: messageKey(record.turnId, added!.from + i), value: { message } })),
   ];
+}
+
+/** The input as stored: a history the session holds is left out (its `history` says where it is). */
+function storedInput(input: TurnInput): TurnInput {
+  if (!input.history) return input;
+  const { count } = input.history;
+  return { ...input, messages: [...input.messages.slice(0, 1), ...input.messages.slice(1 + count)] };
+}
+
+/** The inverse of storedInput: the history read back from the session it refers to. */
+async function loadInput(store: Store, stored: TurnInput): Promise<TurnInput> {
+  if (!stored.history) return stored;
+  const { epoch, fromSeq, toSeq, count } = stored.history;
+  const history = (await sessionMessagesInRange(store, stored.sessionKey, epoch, fromSeq, toSeq)).filter((m) => !m.shownOnly).map((m) => m.message);
+  if (history.length !== count) {
+    throw new CorruptRecordError(`turn ${stored.turnId}: its input refers to ${count} messages of session ${stored.sessionKey} but ${history.length} are stored`);
+  }
+  return { ...stored, messages: [...stored.messages.slice(0, 1), ...history, ...stored.messages.slice(1)] };
 }
 
 /**
@@ -201,7 +221,8 @@ export async function getTurn(store: Store, turnId: string): Promise<TurnRecord 
  * record comes back as stored.
  */
 export async function withMessages(store: Store, record: TurnRecord): Promise<TurnRecord> {
-  const input = record.input ?? (await store.get("journal", inputKey(record.turnId), storedInputSchema))?.input;
+  const stored = record.input ?? (await store.get("journal", inputKey(record.turnId), storedInputSchema))?.input;
+  const input = stored && (await loadInput(store, stored));
   if (record.messageCount === undefined || record.final) return { ...record, input };
   if (!input) return { ...record, input };
   const added = (await store.list("journal", storedMessageSchema, { prefix: `${record.turnId}:msg:` })).map((r) => r.value.message);

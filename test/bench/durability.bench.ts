@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { Level } from "level";
 import { openStore } from "../../src/store/store.js";
 import { burst, daemonFor, fakeModel } from "./harness.js";
+import { record } from "./summary.js";
 
 const VALUE = { text: "x".repeat(2_000), n: 1 };
 
@@ -85,4 +86,15 @@ const costAt = (n: number) => {
   return `${(on.msPerTurn - off.msPerTurn).toFixed(2)} ms per turn (${(on.msPerTurn / off.msPerTurn).toFixed(2)}× the time without)`;
 };
 console.log(`\ncheckpointing costs ${costAt(1)} with 1 session, ${costAt(100)} with 100`);
+{
+  const on = rows.find(([n, d]) => n === 100 && d)![2];
+  const off = rows.find(([n, d]) => n === 100 && !d)![2];
+  const ratio = on.msPerTurn / off.msPerTurn;
+  record({
+    figure: "durable turn vs checkpoints off, 100 sessions",
+    target: "≤ 1.3×",
+    measured: `${ratio.toFixed(2)}× (floor: ${((writes / floor) * 1000).toFixed(0)} raw synced batches/s)`,
+    pass: ratio <= 1.3,
+  });
+}
 model.stop();

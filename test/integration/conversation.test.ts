@@ -2,6 +2,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createConversation } from "../../actors/conversation.js";
 import { defaultConfig } from "../../src/config/index.js";
 import { getSessionMeta, sessionMessages } from "../../src/store/sessions.js";
+import { getTurn, listOpenTurns, turnInputSchema } from "../../src/store/turns.js";
+import { z } from "zod";
 import type { Store } from "../../src/store/store.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { countingTools, turnDeps } from "../helpers/turn-env.js";
@@ -33,5 +35,31 @@ describe("conversation", () => {
     expect((await sessionMessages(store, meta!)).map((m) => m.message.role)).toEqual(["user", "assistant", "tool", "assistant"]);
     expect(meta?.turns).toBe(1);
     expect(meta?.usage.totalTokens).toBe(30);
+  });
+
+  it("a turn's stored input refers to the session's history instead of copying it, and resumes with it whole", async () => {
+    const seen: Array<{ stored: number; loaded: string[] }> = [];
+    fake = await startFakeOpenAi([], async (req, i) => {
+      if (i === 2) {
+        // The second turn, at its first model call: its input as stored and as a resumed turn gets it.
+        const [open] = await listOpenTurns(store as Store, "cli:a");
+        const raw = await (store as Store).get("journal", `${open!.turnId}:input`, z.object({ input: turnInputSchema }));
+        const record = await getTurn(store as Store, open!.turnId);
+        seen.push({ stored: raw!.input.messages.length, loaded: record!.input!.messages.map((m) => `${m.role}:${typeof m.content === "string" ? m.content.slice(0, 20) : ""}`) });
+        expect(record!.input!.messages).toEqual(req.body.messages.slice(0, record!.input!.messages.length));
+      }
+      return i === 0 ? { toolCalls: [{ id: "x", name: "lookup", arguments: { word: "w", delayMs: 1 } }] } : { content: `answer ${i}` };
+    });
+    const deps = await turnDeps(await tempDir(), fake.url, countingTools().registry);
+    store = deps.store;
+    const conversation = createConversation({ ...deps, config: defaultConfig() });
+    await conversation.handle({ sessionKey: "cli:a", channel: "cli", chatId: "a", content: "first" });
+    const reply = await conversation.handle({ sessionKey: "cli:a", channel: "cli", chatId: "a", content: "second" });
+    expect(reply.content).toBe("answer 2");
+    // Stored: the system prompt and the new message; loaded: the four messages of the first turn between them.
+    expect(seen).toHaveLength(1);
+    expect(seen[0]!.stored).toBe(2);
+    expect(seen[0]!.loaded.map((m) => m.split(":")[0])).toEqual(["system", "user", "assistant", "tool", "assistant", "user"]);
+    expect(seen[0]!.loaded[1]).toBe("user:first");
   });
 });

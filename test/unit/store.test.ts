@@ -8,7 +8,9 @@ import { CorruptRecordError, StoreLockedError } from "../../src/errors.js";
 import { apiReplies, createApiChannel } from "../../src/channels/api.js";
 import { DeliveryRejectedError } from "../../src/channels/channel.js";
 import { createGroupCommit } from "../../src/store/group-commit.js";
-import { inboxPutOps, sessionInbox, sessionsWithInbox } from "../../src/store/inbox.js";
+import { inboxPutOps, sessionInbox, sessionsWithInbox, wasSeen } from "../../src/store/inbox.js";
+import { pruneMarkers } from "../../src/store/markers.js";
+import { outboxDeliveredOps, wasDelivered } from "../../src/store/outbox.js";
 import { sessionDetail, sessionsOverview } from "../../src/store/session-view.js";
 import { appendMessagesOps, listSessions, newSessionMeta, sessionMessages } from "../../src/store/sessions.js";
 import { openStore, type CorruptRecord, type Store } from "../../src/store/store.js";
@@ -108,6 +110,27 @@ describe("store", () => {
     const overview = await sessionsOverview(store);
     expect(overview.corrupt).toEqual([]);
     expect(overview.sessions.map((s) => [s.key, s.lastTurnState, s.resumed])).toEqual([["api:a", "failed", 1]]);
+    await store.close();
+  });
+
+  it("prunes seen and sent markers past their retention window, and nothing else", async () => {
+    const store = await openStore(join(await tempDir(), "store"));
+    const day = 24 * 3600_000;
+    const msg = (id: string, at: number) => ({ id, sessionKey: "api:a", channel: "api", chatId: "api:a", senderId: "u", content: "x", media: [], at });
+    await store.batch([
+      ...inboxPutOps(msg("old", 0)),
+      ...inboxPutOps(msg("new", 9 * day)),
+      ...outboxDeliveredOps("d-old", 0),
+      ...outboxDeliveredOps("d-new", 9 * day),
+      openTurnOp("t1", "api:a"),
+    ]);
+    expect(await pruneMarkers(store, 10 * day, 7 * day)).toBe(2);
+    expect([await wasSeen(store, "old"), await wasSeen(store, "new")]).toEqual([false, true]);
+    expect([await wasDelivered(store, "d-old"), await wasDelivered(store, "d-new")]).toEqual([false, true]);
+    // The inbox entries themselves and other meta records stay.
+    expect((await sessionInbox(store, "api:a")).map((m) => m.id)).toEqual(["old", "new"]);
+    expect((await listOpenTurns(store)).map((t) => t.turnId)).toEqual(["t1"]);
+    expect(await pruneMarkers(store, 10 * day, 7 * day)).toBe(0);
     await store.close();
   });
 
