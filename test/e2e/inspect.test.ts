@@ -3,6 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
+import { machines } from "../../machines/index.js";
+
+/** Every machine of the catalogue, in its order: the CLI must draw each one. */
+const MACHINE_NAMES = Object.keys(machines);
 
 /** `troupe inspect` with no daemon: the machines as text, Mermaid, JSON and an HTML page. */
 describe("troupe inspect", () => {
@@ -35,7 +39,8 @@ describe("troupe inspect", () => {
   it("--format json prints the graph", async () => {
     const r = await runCli(["inspect", "--format", "json"], env);
     const graphs = JSON.parse(r.stdout) as Array<{ name: string; states: Array<{ key: string }>; events: string[] }>;
-    expect(graphs.map((g) => g.name)).toEqual(["supervisor", "session", "turn", "telegram"]);
+    expect(graphs.map((g) => g.name)).toEqual(MACHINE_NAMES);
+    expect(MACHINE_NAMES).toEqual(expect.arrayContaining(["supervisor", "session", "turn", "telegram", "cron", "mcp", "dream"]));
     expect(graphs.find((g) => g.name === "turn")?.events).toEqual(["cancel", "inject"]);
   });
 
@@ -51,7 +56,7 @@ describe("troupe inspect", () => {
   it("bad input is one line saying what to do", async () => {
     const unknown = await runCli(["inspect", "nope"], env);
     expect(unknown.code).toBe(1);
-    expect(unknown.stderr.trim()).toBe('no machine named "nope"; the machines are: supervisor, session, turn, telegram');
+    expect(unknown.stderr.trim()).toBe(`no machine named "nope"; the machines are: ${MACHINE_NAMES.join(", ")}`);
     const format = await runCli(["inspect", "--format", "dot"], env);
     expect(format.stderr).toContain("--format must be one of text, mermaid, json");
     const live = await runCli(["inspect", "--live"], env);
