@@ -20,12 +20,32 @@ const cache = new Map<string, number>();
 const CACHE_LIMIT = 20_000;
 const CACHE_MIN_CHARS = 256;
 
+/**
+ * BPE merges within a word cost the square of its length: one unbroken run of 100,000 characters
+ * (base64, a minified file, a pasted blob) takes the tokenizer seconds, 600,000 minutes. Runs of
+ * LONG_RUN or more non-space characters are counted in pieces of that length; the tokenizer splits
+ * text at spaces anyway, so only those runs' counts change, and by a token per piece at most.
+ */
+const LONG_RUN = 256;
+const LONG_RUNS = new RegExp(`\\S{${LONG_RUN},}`, "g");
+
+function countInPieces(text: string): number {
+  let total = 0;
+  let last = 0;
+  for (const m of text.matchAll(LONG_RUNS)) {
+    total += countTokens(text.slice(last, m.index));
+    for (let i = 0; i < m[0].length; i += LONG_RUN) total += countTokens(m[0].slice(i, i + LONG_RUN));
+    last = m.index + m[0].length;
+  }
+  return total + countTokens(text.slice(last));
+}
+
 export function textTokens(text: string): number {
   if (text.length < CACHE_MIN_CHARS) return countTokens(text);
   const key = createHash("sha1").update(text).digest("base64");
   const hit = cache.get(key);
   if (hit !== undefined) return hit;
-  const n = countTokens(text);
+  const n = countInPieces(text);
   if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value as string);
   cache.set(key, n);
   return n;

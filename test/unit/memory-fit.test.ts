@@ -1,7 +1,7 @@
 import { countTokens } from "gpt-tokenizer";
 import { describe, expect, it } from "vitest";
 import { droppedResult, fitToBudget, tokenWindow } from "../../src/memory/fit.js";
-import { messagesTokens, messageTokens } from "../../src/memory/tokens.js";
+import { messagesTokens, messageTokens, textTokens } from "../../src/memory/tokens.js";
 import { repairHistory } from "../../src/providers/history.js";
 import type { ChatMessage } from "../../src/providers/messages.js";
 
@@ -20,6 +20,16 @@ describe("token counting", () => {
     // 500 words of 5 letters: about 500 tokens, where a chars/3 guess would say ~1000.
     expect(countTokens(text)).toBeLessThan(700);
   });
+
+  it("counts a long unbroken run (base64, a minified file) in pieces: BPE on one huge word is quadratic", () => {
+    // Before: one 600,000-character run took the tokenizer many minutes (100,000 took 13 s), so a turn hung in prepare.
+    const run = "x".repeat(600_000);
+    const n = textTokens(run);
+    // The same as counting it in 256-character pieces, which is what the tokenizer sees.
+    expect(n).toBe(countTokens("x".repeat(256)) * (600_000 / 256 - (600_000 % 256) / 256) + countTokens("x".repeat(600_000 % 256)));
+    // Text around it is counted as usual.
+    expect(textTokens(`hello ${run} world`)).toBe(n + countTokens("hello ") + countTokens(" world"));
+  }, 60_000);
 });
 
 describe("fitting a request to the window", () => {
