@@ -1,11 +1,14 @@
+import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { appendFile, mkdir, readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { createInterface } from "node:readline";
+import { clearLine, createInterface, cursorTo } from "node:readline";
 import type { LoadedConfig } from "../config/index.js";
 import { TroupeError } from "../errors.js";
 import { createAgentRuntime, type AgentRuntime } from "../runtime.js";
-import { connectDaemon, type DaemonClient } from "./client.js";
+import { connectDaemon, DaemonGoneError, type DaemonClient } from "./client.js";
+import type { DataPaths } from "../paths.js";
+import { renderMarkdown } from "./markdown.js";
 import { createPrinter, type Printer, type PrinterOptions } from "./printer.js";
 import { when } from "./sessions.js";
 import { inboxDeleteOps } from "../store/inbox.js";
@@ -144,32 +147,137 @@ async function localBackend(loaded: LoadedConfig, opts: AgentOptions): Promise<B
   };
 }
 
-/** Talks to the daemon over its control API: progress streams on a TTY, message-tool sends print as they come. */
-function remoteBackend(client: DaemonClient, opts: AgentOptions): Backend {
-  let busy = false;
+/** Where notes about the connection and messages that arrive between turns are printed. */
+export interface AgentIo {
+  /** A note (reconnecting, reconnected). */
+  say(text: string): void;
+  /** A message for the chat that came outside a turn (a subagent's report answered, a message-tool send). */
+  message(text: string): void;
+}
+
+const withMedia = (m: { content: string; media?: unknown }) => `${m.content}${Array.isArray(m.media) ? m.media.map((p) => `\n[file] ${String(p)}`).join("") : ""}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Talks to the daemon over its control API: progress streams on a TTY, message-tool sends print as
+ * they come. When the daemon goes away (a restart), it says so, waits for it to come back and
+ * carries on: a message under way is sent again with the same idempotency key, so the daemon takes
+ * it once and answers it once (from its mailbox if the answer came while nobody listened). With
+ * `follow`, what reaches the chat between turns (replies to subagents' reports, message-tool sends)
+ * is printed as it arrives, from the session's event stream.
+ */
+function remoteBackend(paths: DataPaths, first: DaemonClient, opts: AgentOptions, io: AgentIo, conn: { follow: boolean; waitMs: number }): Backend {
+  let client = first;
+  let reconnecting: Promise<DaemonClient> | undefined;
+  const closed = new AbortController();
+  /** Messages this chat sent (their ids): their replies come on their own POST stream. */
+  const own = new Set<string>();
+  const printed = new Set<string>();
+  let busy: { cancelled: boolean; wake: () => void } | undefined;
+  let connectedAt = Date.now();
+
+  const show = (m: { content: string; media?: unknown; deliveryId?: unknown; answers?: unknown }, print: (text: string) => void) => {
+    const id = typeof m.deliveryId === "string" ? m.deliveryId : undefined;
+    if (id && printed.has(id)) return;
+    if (Array.isArray(m.answers) && m.answers.some((a) => own.has(String(a)))) return;
+    if (id) printed.add(id);
+    print(withMedia(m));
+  };
+
+  function lost(why: string): Promise<DaemonClient> {
+    if (reconnecting) return reconnecting;
+    io.say(`(${why}; waiting for it to come back…)`);
+    reconnecting = (async () => {
+      for (;;) {
+        if (closed.signal.aborted) throw new TroupeError("closed");
+        const next = await connectDaemon(paths, 1_000).catch(() => undefined);
+        if (next) {
+          client = next;
+          io.say(`(reconnected to the daemon, pid ${next.pid})`);
+          reconnecting = undefined;
+          startFollowing();
+          return next;
+        }
+        await sleep(300);
+      }
+    })();
+    reconnecting.catch(() => undefined);
+    return reconnecting;
+  }
+
+  function startFollowing(): void {
+    if (!conn.follow || closed.signal.aborted) return;
+    const since = connectedAt - 5_000;
+    const current = client;
+    current.follow(opts.session, since, (m) => show(m, io.message), closed.signal).then(
+      ({ ended }) => {
+        connectedAt = Date.now();
+        void ended.then(() => {
+          if (!closed.signal.aborted && client === current) void lost("the daemon went away");
+        });
+      },
+      (err: Error) => {
+        if (!closed.signal.aborted && client === current) void lost(err instanceof DaemonGoneError ? "the daemon went away" : err.message);
+      },
+    );
+  }
+  startFollowing();
+
+  /** The client once the daemon answers, or undefined if the wait was cancelled or ran out. */
+  async function connected(wait: { cancelled: boolean; wake: () => void }, deadline: number): Promise<DaemonClient | undefined> {
+    if (!reconnecting) return client;
+    const woken = new Promise<undefined>((resolve) => (wait.wake = () => resolve(undefined)));
+    const timeout = Number.isFinite(deadline) ? [new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), Math.max(0, deadline - Date.now())).unref())] : [];
+    return Promise.race([reconnecting, woken, ...timeout]);
+  }
+
   return {
     async ask(content, out) {
-      busy = true;
+      const key = randomUUID();
+      own.add(`api:${key}`);
+      const wait = { cancelled: false, wake: () => {} };
+      busy = wait;
       let state: string | undefined;
+      let deadline = Date.now() + conn.waitMs;
       try {
-        const reply = await client.send(opts.session, content, (event, data) => {
-          if (event === "progress") out.delta(String(data.delta));
-          else if (event === "turn_state") {
-            state = String(data.state);
-            out.boundary();
-          } else if (event === "message") out.message(String(data.content));
-        });
-        return { content: reply, state: state && TURN_FINAL_STATES.includes(state as never) ? state : undefined };
+        for (;;) {
+          const c = await connected(wait, deadline);
+          if (wait.cancelled) return { content: "Stopped waiting for the daemon.", state: "cancelled" };
+          if (!c) throw new TroupeError(`the daemon did not come back within ${Math.round(conn.waitMs / 1000)}s; once it runs, troupe sessions show ${opts.session} shows whether the message was answered`);
+          try {
+            const reply = await c.send(
+              opts.session,
+              content,
+              (event, data) => {
+                if (event === "progress") out.delta(String(data.delta));
+                else if (event === "turn_state") {
+                  state = String(data.state);
+                  out.boundary();
+                } else if (event === "message") show(data as { content: string }, (text) => out.message(text));
+              },
+              { idempotencyKey: key },
+            );
+            return { content: reply, state: state && TURN_FINAL_STATES.includes(state as never) ? state : undefined };
+          } catch (err) {
+            if (!(err instanceof DaemonGoneError) || closed.signal.aborted) throw err;
+            out.reset();
+            if (client === c) void lost(err.message);
+            deadline = Date.now() + conn.waitMs;
+          }
+        }
       } finally {
-        busy = false;
+        busy = undefined;
       }
     },
     cancel() {
       if (!busy) return false;
-      void client.send(opts.session, "/stop").catch(() => undefined);
+      if (reconnecting) {
+        busy.cancelled = true;
+        busy.wake();
+      } else void client.send(opts.session, "/stop").catch(() => undefined);
       return true;
     },
-    close: async () => {},
+    close: async () => closed.abort(),
   };
 }
 
@@ -180,6 +288,9 @@ export interface AgentOptions {
   /** Render replies as Markdown on a terminal (--no-markdown turns it off). */
   markdown?: boolean;
 }
+
+/** How long `agent -m` waits for a daemon that went away mid-message (a restart) before it gives up. */
+const ONE_MESSAGE_WAIT_MS = 60_000;
 
 /** How long a cancelled turn gets to end (its final checkpoint written, the daemon's /stop answered) before the CLI exits anyway. */
 const CANCEL_GRACE_MS = 10_000;
@@ -193,10 +304,14 @@ export async function runAgent(loaded: LoadedConfig, opts: AgentOptions): Promis
   const content = opts.message === "-" || (oneMessage && opts.message === undefined) ? await readStdin() : opts.message;
   if (oneMessage && !content?.trim()) throw new TroupeError("no message: stdin was empty; give one with -m TEXT (or -m - to read it from stdin), or run troupe agent on a terminal to chat");
   const client = await connectDaemon(loaded.paths);
-  const backend = client ? remoteBackend(client, opts) : await localBackend(loaded, opts);
+  // Notes go to stderr until the prompt takes them over (printing above the line being typed).
+  const io: AgentIo = { say: (text) => process.stderr.write(`${text}\n`), message: (text) => process.stdout.write(`${text}\n`) };
+  const backend = client
+    ? remoteBackend(loaded.paths, client, opts, io, { follow: !oneMessage, waitMs: oneMessage ? ONE_MESSAGE_WAIT_MS : Number.POSITIVE_INFINITY })
+    : await localBackend(loaded, opts);
   try {
     if (oneMessage) return await askOnce(backend, content!, createPrinter(process.stdout, printerOptions));
-    await interactive(backend, opts, client ? `daemon pid ${client.pid}` : "in-process", printerOptions, join(loaded.paths.dataDir, "history", "cli_history"));
+    await interactive(backend, opts, client ? `daemon pid ${client.pid}` : "in-process", printerOptions, join(loaded.paths.dataDir, "history", "cli_history"), io);
     return 0;
   } finally {
     await backend.close();
@@ -246,7 +361,7 @@ async function loadHistory(file: string, max: number): Promise<string[]> {
   return [...new Set(text.split("\n").filter(Boolean).reverse())].slice(0, max);
 }
 
-async function interactive(backend: Backend, opts: AgentOptions, where: string, printerOptions: PrinterOptions, historyFile: string): Promise<void> {
+async function interactive(backend: Backend, opts: AgentOptions, where: string, printerOptions: PrinterOptions, historyFile: string, io: AgentIo): Promise<void> {
   const HISTORY_SIZE = 1000;
   const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: true, history: await loadHistory(historyFile, HISTORY_SIZE), historySize: HISTORY_SIZE, removeHistoryDuplicates: true });
   await mkdir(dirname(historyFile), { recursive: true });
@@ -255,15 +370,30 @@ async function interactive(backend: Backend, opts: AgentOptions, where: string, 
   const remember = (line: string) => (saving = saving.then(() => appendFile(historyFile, `${line}\n`, { mode: 0o600 })).catch(() => undefined));
   const queue: string[] = [];
   let working: Promise<void> | undefined;
+  /** The reply being printed, if any: what arrives meanwhile goes through it, on lines of its own. */
+  let current: Printer | undefined;
+  /** Printed above the line being typed, which is drawn again below it. */
+  const above = (text: string) => {
+    if (current) return current.message(text);
+    clearLine(process.stdout, 0);
+    cursorTo(process.stdout, 0);
+    process.stdout.write(`${text}\n`);
+    rl.prompt(true);
+  };
+  io.say = above;
+  io.message = (text) => (current ? current.message(text) : above(printerOptions.markdown ? renderMarkdown(text, process.stdout.columns) : text));
 
   const handle = async (content: string) => {
     const printer = createPrinter(process.stdout, printerOptions);
+    current = printer;
     try {
       const answer = await backend.ask(content, printer);
       printer.finish(answer.content);
     } catch (err) {
       printer.reset();
       process.stderr.write(`error: ${(err as Error).message}\n`);
+    } finally {
+      current = undefined;
     }
   };
   const drain = () =>
