@@ -4,9 +4,13 @@ import { appendFile, mkdir, readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { clearLine, createInterface, cursorTo } from "node:readline";
 import type { LoadedConfig } from "../config/index.js";
-import { TroupeError } from "../errors.js";
 import { createAgentRuntime, type AgentRuntime } from "../runtime.js";
-import { connectDaemon, DaemonGoneError, type DaemonClient } from "./client.js";
+import { connectStoreHolder, DaemonGoneError, type DaemonClient } from "./client.js";
+import { removeAgentRecord, writeAgentRecord } from "./agent-record.js";
+import { startAgentServer, type AgentHost } from "../server/agent-api.js";
+import type { ControlServer } from "../server/http.js";
+import { ensureToken } from "../server/token.js";
+import { StoreLockedError, TroupeError } from "../errors.js";
 import type { DataPaths } from "../paths.js";
 import { renderMarkdown } from "./markdown.js";
 import { createPrinter, type Printer, type PrinterOptions } from "./printer.js";
@@ -82,69 +86,177 @@ interface Backend {
 const isStop = (content: string) => content.trim().split(/\s+/)[0]?.toLowerCase() === "/stop";
 const NOTHING_RUNS = "Nothing is running.";
 
+/** One running message of a session in this process: its turn (once begun) and whether it is to stop. */
+interface Running {
+  turn?: TurnHandle;
+  cancelWanted: boolean;
+}
+
 /**
  * The conversation in this process. A `cli` turn is this process's: the daemon does not resume it
  * (it has no cli channel). So before the session takes anything new, a turn left interrupted there
  * (a process killed mid-turn) is finished from its checkpoint and its reply printed: a session's
  * turns run one at a time, or the newer turn's messages would land before the older one's.
+ *
+ * While it holds the store it lends it: it serves the control API on a loopback port (recorded in
+ * <data dir>/agent.json, same token as the daemon's), through which `agent -m`, `sessions …` of
+ * other processes work, their messages running here one at a time per session. A starting gateway
+ * asks it to hand over (POST /api/handoff): what runs finishes, the store is closed, and this chat
+ * goes on through the daemon.
  */
-async function localBackend(loaded: LoadedConfig, opts: AgentOptions): Promise<Backend> {
+async function localBackend(loaded: LoadedConfig, opts: AgentOptions, io: AgentIo, conn: RemoteOptions): Promise<Backend> {
   const runtime = await createAgentRuntime(loaded);
   let printer: Printer | undefined;
-  const stopDelivery = await deliverToTerminal(runtime, (text) => (printer ? printer.message(text) : process.stdout.write(`${text}\n`)));
+  const stopDelivery = await deliverToTerminal(runtime, (text) => (printer ? printer.message(text) : io.message(text)));
   const mine = (e: { sessionKey: string }) => e.sessionKey === opts.session;
   const subs = [
     runtime.bus.ofType("progress").subscribe((e) => mine(e) && printer?.delta(e.delta)),
     runtime.bus.ofType("turn_state").subscribe((e) => mine(e) && printer?.boundary()),
   ];
+  /** Each session's messages run one after another, this chat's and those sent through the API alike. */
+  const chains = new Map<string, Promise<unknown>>();
+  const queued = new Map<string, number>();
+  const running = new Map<string, Running>();
   let asking = false;
-  let running: TurnHandle | undefined;
-  let cancelWanted = false;
-  const track = (turn: TurnHandle) => {
-    running = turn;
-    if (cancelWanted) turn.cancel();
-    return turn;
-  };
+  let askCancelled = false;
+  let moving: Promise<Backend> | undefined;
+  let moved: Backend | undefined;
 
-  async function finishInterrupted(out: Printer): Promise<void> {
-    for (const record of await interruptedTurns(runtime.store, opts.session)) {
-      if (cancelWanted) return;
+  function inOrder<T>(sessionKey: string, work: () => Promise<T>): Promise<T> {
+    queued.set(sessionKey, (queued.get(sessionKey) ?? 0) + 1);
+    const next = (chains.get(sessionKey) ?? Promise.resolve()).catch(() => undefined).then(work);
+    const done = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    chains.set(sessionKey, done);
+    void done.then(() => {
+      const n = (queued.get(sessionKey) ?? 1) - 1;
+      if (n > 0) queued.set(sessionKey, n);
+      else {
+        queued.delete(sessionKey);
+        if (chains.get(sessionKey) === done) chains.delete(sessionKey);
+      }
+    });
+    return next;
+  }
+
+  async function finishInterrupted(sessionKey: string, out: Printer | undefined, track: (t: TurnHandle) => TurnHandle, ctl: Running): Promise<void> {
+    for (const record of await interruptedTurns(runtime.store, sessionKey)) {
+      if (ctl.cancelWanted) return;
       process.stderr.write(`(finishing a turn interrupted at ${when(record.updatedAt)})\n`);
       const result = await track(runtime.conversation.resume(record, channelReplyOps(record.input as TurnInput))).done;
-      out.finish(result.output.reply);
-      out.reset();
+      out?.finish(result.output.reply);
+      out?.reset();
     }
+  }
+
+  /** One message of a session, after what runs of it; `out` (this chat's) shows its progress. */
+  function run(sessionKey: string, content: string, out?: Printer, cancelled = () => false): Promise<Answer> {
+    if (isStop(content)) {
+      // Nothing of this chat runs (its /stop while a turn runs cancels at once); one sent through the API may.
+      const ctl = running.get(sessionKey);
+      if (!ctl) return Promise.resolve({ content: NOTHING_RUNS });
+      ctl.cancelWanted = true;
+      ctl.turn?.cancel();
+      return Promise.resolve({ content: "Stopped." });
+    }
+    return inOrder(sessionKey, async () => {
+      const ctl: Running = { cancelWanted: cancelled() };
+      const track = (turn: TurnHandle) => {
+        ctl.turn = turn;
+        if (ctl.cancelWanted) turn.cancel();
+        return turn;
+      };
+      running.set(sessionKey, ctl);
+      if (out) printer = out;
+      try {
+        await finishInterrupted(sessionKey, out, track, ctl);
+        if (ctl.cancelWanted) return { content: "Stopped.", state: "cancelled" };
+        const reply = await runtime.conversation.handle({ sessionKey, ...sessionParts(sessionKey), content }, track);
+        return { content: reply.content, state: reply.state };
+      } finally {
+        running.delete(sessionKey);
+        if (out) printer = undefined;
+      }
+    });
+  }
+
+  let server: ControlServer | undefined;
+  const release = async () => {
+    await server?.close();
+    await removeAgentRecord(loaded.paths).catch(() => undefined);
+    subs.forEach((sub) => sub.unsubscribe());
+    await stopDelivery();
+    await runtime.close();
+  };
+  const host: AgentHost = {
+    store: runtime.store,
+    bus: runtime.bus,
+    logger: runtime.logger,
+    dataDir: loaded.paths.dataDir,
+    accepting: () => !moving,
+    run: (sessionKey, content) => run(sessionKey, content),
+    busy: (sessionKey) => queued.has(sessionKey),
+    handOver: async () => {
+      moving ??= (async () => {
+        io.say("(troupe daemon is starting: this chat is handed over to it once what runs here has finished)");
+        await Promise.all([...chains.values()]);
+        subs.forEach((sub) => sub.unsubscribe());
+        await stopDelivery();
+        await runtime.close();
+        await removeAgentRecord(loaded.paths).catch(() => undefined);
+        moved = remoteBackend(loaded.paths, undefined, opts, io, conn);
+        return moved;
+      })();
+      await moving;
+    },
+  };
+  try {
+    server = await startAgentServer(host, await ensureToken(loaded.paths.tokenFile));
+    await writeAgentRecord(loaded.paths, server.url);
+  } catch (err) {
+    // The chat works without it; only the other commands cannot reach the store meanwhile.
+    runtime.logger.warn({ err }, "could not serve the control API for other troupe commands");
   }
 
   return {
     async ask(content, out) {
-      // Nothing runs while this process waits for a message: /stop has nothing to cancel.
-      if (isStop(content)) return { content: NOTHING_RUNS };
+      if (moving) return (await moving).ask(content, out);
       asking = true;
-      printer = out;
       try {
-        await finishInterrupted(out);
-        if (cancelWanted) return { content: "Stopped.", state: "cancelled" };
-        const reply = await runtime.conversation.handle({ sessionKey: opts.session, ...sessionParts(opts.session), content }, track);
-        return { content: reply.content, state: reply.state };
+        return await run(opts.session, content, out, () => askCancelled);
       } finally {
         asking = false;
-        running = undefined;
-        cancelWanted = false;
+        askCancelled = false;
       }
     },
     cancel() {
+      if (moved) return moved.cancel();
       if (!asking) return false;
-      cancelWanted = true;
-      running?.cancel();
+      askCancelled = true;
+      const ctl = running.get(opts.session);
+      if (ctl) {
+        ctl.cancelWanted = true;
+        ctl.turn?.cancel();
+      }
       return true;
     },
     async close() {
-      subs.forEach((sub) => sub.unsubscribe());
-      await stopDelivery();
-      await runtime.close();
+      if (moving) return (await moving).close();
+      moving = Promise.resolve({ ask: () => Promise.reject(new TroupeError("closed")), cancel: () => false, close: async () => {} });
+      await release();
     },
   };
+}
+
+const GONE = "the daemon went away; waiting for it to come back…";
+
+export interface RemoteOptions {
+  /** Print what reaches the chat between turns (interactive). */
+  follow: boolean;
+  /** How long a message waits for a daemon that went away. */
+  waitMs: number;
 }
 
 /** Where notes about the connection and messages that arrive between turns are printed. */
@@ -166,8 +278,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * `follow`, what reaches the chat between turns (replies to subagents' reports, message-tool sends)
  * is printed as it arrives, from the session's event stream.
  */
-function remoteBackend(paths: DataPaths, first: DaemonClient, opts: AgentOptions, io: AgentIo, conn: { follow: boolean; waitMs: number }): Backend {
-  let client = first;
+function remoteBackend(paths: DataPaths, first: DaemonClient | undefined, opts: AgentOptions, io: AgentIo, conn: RemoteOptions): Backend {
+  let client = first as DaemonClient;
   let reconnecting: Promise<DaemonClient> | undefined;
   const closed = new AbortController();
   /** Messages this chat sent (their ids): their replies come on their own POST stream. */
@@ -184,16 +296,16 @@ function remoteBackend(paths: DataPaths, first: DaemonClient, opts: AgentOptions
     print(withMedia(m));
   };
 
-  function lost(why: string): Promise<DaemonClient> {
+  function lost(note: string): Promise<DaemonClient> {
     if (reconnecting) return reconnecting;
-    io.say(`(${why}; waiting for it to come back…)`);
+    io.say(`(${note})`);
     reconnecting = (async () => {
       for (;;) {
         if (closed.signal.aborted) throw new TroupeError("closed");
-        const next = await connectDaemon(paths, 1_000).catch(() => undefined);
+        const next = await connectStoreHolder(paths, 1_000).catch(() => undefined);
         if (next) {
           client = next;
-          io.say(`(reconnected to the daemon, pid ${next.pid})`);
+          io.say(next.holder === "agent" ? `(connected to troupe agent, pid ${next.pid})` : `(reconnected to the daemon, pid ${next.pid})`);
           reconnecting = undefined;
           startFollowing();
           return next;
@@ -205,23 +317,25 @@ function remoteBackend(paths: DataPaths, first: DaemonClient, opts: AgentOptions
     return reconnecting;
   }
 
+  /** What reaches the chat between turns; an in-process `troupe agent` serving the store prints its own. */
   function startFollowing(): void {
-    if (!conn.follow || closed.signal.aborted) return;
+    if (!conn.follow || closed.signal.aborted || client.holder === "agent") return;
     const since = connectedAt - 5_000;
     const current = client;
     current.follow(opts.session, since, (m) => show(m, io.message), closed.signal).then(
       ({ ended }) => {
         connectedAt = Date.now();
         void ended.then(() => {
-          if (!closed.signal.aborted && client === current) void lost("the daemon went away");
+          if (!closed.signal.aborted && client === current) void lost(GONE);
         });
       },
       (err: Error) => {
-        if (!closed.signal.aborted && client === current) void lost(err instanceof DaemonGoneError ? "the daemon went away" : err.message);
+        if (!closed.signal.aborted && client === current) void lost(err instanceof DaemonGoneError ? GONE : `${err.message}; waiting for the daemon`);
       },
     );
   }
-  startFollowing();
+  if (first) startFollowing();
+  else void lost("handing this chat over to the daemon; waiting for it to answer…");
 
   /** The client once the daemon answers, or undefined if the wait was cancelled or ran out. */
   async function connected(wait: { cancelled: boolean; wake: () => void }, deadline: number): Promise<DaemonClient | undefined> {
@@ -261,7 +375,7 @@ function remoteBackend(paths: DataPaths, first: DaemonClient, opts: AgentOptions
           } catch (err) {
             if (!(err instanceof DaemonGoneError) || closed.signal.aborted) throw err;
             out.reset();
-            if (client === c) void lost(err.message);
+            if (client === c) void lost(`${err.message}; waiting for it to come back…`);
             deadline = Date.now() + conn.waitMs;
           }
         }
@@ -303,19 +417,45 @@ export async function runAgent(loaded: LoadedConfig, opts: AgentOptions): Promis
   const oneMessage = opts.message !== undefined || !process.stdin.isTTY;
   const content = opts.message === "-" || (oneMessage && opts.message === undefined) ? await readStdin() : opts.message;
   if (oneMessage && !content?.trim()) throw new TroupeError("no message: stdin was empty; give one with -m TEXT (or -m - to read it from stdin), or run troupe agent on a terminal to chat");
-  const client = await connectDaemon(loaded.paths);
   // Notes go to stderr until the prompt takes them over (printing above the line being typed).
   const io: AgentIo = { say: (text) => process.stderr.write(`${text}\n`), message: (text) => process.stdout.write(`${text}\n`) };
-  const backend = client
-    ? remoteBackend(loaded.paths, client, opts, io, { follow: !oneMessage, waitMs: oneMessage ? ONE_MESSAGE_WAIT_MS : Number.POSITIVE_INFINITY })
-    : await localBackend(loaded, opts);
+  const conn: RemoteOptions = { follow: !oneMessage, waitMs: oneMessage ? ONE_MESSAGE_WAIT_MS : Number.POSITIVE_INFINITY };
+  // The daemon, or an in-process `troupe agent` lending its store; else this process opens it.
+  let client = await connectStoreHolder(loaded.paths);
+  let backend: Backend;
+  if (client) backend = remoteBackend(loaded.paths, client, opts, io, conn);
+  else {
+    try {
+      backend = await localBackend(loaded, opts, io, conn);
+    } catch (err) {
+      // Another process took the store just now: it serves the control API in a moment.
+      if (!(err instanceof StoreLockedError)) throw err;
+      client = await waitForHolder(loaded.paths, HOLDER_WAIT_MS);
+      if (!client) throw err;
+      backend = remoteBackend(loaded.paths, client, opts, io, conn);
+    }
+  }
+  const where = !client ? "in-process" : client.holder === "agent" ? `through troupe agent pid ${client.pid}, which holds the store` : `daemon pid ${client.pid}`;
   try {
     if (oneMessage) return await askOnce(backend, content!, createPrinter(process.stdout, printerOptions));
-    await interactive(backend, opts, client ? `daemon pid ${client.pid}` : "in-process", printerOptions, join(loaded.paths.dataDir, "history", "cli_history"), io);
+    await interactive(backend, opts, where, printerOptions, join(loaded.paths.dataDir, "history", "cli_history"), io);
     return 0;
   } finally {
     await backend.close();
   }
+}
+
+/** How long a command that found the store locked waits for its holder to serve the control API. */
+const HOLDER_WAIT_MS = 10_000;
+
+async function waitForHolder(paths: DataPaths, ms: number): Promise<DaemonClient | undefined> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    const found = await connectStoreHolder(paths, 1_000).catch(() => undefined);
+    if (found) return found;
+    await sleep(200);
+  }
+  return undefined;
 }
 
 /** Reads stdin to its end. */

@@ -26,6 +26,8 @@ export interface SendOptions {
 export interface DaemonClient {
   url: string;
   pid: number;
+  /** Who answers: the daemon, or an in-process `troupe agent` lending its store (see agent-record.ts). */
+  holder?: "daemon" | "agent";
   get<T>(path: string): Promise<T>;
   delete<T>(path: string): Promise<T>;
   /** Sends a message to a session; events (progress, tool hints, messages) go to onEvent; resolves with the reply. */
@@ -50,7 +52,12 @@ export async function connectDaemon(paths: DataPaths, timeoutMs = 2_000, checked
   const { info } = check;
   const token = await readToken(paths.tokenFile);
   if (!token) throw new TroupeError(`the daemon (pid ${info.pid}) runs but ${paths.tokenFile} is missing; restart it with: troupe daemon restart`);
-  return controlClient(info.url, info.pid, token);
+  return { ...controlClient(info.url, info.pid, token), holder: "daemon" };
+}
+
+/** Whoever holds this data dir's store and serves its control API: the daemon, else an in-process `troupe agent`. */
+export async function connectStoreHolder(paths: DataPaths, timeoutMs = 2_000): Promise<DaemonClient | undefined> {
+  return (await connectDaemon(paths, timeoutMs)) ?? (await (await import("./agent-record.js")).connectAgent(paths, timeoutMs));
 }
 
 /** A client for a control API at `url` (a gateway, or an in-process `troupe agent` serving one). */

@@ -4,6 +4,7 @@ import { installCrashHandlers } from "../log/crash.js";
 import { createRedactor, secretsOf } from "../log/redact.js";
 import { createDaemon } from "../runtime.js";
 import { startControlServer } from "../server/http.js";
+import { takeOverFromAgent } from "./agent-record.js";
 import { ensureToken } from "../server/token.js";
 import { chooseExecSandbox, sandboxNotice } from "../tools/bwrap.js";
 import { removePidfile, writePidfile } from "./pidfile.js";
@@ -26,6 +27,8 @@ export function isLoopback(host: string): boolean {
  */
 export async function runGateway(loaded: LoadedConfig, opts: { consoleLogs: boolean }): Promise<number> {
   const { paths, config } = loaded;
+  // An interactive `troupe agent` running in-process lends the store; the daemon takes it over.
+  await takeOverFromAgent(paths, (text) => console.log(text));
   const daemon = await createDaemon(loaded, { consoleLogs: opts.consoleLogs });
   // A rejection nobody handled is logged and the daemon serves on; an uncaught exception exits 1 (see crash.ts).
   installCrashHandlers({ logger: daemon.logger, redact: createRedactor(secretsOf(config)), name: "troupe gateway" });

@@ -21,7 +21,7 @@ export interface ControlServer {
   close(): Promise<void>;
 }
 
-class HttpError extends Error {
+export class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
@@ -30,7 +30,7 @@ class HttpError extends Error {
   }
 }
 
-const messageBody = z.object({ content: z.string().trim().min(1, "content must not be empty") }).strict();
+export const messageBody = z.object({ content: z.string().trim().min(1, "content must not be empty") }).strict();
 const MAX_BODY_BYTES = 1024 * 1024;
 /** How long the rest of a refused body is read (and dropped) before the connection is cut. */
 const LINGER_MS = 5_000;
@@ -85,7 +85,7 @@ function refuseBody(req: IncomingMessage, res: ServerResponse, status: number, b
   req.resume();
 }
 
-async function readJson(req: IncomingMessage): Promise<unknown> {
+export async function readJson(req: IncomingMessage): Promise<unknown> {
   const body = await readBody(req);
   try {
     return JSON.parse(body.toString("utf8") || "null");
@@ -95,7 +95,7 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
 }
 
 /** The session key in a path segment: percent-decoded and checked. */
-function sessionKeyOf(segment: string): string {
+export function sessionKeyOf(segment: string): string {
   let key: string;
   try {
     key = decodeURIComponent(segment);
@@ -110,7 +110,7 @@ function sessionKeyOf(segment: string): string {
   }
 }
 
-function parseBody<S extends z.ZodType>(schema: S, raw: unknown): z.infer<S> {
+export function parseBody<S extends z.ZodType>(schema: S, raw: unknown): z.infer<S> {
   const result = schema.safeParse(raw);
   if (result.success) return result.data;
   throw new HttpError(400, result.error.issues.map((i) => `${i.path.map(String).join(".") || "body"}: ${i.message}`).join("; "));
@@ -126,7 +126,7 @@ function idempotencyKeyOf(req: IncomingMessage): string | undefined {
   return value;
 }
 
-const json = (res: ServerResponse, status: number, body: unknown) => {
+export const json = (res: ServerResponse, status: number, body: unknown) => {
   res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
 };
 

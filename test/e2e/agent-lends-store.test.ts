@@ -1,0 +1,69 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtures/fake-openai.js";
+import { runCli } from "../helpers/cli.js";
+import { writeHome } from "../helpers/daemon.js";
+import { spawnPty, type PtySession } from "../helpers/pty.js";
+import { useTempDirs } from "../helpers/tmp.js";
+
+const typed = (req: RecordedRequest) => String(req.body.messages.findLast((m) => m.role === "user")?.content).split("\n").at(-1);
+
+describe("one process at a time, without lock-outs (real processes)", () => {
+  const tmp = useTempDirs();
+  let fake: FakeOpenAi | undefined;
+  let pty: PtySession | undefined;
+  let home: string | undefined;
+  afterEach(async () => {
+    pty?.proc.kill("SIGKILL");
+    pty = undefined;
+    if (home) await runCli(["daemon", "stop"], { TROUPE_HOME: home });
+    home = undefined;
+    await fake?.close();
+  });
+
+  it("while an interactive troupe agent runs in-process, agent -m and sessions work through it, and daemon start takes the chat over", async () => {
+    fake = await startFakeOpenAi([], (req) => ({ content: `${typed(req)} answer` }));
+    const dir = await tmp();
+    await writeHome(dir, fake.url, { config: { gateway: { port: 0 } } });
+    pty = spawnPty("agent", { TROUPE_HOME: dir });
+    await pty.waitFor("(in-process)");
+    await pty.waitFor("you> ");
+    pty.type("hello\r");
+    await pty.waitFor("hello answer");
+    await pty.waitFor("you> ");
+    expect(existsSync(join(dir, "agent.json"))).toBe(true);
+
+    const list = await runCli(["sessions", "list"], { TROUPE_HOME: dir });
+    expect(list.stderr).toBe("");
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(/^cli:direct +1 /m);
+    // Another chat's one message, on the same session: it runs in the agent's process, after what runs there.
+    const other = await runCli(["agent", "-m", "from outside"], { TROUPE_HOME: dir });
+    expect(other).toMatchObject({ code: 0, stdout: "from outside answer\n", stderr: "" });
+    const show = await runCli(["sessions", "show", "cli:direct"], { TROUPE_HOME: dir });
+    expect(show.code).toBe(0);
+    expect(show.stdout).toContain("user: from outside");
+    const status = await runCli(["daemon", "status"], { TROUPE_HOME: dir });
+    expect(status.code).toBe(3);
+
+    home = dir;
+    const start = await runCli(["daemon", "start"], { TROUPE_HOME: dir });
+    expect(start.stderr).toBe("");
+    expect(start.code).toBe(0);
+    const pid = Number(/troupe daemon started \(pid (\d+)\)/.exec(start.stdout)?.[1]);
+    await pty.waitFor("handing this chat over to the daemon");
+    await pty.waitFor(`reconnected to the daemon, pid ${pid}`);
+    expect(existsSync(join(dir, "agent.json"))).toBe(false);
+    pty.type("after\r");
+    await pty.waitFor("after answer");
+    await pty.waitFor("you> ");
+    pty.type("\x04");
+    expect(await pty.exited).toBe(0);
+
+    const after = await runCli(["sessions", "show", "cli:direct"], { TROUPE_HOME: dir });
+    expect(after.stdout.split("\n").filter((l) => l.startsWith("  user:"))).toEqual(["  user: hello", "  user: from outside", "  user: after"]);
+    expect(fake.requests.map(typed)).toEqual(["hello", "from outside", "after"]);
+    expect(pty.screen()).not.toMatch(/holds|error:/);
+  });
+});
