@@ -245,6 +245,9 @@ async function localBackend(loaded: LoadedConfig, opts: AgentOptions, io: AgentI
     async close() {
       if (moving) return (await moving).close();
       moving = Promise.resolve({ ask: () => Promise.reject(new TroupeError("closed")), cancel: () => false, close: async () => {} });
+      // A message another command sent through this process is answered before the store closes.
+      if (chains.size) io.say("(answering a message sent through this process before exiting…)");
+      await Promise.all([...chains.values()]);
       await release();
     },
   };

@@ -48,7 +48,9 @@ export async function startAgentServer(host: AgentHost, token: string): Promise<
       .pipe(filter((e) => e.sessionKey === key))
       .subscribe((e) => sse.send(e.type, e));
     req.on("close", () => sub.unsubscribe());
-    sse.send("accepted", { id: `agent:${startedAt}:${Math.random().toString(36).slice(2)}`, sessionKey: key });
+    const id = `agent:${startedAt}:${Math.random().toString(36).slice(2)}`;
+    host.logger.info({ sessionKey: key, id }, "message from another troupe command");
+    sse.send("accepted", { id, sessionKey: key });
     host.run(key, content).then(
       (reply) => {
         sub.unsubscribe();

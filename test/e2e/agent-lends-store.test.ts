@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtures/fake-openai.js";
@@ -6,6 +7,7 @@ import { runCli } from "../helpers/cli.js";
 import { writeHome } from "../helpers/daemon.js";
 import { spawnPty, type PtySession } from "../helpers/pty.js";
 import { useTempDirs } from "../helpers/tmp.js";
+import { until } from "../helpers/wait.js";
 
 const typed = (req: RecordedRequest) => String(req.body.messages.findLast((m) => m.role === "user")?.content).split("\n").at(-1);
 
@@ -46,6 +48,7 @@ describe("one process at a time, without lock-outs (real processes)", () => {
     expect(show.stdout).toContain("user: from outside");
     const status = await runCli(["daemon", "status"], { TROUPE_HOME: dir });
     expect(status.code).toBe(3);
+    expect(status.stdout).toMatch(/^troupe daemon is not running; troupe agent \(pid \d+\) runs in-process and lends the store/);
 
     home = dir;
     const start = await runCli(["daemon", "start"], { TROUPE_HOME: dir });
@@ -65,5 +68,33 @@ describe("one process at a time, without lock-outs (real processes)", () => {
     expect(after.stdout.split("\n").filter((l) => l.startsWith("  user:"))).toEqual(["  user: hello", "  user: from outside", "  user: after"]);
     expect(fake.requests.map(typed)).toEqual(["hello", "from outside", "after"]);
     expect(pty.screen()).not.toMatch(/holds|error:/);
+  });
+
+  it("agent -m while another runs in-process goes through it: on another session at once, on the same one after it", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    fake = await startFakeOpenAi([], async (req) => {
+      if (typed(req) === "first") await gate;
+      return { content: `${typed(req)} answer` };
+    });
+    const dir = await tmp();
+    await writeHome(dir, fake.url, { config: { gateway: { port: 0 } } });
+    const first = runCli(["agent", "-m", "first"], { TROUPE_HOME: dir });
+    await until(() => fake!.requests.length >= 1, 30_000, "the first model call");
+    // The first holds the store until released: another session's message is answered through it meanwhile.
+    expect(await runCli(["agent", "-m", "elsewhere", "-s", "cli:other"], { TROUPE_HOME: dir })).toMatchObject({ code: 0, stdout: "elsewhere answer\n", stderr: "" });
+    const same = runCli(["agent", "-m", "second"], { TROUPE_HOME: dir });
+    const log = join(dir, "logs", "troupe.log");
+    await until(async () => (await readFile(log, "utf8")).split("message from another troupe command").length === 3, 30_000, "the second message to reach the first process");
+    expect(fake.requests.map(typed)).toEqual(["first", "elsewhere"]);
+    release();
+    const one = await first;
+    expect(one).toMatchObject({ code: 0, stdout: "first answer\n" });
+    // It waits, before it exits, for what the others sent through it, and says so.
+    expect(one.stderr).toMatch(/^(\(answering a message sent through this process before exiting…\)\n)?$/);
+    expect(await same).toMatchObject({ code: 0, stdout: "second answer\n", stderr: "" });
+    expect(fake.requests.map(typed)).toEqual(["first", "elsewhere", "second"]);
+    const show = await runCli(["sessions", "show", "cli:direct"], { TROUPE_HOME: dir });
+    expect(show.stdout.split("\n").filter((l) => l.startsWith("  user:"))).toEqual(["  user: first", "  user: second"]);
   });
 });
