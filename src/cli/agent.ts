@@ -260,7 +260,12 @@ export interface RemoteOptions {
   follow: boolean;
   /** How long a message waits for a daemon that went away. */
   waitMs: number;
+  /** The troupe agent (pid) that lent the store is gone and nothing holds it: opens it here; true once the chat runs in-process. */
+  takeOver?: (lenderPid: number) => Promise<boolean>;
 }
+
+/** This backend was replaced by another (the chat moved in-process): ask that one. */
+class BackendReplaced extends Error {}
 
 /** Where notes about the connection and messages that arrive between turns are printed. */
 export interface AgentIo {
@@ -302,10 +307,13 @@ function remoteBackend(paths: DataPaths, first: DaemonClient | undefined, opts: 
   function lost(note: string): Promise<DaemonClient> {
     if (reconnecting) return reconnecting;
     io.say(`(${note})`);
+    const lender = (client as DaemonClient | undefined)?.holder === "agent" ? client : undefined;
     reconnecting = (async () => {
-      for (;;) {
+      for (let misses = 0; ; misses++) {
         if (closed.signal.aborted) throw new TroupeError("closed");
         const next = await connectStoreHolder(paths, 1_000).catch(() => undefined);
+        // The troupe agent that lent the store exited and nothing took it over (a starting gateway gets a head start): the chat goes on in-process.
+        if (!next && lender && misses >= 3 && (await conn.takeOver?.(lender.pid))) throw new BackendReplaced();
         if (next) {
           client = next;
           io.say(next.holder === "agent" ? `(connected to troupe agent, pid ${next.pid})` : `(reconnected to the daemon, pid ${next.pid})`);
@@ -356,9 +364,16 @@ function remoteBackend(paths: DataPaths, first: DaemonClient | undefined, opts: 
       busy = wait;
       let state: string | undefined;
       let deadline = Date.now() + conn.waitMs;
+      /** The troupe agent that took this message in, if one did: it ran there, and is not sent again elsewhere. */
+      let answering: DaemonClient | undefined;
       try {
         for (;;) {
-          const c = await connected(wait, deadline);
+          const c = await connected(wait, deadline).catch((err: unknown) => {
+            if (err instanceof BackendReplaced && answering) {
+              throw new TroupeError(`troupe agent (pid ${answering.pid}), which was answering this message, exited before replying; troupe sessions show ${opts.session} shows whether it was answered`);
+            }
+            throw err;
+          });
           if (wait.cancelled) return { content: "Stopped waiting for the daemon.", state: "cancelled" };
           if (!c) throw new TroupeError(`the daemon did not come back within ${Math.round(conn.waitMs / 1000)}s; once it runs, troupe sessions show ${opts.session} shows whether the message was answered`);
           try {
@@ -366,6 +381,7 @@ function remoteBackend(paths: DataPaths, first: DaemonClient | undefined, opts: 
               opts.session,
               content,
               (event, data) => {
+                if (event === "accepted" && c.holder === "agent") answering = c;
                 if (event === "progress") out.delta(String(data.delta));
                 else if (event === "turn_state") {
                   state = String(data.state);
@@ -425,19 +441,43 @@ export async function runAgent(loaded: LoadedConfig, opts: AgentOptions): Promis
   const conn: RemoteOptions = { follow: !oneMessage, waitMs: oneMessage ? ONE_MESSAGE_WAIT_MS : Number.POSITIVE_INFINITY };
   // The daemon, or an in-process `troupe agent` lending its store; else this process opens it.
   let client = await connectStoreHolder(loaded.paths);
-  let backend: Backend;
-  if (client) backend = remoteBackend(loaded.paths, client, opts, io, conn);
+  let current: Backend;
+  if (client) current = remoteBackend(loaded.paths, client, opts, io, conn);
   else {
     try {
-      backend = await localBackend(loaded, opts, io, conn);
+      current = await localBackend(loaded, opts, io, conn);
     } catch (err) {
       // Another process took the store just now: it serves the control API in a moment.
       if (!(err instanceof StoreLockedError)) throw err;
       client = await waitForHolder(loaded.paths, HOLDER_WAIT_MS);
       if (!client) throw err;
-      backend = remoteBackend(loaded.paths, client, opts, io, conn);
+      current = remoteBackend(loaded.paths, client, opts, io, conn);
     }
   }
+  conn.takeOver = async (lenderPid) => {
+    const local = await localBackend(loaded, opts, io, conn).catch(() => undefined);
+    if (!local) return false;
+    const old = current;
+    current = local;
+    void old.close();
+    io.say(`(troupe agent pid ${lenderPid}, which lent the store, has exited; this chat goes on in-process)`);
+    return true;
+  };
+  /** The chat's backend, which may move: in-process to the daemon (handoff), through a troupe agent to in-process (it exited). */
+  const backend: Backend = {
+    async ask(text, out) {
+      for (;;) {
+        const b = current;
+        try {
+          return await b.ask(text, out);
+        } catch (err) {
+          if (!(err instanceof BackendReplaced) || current === b) throw err;
+        }
+      }
+    },
+    cancel: () => current.cancel(),
+    close: () => current.close(),
+  };
   const where = !client ? "in-process" : client.holder === "agent" ? `through troupe agent pid ${client.pid}, which holds the store` : `daemon pid ${client.pid}`;
   try {
     if (oneMessage) return await askOnce(backend, content!, createPrinter(process.stdout, printerOptions));

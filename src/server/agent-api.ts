@@ -126,11 +126,14 @@ export async function startAgentServer(host: AgentHost, token: string): Promise<
   });
   const { port } = server.address() as AddressInfo;
   allowed = allowedHosts("127.0.0.1", port);
-  const close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
+  // Answers already written reach their clients before the connections are cut.
+  const close = async () => {
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    await Promise.race([closed, new Promise((r) => setTimeout(r, 1_000).unref())]);
+    server.closeAllConnections();
+    await closed;
+  };
   closing.now = () => void close();
   return { url: `http://127.0.0.1:${port}`, close };
 }

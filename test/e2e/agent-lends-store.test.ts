@@ -15,10 +15,12 @@ describe("one process at a time, without lock-outs (real processes)", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let pty: PtySession | undefined;
+  let pty2: PtySession | undefined;
   let home: string | undefined;
   afterEach(async () => {
     pty?.proc.kill("SIGKILL");
-    pty = undefined;
+    pty2?.proc.kill("SIGKILL");
+    pty = pty2 = undefined;
     if (home) await runCli(["daemon", "stop"], { TROUPE_HOME: home });
     home = undefined;
     await fake?.close();
@@ -96,5 +98,33 @@ describe("one process at a time, without lock-outs (real processes)", () => {
     expect(fake.requests.map(typed)).toEqual(["first", "elsewhere", "second"]);
     const show = await runCli(["sessions", "show", "cli:direct"], { TROUPE_HOME: dir });
     expect(show.stdout.split("\n").filter((l) => l.startsWith("  user:"))).toEqual(["  user: first", "  user: second"]);
+  });
+
+  it("a chat through another troupe agent goes on in-process once that agent exits", async () => {
+    fake = await startFakeOpenAi([], (req) => ({ content: `${typed(req)} answer` }));
+    const dir = await tmp();
+    await writeHome(dir, fake.url, { config: { gateway: { port: 0 } } });
+    pty = spawnPty("agent", { TROUPE_HOME: dir });
+    await pty.waitFor("(in-process)");
+    await pty.waitFor("you> ");
+    await until(() => existsSync(join(dir, "agent.json")), 30_000, "agent.json");
+    pty2 = spawnPty("agent", { TROUPE_HOME: dir });
+    await pty2.waitFor(/through troupe agent pid \d+, which holds the store/);
+    await pty2.waitFor("you> ");
+    pty2.type("hi\r");
+    await pty2.waitFor("hi answer");
+    await pty2.waitFor("you> ");
+    pty.type("\x04");
+    expect(await pty.exited).toBe(0);
+    pty2.type("later\r");
+    await pty2.waitFor("which lent the store, has exited; this chat goes on in-process");
+    await pty2.waitFor("later answer");
+    await pty2.waitFor("you> ");
+    pty2.type("\x04");
+    expect(await pty2.exited).toBe(0);
+    expect(fake.requests.map(typed)).toEqual(["hi", "later"]);
+    const show = await runCli(["sessions", "show", "cli:direct"], { TROUPE_HOME: dir });
+    expect(show.stdout.split("\n").filter((l) => l.startsWith("  user:"))).toEqual(["  user: hi", "  user: later"]);
+    expect(pty2.screen()).not.toMatch(/error:/);
   });
 });
