@@ -70,7 +70,7 @@ describe("one process at a time, without lock-outs (real processes)", () => {
     expect(after.stdout.split("\n").filter((l) => l.startsWith("  user:"))).toEqual(["  user: hello", "  user: from outside", "  user: after"]);
     expect(fake.requests.map(typed)).toEqual(["hello", "from outside", "after"]);
     expect(pty.screen()).not.toMatch(/holds|error:/);
-  });
+  }, 240_000);
 
   it("agent -m while another runs in-process goes through it: on another session at once, on the same one after it", async () => {
     let release!: () => void;
@@ -98,7 +98,7 @@ describe("one process at a time, without lock-outs (real processes)", () => {
     expect(fake.requests.map(typed)).toEqual(["first", "elsewhere", "second"]);
     const show = await runCli(["sessions", "show", "cli:direct"], { TROUPE_HOME: dir });
     expect(show.stdout.split("\n").filter((l) => l.startsWith("  user:"))).toEqual(["  user: first", "  user: second"]);
-  });
+  }, 180_000);
 
   it("a chat through another troupe agent goes on in-process once that agent exits", async () => {
     fake = await startFakeOpenAi([], (req) => ({ content: `${typed(req)} answer` }));
@@ -126,5 +126,5 @@ describe("one process at a time, without lock-outs (real processes)", () => {
     const show = await runCli(["sessions", "show", "cli:direct"], { TROUPE_HOME: dir });
     expect(show.stdout.split("\n").filter((l) => l.startsWith("  user:"))).toEqual(["  user: hi", "  user: later"]);
     expect(pty2.screen()).not.toMatch(/error:/);
-  });
+  }, 180_000);
 });

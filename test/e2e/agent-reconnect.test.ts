@@ -77,7 +77,7 @@ describe("the chat survives the daemon (real gateway processes)", () => {
     const bad = await post(g2, "not a key");
     expect(bad.status).toBe(400);
     expect(bad.body?.error).toMatch(/Idempotency-Key must be/);
-  });
+  }, 180_000);
 
   it("interactive troupe agent waits for a restarted daemon, reconnects saying so, and sends what was typed meanwhile; nothing is lost or answered twice", async () => {
     fake = await slowOnceModel();
@@ -107,7 +107,7 @@ describe("the chat survives the daemon (real gateway processes)", () => {
     expect(said(detail, "user")).toEqual(["be slow", "meanwhile"]);
     expect(said(detail, "assistant")).toEqual(["slow answer", "meanwhile answer"]);
     expect(fake.requests.map(typed)).toEqual(["be slow", "be slow", "meanwhile"]);
-  });
+  }, 180_000);
 
   it("a subagent's report for the chat appears at the prompt as it arrives, with nothing typed", async () => {
     const model = await startSubagentModel({ subagentMs: 1_500 });
@@ -125,5 +125,5 @@ describe("the chat survives the daemon (real gateway processes)", () => {
     pty.type("\x04");
     expect(await pty.exited).toBe(0);
     expect(pty.screen().split("Summary: report on t1")).toHaveLength(2);
-  });
+  }, 180_000);
 });
