@@ -72,7 +72,8 @@ export function remoteBackend(paths: DataPaths, first: DaemonClient | undefined,
         });
       },
       (err: Error) => {
-        if (!closed.signal.aborted && client === current) void lost(err instanceof DaemonGoneError ? GONE : `${err.message}; waiting for the daemon`);
+        // A daemon without the event stream (older than this CLI) still answers messages: only the extras are missed.
+        if (!closed.signal.aborted && client === current && err instanceof DaemonGoneError) void lost(GONE);
       },
     );
   }

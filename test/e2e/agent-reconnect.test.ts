@@ -74,6 +74,20 @@ describe("the chat survives the daemon (real gateway processes)", () => {
     expect(said(detail, "user")).toEqual(["be slow"]);
     expect(said(detail, "assistant")).toEqual(["slow answer"]);
 
+    // The session's event stream first catches up from the mailbox (?since), then says it is ready.
+    const res = await fetch(`${g2.url}/api/sessions/api:chat/events?since=0`, { headers: g2.auth });
+    const caughtUp: Array<{ event: string; data: Record<string, unknown> }> = [];
+    for await (const m of readSse(res.body!)) {
+      caughtUp.push({ event: m.event, data: m.data as Record<string, unknown> });
+      if (m.event === "ready") break;
+    }
+    expect(caughtUp.map((e) => [e.event, e.data.content, e.data.answers])).toEqual([
+      ["message", "slow answer", ["api:msg-1"]],
+      ["ready", undefined, undefined],
+    ]);
+    const malformed = await fetch(`${g2.url}/api/sessions/api:chat/events?since=yesterday`, { headers: g2.auth });
+    expect(malformed.status).toBe(400);
+
     const bad = await post(g2, "not a key");
     expect(bad.status).toBe(400);
     expect(bad.body?.error).toMatch(/Idempotency-Key must be/);
