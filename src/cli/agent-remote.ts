@@ -139,7 +139,12 @@ export function remoteBackend(paths: DataPaths, first: DaemonClient | undefined,
       if (reconnecting) {
         busy.cancelled = true;
         busy.wake();
-      } else void client.send(opts.session, "/stop").catch(() => undefined);
+      } else {
+        // Its answer belongs to this chat's Ctrl-C: not printed again from the session's event stream.
+        const key = randomUUID();
+        own.add(`api:${key}`);
+        void client.send(opts.session, "/stop", undefined, { idempotencyKey: key }).catch(() => undefined);
+      }
       return true;
     },
     close: async () => closed.abort(),
