@@ -1,5 +1,7 @@
 import type { Printer } from "./printer.js";
 
+// What `troupe agent` talks to: this process, the daemon, or another `troupe agent` lending the store.
+
 /** What a message got: the reply, and how its turn ended (none for a command's answer). */
 export interface Answer {
   content: string;
@@ -14,10 +16,33 @@ export interface Backend {
   /** Asks the running turn to stop (Ctrl-C, /stop); false when nothing runs. */
   cancel(): boolean;
   close(): Promise<void>;
-  /** Replies that come while nobody asked (a subagent's report, answered by a turn of its own) go to `print`. */
-  follow?(print: (text: string) => void): void;
 }
 
 export const isStop = (content: string) => content.trim().split(/\s+/)[0]?.toLowerCase() === "/stop";
 export const NOTHING_RUNS = "Nothing is running.";
+
+/** Where notes about the connection and messages that arrive between turns are printed. */
+export interface AgentIo {
+  /** A note (reconnecting, reconnected). */
+  say(text: string): void;
+  /** A message for the chat that came outside a turn (a subagent's report answered, a message-tool send). */
+  message(text: string): void;
+}
+
+export interface RemoteOptions {
+  /** Print what reaches the chat between turns (interactive). */
+  follow: boolean;
+  /** How long a message waits for a daemon that went away. */
+  waitMs: number;
+  /** The troupe agent (pid) that lent the store is gone and nothing holds it: opens it here; true once the chat runs in-process. */
+  takeOver?: (lenderPid: number) => Promise<boolean>;
+}
+
+/** This backend was replaced by another (the chat moved in-process): ask that one. */
+export class BackendReplaced extends Error {}
+
+/** The chat's session. */
+export interface ChatOptions {
+  session: string;
+}
 

@@ -1,5 +1,9 @@
 import type { LoadedConfig } from "../config/index.js";
+import { TroupeError } from "../errors.js";
 import { createAgentRuntime, type AgentRuntime } from "../runtime.js";
+import { startAgentServer, type AgentHost } from "../server/agent-api.js";
+import type { ControlServer } from "../server/http.js";
+import { ensureToken } from "../server/token.js";
 import { inboxDeleteOps } from "../store/inbox.js";
 import { outboxDeliveredOps, outboxPutOp, pendingOutbox } from "../store/outbox.js";
 import type { Store, StoreOp } from "../store/store.js";
@@ -7,13 +11,14 @@ import { getTurn, listOpenTurns, type TurnRecord } from "../store/turns.js";
 import { replyRecord } from "../../actors/session-turn.js";
 import type { TurnHandle, TurnResult } from "../../actors/turn.js";
 import type { TurnInput } from "../../machines/turn.machine.js";
-import { isStop, NOTHING_RUNS, type Backend } from "./agent-backend.js";
-import type { AgentOptions } from "./agent.js";
+import { isStop, NOTHING_RUNS, type AgentIo, type Answer, type Backend, type ChatOptions, type RemoteOptions } from "./agent-backend.js";
+import { removeAgentRecord, writeAgentRecord } from "./agent-record.js";
+import { remoteBackend } from "./agent-remote.js";
 import type { Printer } from "./printer.js";
 import { createProgress, type Progress } from "./progress.js";
 import { when } from "./sessions.js";
 
-// The in-process backend of `troupe agent`, loaded only when no daemon runs: the whole runtime.
+// The in-process backend of `troupe agent`, loaded only when nothing holds the store: the whole runtime.
 
 const sessionParts = (key: string) => {
   const i = key.indexOf(":");
@@ -59,17 +64,29 @@ async function deliverToTerminal(runtime: AgentRuntime, print: (text: string) =>
   };
 }
 
+/** One running message of a session in this process: its turn (once begun) and whether it is to stop. */
+interface Running {
+  turn?: TurnHandle;
+  cancelWanted: boolean;
+}
+
 /**
  * The conversation in this process. A `cli` turn is this process's: the daemon does not resume it
  * (it has no cli channel). So before the session takes anything new, a turn left interrupted there
  * (a process killed mid-turn) is finished from its checkpoint and its reply printed: a session's
  * turns run one at a time, or the newer turn's messages would land before the older one's.
+ *
+ * While it holds the store it lends it: it serves the control API on a loopback port (recorded in
+ * <data dir>/agent.json, same token as the daemon's), through which `agent -m`, `sessions …` of
+ * other processes work, their messages running here one at a time per session. A starting gateway
+ * asks it to hand over (POST /api/handoff): what runs finishes, the store is closed, and this chat
+ * goes on through the daemon.
  */
-export async function localBackend(loaded: LoadedConfig, opts: AgentOptions): Promise<Backend> {
+export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: AgentIo, conn: RemoteOptions): Promise<Backend> {
   const runtime = await createAgentRuntime(loaded);
   let printer: Printer | undefined;
   let progress: Progress | undefined;
-  const stopDelivery = await deliverToTerminal(runtime, (text) => (printer ? printer.message(text) : process.stdout.write(`${text}\n`)));
+  const stopDelivery = await deliverToTerminal(runtime, (text) => (printer ? printer.message(text) : io.message(text)));
   const mine = (e: { sessionKey: string }) => e.sessionKey === opts.session;
   const subs = [
     runtime.bus.ofType("progress").subscribe((e) => mine(e) && (progress?.text(), printer?.delta(e.delta))),
@@ -77,59 +94,152 @@ export async function localBackend(loaded: LoadedConfig, opts: AgentOptions): Pr
     runtime.bus.ofType("tool_hint").subscribe((e) => mine(e) && progress?.tool(e.tool, e.hint)),
     runtime.bus.ofType("model_retry").subscribe((e) => mine(e) && progress?.retry(e.status, e.delayMs)),
   ];
+  /** Each session's messages run one after another, this chat's and those sent through the API alike. */
+  const chains = new Map<string, Promise<unknown>>();
+  const queued = new Map<string, number>();
+  const running = new Map<string, Running>();
   let asking = false;
-  let running: TurnHandle | undefined;
-  let cancelWanted = false;
-  const track = (turn: TurnHandle) => {
-    running = turn;
-    if (cancelWanted) turn.cancel();
-    return turn;
-  };
+  let askCancelled = false;
+  let moving: Promise<Backend> | undefined;
+  let moved: Backend | undefined;
 
-  async function finishInterrupted(out: Printer): Promise<void> {
-    const interrupted = await interruptedTurns(runtime.store, opts.session);
+  function inOrder<T>(sessionKey: string, work: () => Promise<T>): Promise<T> {
+    queued.set(sessionKey, (queued.get(sessionKey) ?? 0) + 1);
+    const next = (chains.get(sessionKey) ?? Promise.resolve()).catch(() => undefined).then(work);
+    const done = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    chains.set(sessionKey, done);
+    void done.then(() => {
+      const n = (queued.get(sessionKey) ?? 1) - 1;
+      if (n > 0) queued.set(sessionKey, n);
+      else {
+        queued.delete(sessionKey);
+        if (chains.get(sessionKey) === done) chains.delete(sessionKey);
+      }
+    });
+    return next;
+  }
+
+  async function finishInterrupted(sessionKey: string, out: Printer | undefined, track: (t: TurnHandle) => TurnHandle, ctl: Running): Promise<void> {
+    const interrupted = await interruptedTurns(runtime.store, sessionKey);
     // Whether an interrupted MCP call is re-run depends on its tool's annotations: the servers must have had their first try.
     if (interrupted.length) await runtime.mcp?.firstAttempts(30_000);
     for (const record of interrupted) {
-      if (cancelWanted) return;
+      if (ctl.cancelWanted) return;
       process.stderr.write(`(finishing a turn interrupted at ${when(record.updatedAt)})\n`);
       const result = await track(runtime.conversation.resume(record, channelReplyOps(record.input as TurnInput))).done;
-      out.finish(result.output.reply);
-      out.reset();
+      out?.finish(result.output.reply);
+      out?.reset();
     }
+  }
+
+  /** One message of a session, after what runs of it; `out` (this chat's) shows its progress. */
+  function run(sessionKey: string, content: string, out?: Printer, cancelled = () => false): Promise<Answer> {
+    if (isStop(content)) {
+      // Nothing of this chat runs (its /stop while a turn runs cancels at once); one sent through the API may.
+      const ctl = running.get(sessionKey);
+      if (!ctl) return Promise.resolve({ content: NOTHING_RUNS });
+      ctl.cancelWanted = true;
+      ctl.turn?.cancel();
+      return Promise.resolve({ content: "Stopped." });
+    }
+    return inOrder(sessionKey, async () => {
+      const ctl: Running = { cancelWanted: cancelled() };
+      const track = (turn: TurnHandle) => {
+        ctl.turn = turn;
+        if (ctl.cancelWanted) turn.cancel();
+        return turn;
+      };
+      running.set(sessionKey, ctl);
+      if (out) {
+        printer = out;
+        progress = createProgress(out);
+      }
+      try {
+        await finishInterrupted(sessionKey, out, track, ctl);
+        if (ctl.cancelWanted) return { content: "Stopped.", state: "cancelled" };
+        const reply = await runtime.conversation.handle({ sessionKey, ...sessionParts(sessionKey), content }, track);
+        return { content: reply.content, state: reply.state };
+      } finally {
+        running.delete(sessionKey);
+        if (out) {
+          progress?.stop();
+          progress = undefined;
+          printer = undefined;
+        }
+      }
+    });
+  }
+
+  let server: ControlServer | undefined;
+  const release = async () => {
+    await server?.close();
+    await removeAgentRecord(loaded.paths).catch(() => undefined);
+    subs.forEach((sub) => sub.unsubscribe());
+    await stopDelivery();
+    await runtime.close();
+  };
+  const host: AgentHost = {
+    store: runtime.store,
+    bus: runtime.bus,
+    logger: runtime.logger,
+    dataDir: loaded.paths.dataDir,
+    accepting: () => !moving,
+    run: (sessionKey, content) => run(sessionKey, content),
+    busy: (sessionKey) => queued.has(sessionKey),
+    handOver: async () => {
+      moving ??= (async () => {
+        io.say("(troupe daemon is starting: this chat is handed over to it once what runs here has finished)");
+        await Promise.all([...chains.values()]);
+        subs.forEach((sub) => sub.unsubscribe());
+        await stopDelivery();
+        await runtime.close();
+        await removeAgentRecord(loaded.paths).catch(() => undefined);
+        moved = remoteBackend(loaded.paths, undefined, opts, io, conn);
+        return moved;
+      })();
+      await moving;
+    },
+  };
+  try {
+    server = await startAgentServer(host, await ensureToken(loaded.paths.tokenFile));
+    await writeAgentRecord(loaded.paths, server.url);
+  } catch (err) {
+    // The chat works without it; only the other commands cannot reach the store meanwhile.
+    runtime.logger.warn({ err }, "could not serve the control API for other troupe commands");
   }
 
   return {
     async ask(content, out) {
-      // Nothing runs while this process waits for a message: /stop has nothing to cancel.
-      if (isStop(content)) return { content: NOTHING_RUNS };
+      if (moving) return (await moving).ask(content, out);
       asking = true;
-      printer = out;
-      progress = createProgress(out);
       try {
-        await finishInterrupted(out);
-        if (cancelWanted) return { content: "Stopped.", state: "cancelled" };
-        const reply = await runtime.conversation.handle({ sessionKey: opts.session, ...sessionParts(opts.session), content }, track);
-        return { content: reply.content, state: reply.state };
+        return await run(opts.session, content, out, () => askCancelled);
       } finally {
-        progress?.stop();
-        progress = undefined;
         asking = false;
-        running = undefined;
-        cancelWanted = false;
+        askCancelled = false;
       }
     },
     cancel() {
+      if (moved) return moved.cancel();
       if (!asking) return false;
-      cancelWanted = true;
-      running?.cancel();
+      askCancelled = true;
+      const ctl = running.get(opts.session);
+      if (ctl) {
+        ctl.cancelWanted = true;
+        ctl.turn?.cancel();
+      }
       return true;
     },
     async close() {
-      subs.forEach((sub) => sub.unsubscribe());
-      await stopDelivery();
-      await runtime.close();
+      if (moving) return (await moving).close();
+      moving = Promise.resolve({ ask: () => Promise.reject(new TroupeError("closed")), cancel: () => false, close: async () => {} });
+      // A message another command sent through this process is answered before the store closes.
+      if (chains.size) io.say("(answering a message sent through this process before exiting…)");
+      await Promise.all([...chains.values()]);
+      await release();
     },
   };
 }
-

@@ -1,67 +1,21 @@
 import { once } from "node:events";
 import { appendFile, mkdir, readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { createInterface } from "node:readline";
+import { clearLine, createInterface, cursorTo } from "node:readline";
 import type { LoadedConfig } from "../config/index.js";
-import { TroupeError } from "../errors.js";
-import { TURN_FINAL_STATES } from "../../machines/turn-states.js";
-import { isStop, succeeded, type Backend } from "./agent-backend.js";
-import { connectDaemon, type DaemonClient } from "./client.js";
+import { StoreLockedError, TroupeError } from "../errors.js";
+import type { DataPaths } from "../paths.js";
+import { BackendReplaced, succeeded, type AgentIo, type Backend, type ChatOptions, type RemoteOptions, isStop } from "./agent-backend.js";
+import { remoteBackend } from "./agent-remote.js";
+import { connectStoreHolder, type DaemonClient } from "./client.js";
+import { renderMarkdown } from "./markdown.js";
 import { createPrinter, type Printer, type PrinterOptions } from "./printer.js";
-import { createProgress } from "./progress.js";
 
-/** Talks to the daemon over its control API: progress streams on a TTY, message-tool sends print as they come. */
-function remoteBackend(client: DaemonClient, opts: AgentOptions): Backend {
-  let busy = false;
-  /** Messages this client sent: their replies come back on their own stream. */
-  const sent = new Set<string>();
-  const following = new AbortController();
-  return {
-    follow(print) {
-      void client
-        .follow(
-          opts.session,
-          (reply) => {
-            // A reply to our own message, or (while we ask) a message-tool send, is on the ask's stream already.
-            if (reply.answers.some((id) => sent.has(id)) || (busy && reply.answers.length === 0)) return;
-            print(reply.content);
-          },
-          following.signal,
-        )
-        .catch(() => undefined);
-    },
-    async ask(content, out) {
-      busy = true;
-      let state: string | undefined;
-      const progress = createProgress(out);
-      try {
-        const reply = await client.send(opts.session, content, (event, data) => {
-          if (event === "accepted") sent.add(String(data.id));
-          else if (event === "progress") {
-            progress.text();
-            out.delta(String(data.delta));
-          } else if (event === "turn_state") {
-            state = String(data.state);
-            out.boundary();
-            progress.state(state);
-          } else if (event === "tool_hint") progress.tool(String(data.tool), String(data.hint));
-          else if (event === "model_retry") progress.retry(typeof data.status === "number" ? data.status : null, Number(data.delayMs));
-          else if (event === "message") out.message(String(data.content));
-        });
-        return { content: reply, state: state && TURN_FINAL_STATES.includes(state as never) ? state : undefined };
-      } finally {
-        progress.stop();
-        busy = false;
-      }
-    },
-    cancel() {
-      if (!busy) return false;
-      void client.send(opts.session, "/stop").catch(() => undefined);
-      return true;
-    },
-    close: async () => following.abort(),
-  };
-}
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The in-process backend, which loads the whole runtime: imported only when this process opens the store itself. */
+const localBackend = async (loaded: LoadedConfig, opts: ChatOptions, io: AgentIo, conn: RemoteOptions) =>
+  (await import("./agent-local.js")).localBackend(loaded, opts, io, conn);
 
 export interface AgentOptions {
   /** One message (`-` reads it from stdin); else an interactive prompt, or stdin when it is not a terminal. */
@@ -70,6 +24,9 @@ export interface AgentOptions {
   /** Render replies as Markdown on a terminal (--no-markdown turns it off). */
   markdown?: boolean;
 }
+
+/** How long `agent -m` waits for a daemon that went away mid-message (a restart) before it gives up. */
+const ONE_MESSAGE_WAIT_MS = 60_000;
 
 /** How long a cancelled turn gets to end (its final checkpoint written, the daemon's /stop answered) before the CLI exits anyway. */
 const CANCEL_GRACE_MS = 10_000;
@@ -82,16 +39,69 @@ export async function runAgent(loaded: LoadedConfig, opts: AgentOptions): Promis
   const oneMessage = opts.message !== undefined || !process.stdin.isTTY;
   const content = opts.message === "-" || (oneMessage && opts.message === undefined) ? await readStdin() : opts.message;
   if (oneMessage && !content?.trim()) throw new TroupeError("no message: stdin was empty; give one with -m TEXT (or -m - to read it from stdin), or run troupe agent on a terminal to chat");
-  const client = await connectDaemon(loaded.paths);
-  // Through a running daemon this process needs only its client; the runtime loads for in-process turns.
-  const backend = client ? remoteBackend(client, opts) : await (await import("./agent-local.js")).localBackend(loaded, opts);
+  // Notes go to stderr until the prompt takes them over (printing above the line being typed).
+  const io: AgentIo = { say: (text) => process.stderr.write(`${text}\n`), message: (text) => process.stdout.write(`${text}\n`) };
+  const conn: RemoteOptions = { follow: !oneMessage, waitMs: oneMessage ? ONE_MESSAGE_WAIT_MS : Number.POSITIVE_INFINITY };
+  // The daemon, or an in-process `troupe agent` lending its store; else this process opens it.
+  let client = await connectStoreHolder(loaded.paths);
+  let current: Backend;
+  if (client) current = remoteBackend(loaded.paths, client, opts, io, conn);
+  else {
+    try {
+      current = await localBackend(loaded, opts, io, conn);
+    } catch (err) {
+      // Another process took the store just now: it serves the control API in a moment.
+      if (!(err instanceof StoreLockedError)) throw err;
+      client = await waitForHolder(loaded.paths, HOLDER_WAIT_MS);
+      if (!client) throw err;
+      current = remoteBackend(loaded.paths, client, opts, io, conn);
+    }
+  }
+  conn.takeOver = async (lenderPid) => {
+    const local = await localBackend(loaded, opts, io, conn).catch(() => undefined);
+    if (!local) return false;
+    const old = current;
+    current = local;
+    void old.close();
+    io.say(`(troupe agent pid ${lenderPid}, which lent the store, has exited; this chat goes on in-process)`);
+    return true;
+  };
+  /** The chat's backend, which may move: in-process to the daemon (handoff), through a troupe agent to in-process (it exited). */
+  const backend: Backend = {
+    async ask(text, out) {
+      for (;;) {
+        const b = current;
+        try {
+          return await b.ask(text, out);
+        } catch (err) {
+          if (!(err instanceof BackendReplaced) || current === b) throw err;
+        }
+      }
+    },
+    cancel: () => current.cancel(),
+    close: () => current.close(),
+  };
+  const where = !client ? "in-process" : client.holder === "agent" ? `through troupe agent pid ${client.pid}, which holds the store` : `daemon pid ${client.pid}`;
   try {
     if (oneMessage) return await askOnce(backend, content!, createPrinter(process.stdout, printerOptions));
-    await interactive(backend, opts, client ? `daemon pid ${client.pid}` : "in-process", printerOptions, join(loaded.paths.dataDir, "history", "cli_history"));
+    await interactive(backend, opts, where, printerOptions, join(loaded.paths.dataDir, "history", "cli_history"), io);
     return 0;
   } finally {
     await backend.close();
   }
+}
+
+/** How long a command that found the store locked waits for its holder to serve the control API. */
+const HOLDER_WAIT_MS = 10_000;
+
+async function waitForHolder(paths: DataPaths, ms: number): Promise<DaemonClient | undefined> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    const found = await connectStoreHolder(paths, 1_000).catch(() => undefined);
+    if (found) return found;
+    await sleep(200);
+  }
+  return undefined;
 }
 
 /** Reads stdin to its end. */
@@ -137,7 +147,7 @@ async function loadHistory(file: string, max: number): Promise<string[]> {
   return [...new Set(text.split("\n").filter(Boolean).reverse())].slice(0, max);
 }
 
-async function interactive(backend: Backend, opts: AgentOptions, where: string, printerOptions: PrinterOptions, historyFile: string): Promise<void> {
+async function interactive(backend: Backend, opts: AgentOptions, where: string, printerOptions: PrinterOptions, historyFile: string, io: AgentIo): Promise<void> {
   const HISTORY_SIZE = 1000;
   const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: true, history: await loadHistory(historyFile, HISTORY_SIZE), historySize: HISTORY_SIZE, removeHistoryDuplicates: true });
   await mkdir(dirname(historyFile), { recursive: true });
@@ -146,15 +156,30 @@ async function interactive(backend: Backend, opts: AgentOptions, where: string, 
   const remember = (line: string) => (saving = saving.then(() => appendFile(historyFile, `${line}\n`, { mode: 0o600 })).catch(() => undefined));
   const queue: string[] = [];
   let working: Promise<void> | undefined;
+  /** The reply being printed, if any: what arrives meanwhile goes through it, on lines of its own. */
+  let current: Printer | undefined;
+  /** Printed above the line being typed, which is drawn again below it. */
+  const above = (text: string) => {
+    if (current) return current.message(text);
+    clearLine(process.stdout, 0);
+    cursorTo(process.stdout, 0);
+    process.stdout.write(`${text}\n`);
+    rl.prompt(true);
+  };
+  io.say = above;
+  io.message = (text) => (current ? current.message(text) : above(printerOptions.markdown ? renderMarkdown(text, process.stdout.columns) : text));
 
   const handle = async (content: string) => {
     const printer = createPrinter(process.stdout, printerOptions);
+    current = printer;
     try {
       const answer = await backend.ask(content, printer);
       printer.finish(answer.content);
     } catch (err) {
       printer.reset();
       process.stderr.write(`error: ${(err as Error).message}\n`);
+    } finally {
+      current = undefined;
     }
   };
   const drain = () =>
@@ -179,13 +204,6 @@ async function interactive(backend: Backend, opts: AgentOptions, where: string, 
     if (isStop(content) && working && backend.cancel()) return void process.stdout.write("(cancelling…)\n");
     queue.push(content);
     void drain();
-  });
-  // A report that arrives while the prompt waits is printed above it, and the prompt drawn again.
-  backend.follow?.((text) => {
-    const printer = createPrinter(process.stdout, printerOptions);
-    if (!working) process.stdout.write("\r\x1b[K");
-    printer.message(text);
-    if (!working) rl.prompt(true);
   });
   console.log(`troupe agent — session ${opts.session} (${where}). /help for commands, Ctrl-C cancels a turn, Ctrl-D exits.`);
   rl.setPrompt("you> ");

@@ -4,17 +4,47 @@ import { readSse } from "../server/sse.js";
 import { readToken } from "../server/token.js";
 import { checkGateway, type GatewayCheck } from "./pidfile.js";
 
+/** The daemon went away (stopped, restarting, its connection broken): the same request may succeed once it is back. */
+export class DaemonGoneError extends TroupeError {}
+
+/** A message that reached a session's API chat (a message-tool send, a reply, a reply to a subagent's report). */
+export interface ChatMessage {
+  content: string;
+  media: string[];
+  /** Ids of the messages it answers (none for a message-tool send). */
+  answers: string[];
+  deliveryId: string;
+  at: number;
+}
+
+export interface SendOptions {
+  signal?: AbortSignal;
+  /** The same key on a retried POST makes it the same message: taken once, answered once. */
+  idempotencyKey?: string;
+}
+
 export interface DaemonClient {
   url: string;
   pid: number;
+  /** Who answers: the daemon, or an in-process `troupe agent` lending its store (see agent-record.ts). */
+  holder?: "daemon" | "agent";
   get<T>(path: string): Promise<T>;
   delete<T>(path: string): Promise<T>;
   post<T>(path: string, body?: unknown): Promise<T>;
-  /** Every reply on the session's API chat as it is sent, until `signal` aborts. */
-  follow(sessionKey: string, onReply: (reply: { content: string; answers: string[] }) => void, signal: AbortSignal): Promise<void>;
   /** Sends a message to a session; events (progress, tool hints, messages) go to onEvent; resolves with the reply. */
-  send(sessionKey: string, content: string, onEvent?: (event: string, data: Record<string, unknown>) => void, signal?: AbortSignal): Promise<string>;
+  send(sessionKey: string, content: string, onEvent?: (event: string, data: Record<string, unknown>) => void, opts?: SendOptions): Promise<string>;
+  /**
+   * Follows what reaches a session's API chat (GET /api/sessions/:key/events), from `since` on;
+   * resolves when the stream is open, and `ended` when it ends (the daemon went away).
+   */
+  follow(sessionKey: string, since: number, onMessage: (m: ChatMessage) => void, signal?: AbortSignal): Promise<{ ended: Promise<void> }>;
 }
+
+/** A connection the daemon refused or broke, as fetch reports it (not an HTTP answer). */
+const gone = (err: unknown, signal?: AbortSignal): never => {
+  if (signal?.aborted || err instanceof TroupeError) throw err;
+  throw new DaemonGoneError(`lost the connection to the daemon (${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message})`, { cause: err });
+};
 
 /** A client for the running gateway of this data dir, or undefined when none answers. */
 export async function connectDaemon(paths: DataPaths, timeoutMs = 2_000, checked?: GatewayCheck): Promise<DaemonClient | undefined> {
@@ -23,43 +53,76 @@ export async function connectDaemon(paths: DataPaths, timeoutMs = 2_000, checked
   const { info } = check;
   const token = await readToken(paths.tokenFile);
   if (!token) throw new TroupeError(`the daemon (pid ${info.pid}) runs but ${paths.tokenFile} is missing; restart it with: troupe daemon restart`);
+  return { ...controlClient(info.url, info.pid, token), holder: "daemon" };
+}
+
+/** Whoever holds this data dir's store and serves its control API: the daemon, else an in-process `troupe agent`. */
+export async function connectStoreHolder(paths: DataPaths, timeoutMs = 2_000): Promise<DaemonClient | undefined> {
+  return (await connectDaemon(paths, timeoutMs)) ?? (await (await import("./agent-record.js")).connectAgent(paths, timeoutMs));
+}
+
+/** A client for a control API at `url` (a gateway, or an in-process `troupe agent` serving one). */
+export function controlClient(url: string, pid: number, token: string): DaemonClient {
   const headers = { authorization: `Bearer ${token}` };
   const request = async (path: string, init: RequestInit = {}) => {
-    const res = await fetch(`${info.url}${path}`, { ...init, headers: { ...headers, ...(init.headers as Record<string, string>) } });
+    const res = await fetch(`${url}${path}`, { ...init, headers: { ...headers, ...(init.headers as Record<string, string>) } }).catch((err: unknown) => gone(err, init.signal ?? undefined));
     if (!res.ok) {
       const body = (await res.json().catch(() => ({}))) as { error?: string };
-      throw new TroupeError(`daemon answered ${res.status}: ${body.error ?? res.statusText}`);
+      const text = `daemon answered ${res.status}: ${body.error ?? res.statusText}`;
+      throw res.status === 503 ? new DaemonGoneError(text) : new TroupeError(text);
     }
     return res;
   };
+  /** Server-sent events of a response; a stream broken under it is the daemon gone. */
+  async function* events(res: Response, signal?: AbortSignal) {
+    try {
+      for await (const m of readSse(res.body!)) {
+        if (m.event === "shutting_down") throw new DaemonGoneError("the daemon is stopping");
+        yield { event: m.event, data: m.data as Record<string, unknown> };
+      }
+    } catch (err) {
+      gone(err, signal);
+    }
+  }
   return {
-    url: info.url,
-    pid: info.pid,
+    url,
+    pid,
     get: async <T>(path: string) => (await (await request(path)).json()) as T,
     delete: async <T>(path: string) => (await (await request(path, { method: "DELETE" })).json()) as T,
     post: async <T>(path: string, body: unknown = {}) =>
       (await (await request(path, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } })).json()) as T,
-    async follow(sessionKey, onReply, signal) {
-      const res = await request(`/api/sessions/${encodeURIComponent(sessionKey)}/replies?follow=1`, { signal });
-      for await (const { event, data } of readSse(res.body!)) {
-        const payload = data as { content?: unknown; answers?: unknown };
-        if (event === "reply") onReply({ content: String(payload.content), answers: Array.isArray(payload.answers) ? payload.answers.map(String) : [] });
-      }
-    },
-    async send(sessionKey, content, onEvent, signal) {
+    async send(sessionKey, content, onEvent, opts = {}) {
       const res = await request(`/api/sessions/${encodeURIComponent(sessionKey)}/messages`, {
         method: "POST",
         body: JSON.stringify({ content }),
-        headers: { "content-type": "application/json" },
-        signal,
+        headers: { "content-type": "application/json", ...(opts.idempotencyKey ? { "idempotency-key": opts.idempotencyKey } : {}) },
+        signal: opts.signal,
       });
-      for await (const { event, data } of readSse(res.body!)) {
-        const payload = data as Record<string, unknown>;
-        if (event === "reply") return String(payload.content);
-        if (event === "error") throw new TroupeError(String(payload.error));
-        onEvent?.(event, payload);
+      for await (const { event, data } of events(res, opts.signal)) {
+        if (event === "reply") return String(data.content);
+        if (event === "error") throw new TroupeError(String(data.error));
+        onEvent?.(event, data);
       }
-      throw new TroupeError("the daemon closed the stream before replying (did it stop?)");
+      throw new DaemonGoneError("the daemon closed the stream before replying (did it stop?)");
+    },
+    async follow(sessionKey, since, onMessage, signal) {
+      const res = await request(`/api/sessions/${encodeURIComponent(sessionKey)}/events?since=${Math.max(0, Math.floor(since))}`, { signal });
+      const stream = events(res, signal);
+      // What the mailbox got since `since` comes first, then `ready`, then what arrives.
+      for (;;) {
+        const next = await stream.next();
+        if (next.done) throw new DaemonGoneError("the daemon closed the event stream");
+        if (next.value.event === "ready") break;
+        if (next.value.event === "message") onMessage(next.value.data as unknown as ChatMessage);
+      }
+      const ended = (async () => {
+        try {
+          for await (const { event, data } of stream) if (event === "message") onMessage(data as unknown as ChatMessage);
+        } catch {
+          // Gone or aborted: the caller learns it from `ended`.
+        }
+      })();
+      return { ended };
     },
   };
 }

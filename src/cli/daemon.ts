@@ -7,6 +7,7 @@ import type { DataPaths } from "../paths.js";
 import { PACKAGE_ROOT } from "../package-root.js";
 import type { ActorNode } from "../server/actor-tree.js";
 import type { ChannelState } from "../runtime.js";
+import { connectAgent } from "./agent-record.js";
 import { connectDaemon, type DaemonClient } from "./client.js";
 import { checkGateway, clearStale, isAlive, type GatewayCheck, type Health } from "./pidfile.js";
 import { storeStateLine } from "./storage-lines.js";
@@ -126,7 +127,10 @@ export async function daemonStatus(paths: DataPaths): Promise<number> {
   const check = await findGateway(paths);
   const client = await connectDaemon(paths, 2_000, check);
   if (!client) {
-    if (check.kind === "none") console.log("troupe daemon is not running");
+    if (check.kind === "none") {
+      const agent = await connectAgent(paths).catch(() => undefined);
+      console.log(`troupe daemon is not running${agent ? `; troupe agent (pid ${agent.pid}) runs in-process and lends the store to the other commands (troupe daemon start takes it over)` : ""}`);
+    }
     else console.log(`troupe daemon (pid ${check.info.pid}) runs but does not answer on ${check.info.url}`);
     return 3;
   }

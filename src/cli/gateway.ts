@@ -4,9 +4,11 @@ import { installCrashHandlers } from "../log/crash.js";
 import { createRedactor, secretsOf } from "../log/redact.js";
 import { createDaemon } from "../runtime.js";
 import { startControlServer } from "../server/http.js";
+import { connectAgent, takeOverFromAgent } from "./agent-record.js";
+import { StoreLockedError } from "../errors.js";
 import { ensureToken } from "../server/token.js";
 import { chooseExecSandbox, sandboxNotice } from "../tools/bwrap.js";
-import { removePidfile, writePidfile } from "./pidfile.js";
+import { checkGateway, removePidfile, writePidfile } from "./pidfile.js";
 
 /** Past this, a shutdown that hangs is cut short. */
 const SHUTDOWN_LIMIT_MS = 15_000;
@@ -21,12 +23,33 @@ export function isLoopback(host: string): boolean {
 }
 
 /**
+ * The daemon, taking the store over from an in-process `troupe agent` that lends it. Another chat
+ * that went through that agent may open the store in the instant it is let go; it lends it in turn
+ * (its agent.json appears), and is asked to hand over as well.
+ */
+async function openDaemon(loaded: LoadedConfig, consoleLogs: boolean) {
+  const say = (text: string) => console.log(text);
+  for (let attempt = 1; ; attempt++) {
+    await takeOverFromAgent(loaded.paths, say);
+    try {
+      return await createDaemon(loaded, { consoleLogs });
+    } catch (err) {
+      // Held by a running gateway: that is said at once (the error names its pid).
+      if (!(err instanceof StoreLockedError) || attempt >= 3 || (await checkGateway(loaded.paths)).kind === "ours") throw err;
+      const deadline = Date.now() + 3_000;
+      while (Date.now() < deadline && !(await connectAgent(loaded.paths))) await new Promise((r) => setTimeout(r, 200));
+      if (!(await connectAgent(loaded.paths))) throw err;
+    }
+  }
+}
+
+/**
  * `troupe gateway`: the daemon in the foreground. SIGTERM or SIGINT stops taking work, lets running
  * turns reach a checkpoint, closes the store and exits 0.
  */
 export async function runGateway(loaded: LoadedConfig, opts: { consoleLogs: boolean }): Promise<number> {
   const { paths, config } = loaded;
-  const daemon = await createDaemon(loaded, { consoleLogs: opts.consoleLogs });
+  const daemon = await openDaemon(loaded, opts.consoleLogs);
   // A rejection nobody handled is logged and the daemon serves on; an uncaught exception exits 1 (see crash.ts).
   installCrashHandlers({ logger: daemon.logger, redact: createRedactor(secretsOf(config)), name: "troupe gateway" });
   const notice = sandboxNotice(chooseExecSandbox(config.tools, process.env, paths.configFile));

@@ -1,4 +1,4 @@
-import { TURN_FINAL_STATES } from "../../machines/turn.machine.js";
+import { TURN_FINAL_STATES } from "../../machines/turn-states.js";
 import type { Printer } from "./printer.js";
 
 const FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏";

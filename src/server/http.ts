@@ -32,7 +32,7 @@ export interface ControlServer {
   close(): Promise<void>;
 }
 
-class HttpError extends Error {
+export class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
@@ -41,7 +41,7 @@ class HttpError extends Error {
   }
 }
 
-const messageBody = z.object({ content: z.string().trim().min(1, "content must not be empty") }).strict();
+export const messageBody = z.object({ content: z.string().trim().min(1, "content must not be empty") }).strict();
 const MAX_BODY_BYTES = 1024 * 1024;
 /** How long the rest of a refused body is read (and dropped) before the connection is cut. */
 const LINGER_MS = 5_000;
@@ -96,7 +96,7 @@ function refuseBody(req: IncomingMessage, res: ServerResponse, status: number, b
   req.resume();
 }
 
-async function readJson(req: IncomingMessage): Promise<unknown> {
+export async function readJson(req: IncomingMessage): Promise<unknown> {
   const body = await readBody(req);
   try {
     return JSON.parse(body.toString("utf8") || "null");
@@ -106,7 +106,7 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
 }
 
 /** The session key in a path segment: percent-decoded and checked. */
-function sessionKeyOf(segment: string): string {
+export function sessionKeyOf(segment: string): string {
   let key: string;
   try {
     key = decodeURIComponent(segment);
@@ -121,13 +121,23 @@ function sessionKeyOf(segment: string): string {
   }
 }
 
-function parseBody<S extends z.ZodType>(schema: S, raw: unknown): z.infer<S> {
+export function parseBody<S extends z.ZodType>(schema: S, raw: unknown): z.infer<S> {
   const result = schema.safeParse(raw);
   if (result.success) return result.data;
   throw new HttpError(400, result.error.issues.map((i) => `${i.path.map(String).join(".") || "body"}: ${i.message}`).join("; "));
 }
 
-const json = (res: ServerResponse, status: number, body: unknown) => {
+/** The client's `Idempotency-Key` header: a retried POST with the same key is the same message. */
+function idempotencyKeyOf(req: IncomingMessage): string | undefined {
+  const value = req.headers["idempotency-key"];
+  if (value === undefined) return undefined;
+  if (typeof value !== "string" || !/^[A-Za-z0-9._:-]{1,128}$/.test(value)) {
+    throw new HttpError(400, "Idempotency-Key must be 1-128 characters of A-Z a-z 0-9 . _ : - (a UUID will do)");
+  }
+  return value;
+}
+
+export const json = (res: ServerResponse, status: number, body: unknown) => {
   res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
 };
 
@@ -162,38 +172,83 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     return new HttpError(err.status, err.message);
   }
 
-  function postMessage(req: IncomingMessage, res: ServerResponse, key: string, content: string) {
+  /** Open event streams: told `shutting_down` and ended before the server closes. */
+  const streams = new Set<{ send(event: string, data: unknown): void; end(): Promise<void> }>();
+  function track(req: IncomingMessage, res: ServerResponse) {
+    const sse = openSse(res);
+    const entry = { send: sse.send, end: () => new Promise<void>((resolve) => res.end(resolve)) };
+    streams.add(entry);
+    res.on("close", () => streams.delete(entry));
+    return {
+      ...sse,
+      done: () => {
+        streams.delete(entry);
+        res.end();
+      },
+    };
+  }
+
+  /**
+   * A message in, answered on its event stream. With an idempotency key the message id is derived
+   * from it: a retried POST (the client lost the stream when the daemon stopped) is not taken twice,
+   * and is answered with the reply the first one got, from the chat's mailbox if it was delivered already.
+   */
+  function postMessage(req: IncomingMessage, res: ServerResponse, key: string, content: string, idempotencyKey: string | undefined) {
     const down = daemon.storage().store;
     if (down.state === "failing") throw refusal(new StoreUnavailableError(down.failure ?? "io-error"));
     // Events are held until the message is accepted: a message the store refuses is answered with a
     // status code (below), not with a 200 and an error event.
-    let sse: ReturnType<typeof openSse> | undefined;
+    let sse: ReturnType<typeof track> | undefined;
     const held: Array<[string, unknown]> = [];
     const send = (event: string, data: unknown) => (sse ? sse.send(event, data) : void held.push([event, data]));
     let id: string | undefined;
+    let answered = false;
+    const early: Array<{ content: string; answers: string[]; deliveryId: string }> = [];
+    const reply = (e: { content: string; answers: string[]; deliveryId: string }) => {
+      if (answered) return;
+      answered = true;
+      send("reply", { content: e.content, answers: e.answers, deliveryId: e.deliveryId });
+      stop();
+      sse?.done();
+    };
     const sub = merge(
       bus.ofType("progress", "tool_hint", "turn_state", "model_retry").pipe(filter((e) => e.sessionKey === key)),
       bus.ofType("outbound").pipe(filter((e) => e.channel === "api")),
     ).subscribe((e) => {
       if (e.type !== "outbound") return send(e.type, e);
-      if (id && e.answers.includes(id)) {
-        send("reply", { content: e.content, answers: e.answers, deliveryId: e.deliveryId });
-        sub.unsubscribe();
-        if (sse) res.end();
-      } else if (e.chatId === key && e.answers.length === 0) send("message", { content: e.content, media: e.media });
+      if (!id) early.push(e);
+      if (id && e.answers.includes(id)) reply(e);
+      else if (e.chatId === key && e.answers.length === 0) send("message", { content: e.content, media: e.media, deliveryId: e.deliveryId, at: e.at });
     });
-    req.on("close", () => sub.unsubscribe());
+    let poll: NodeJS.Timeout | undefined;
+    const stop = () => {
+      sub.unsubscribe();
+      clearInterval(poll);
+    };
+    req.on("close", stop);
+    res.on("close", stop);
+    const fromMailbox = async () => {
+      const found = (await apiReplies(store, key)).find((r) => r.answers.includes(id!));
+      if (found) reply(found);
+    };
     // An API chat is its session: replies come back on the chat named by the session key.
-    daemon.accept("api", { chatId: key, senderId: "api", content, sessionKey: key }).then(
-      (accepted) => {
+    daemon.accept("api", { chatId: key, senderId: "api", content, sessionKey: key, messageId: idempotencyKey }).then(
+      async (accepted) => {
         id = accepted;
-        sse = openSse(res);
+        // The client went away while the message was taken in: it is answered into the mailbox.
+        if (res.destroyed) return stop();
+        sse = track(req, res);
         sse.send("accepted", { id, sessionKey: key });
         for (const [event, data] of held.splice(0)) sse.send(event, data);
-        if (sub.closed && !req.destroyed) res.end();
+        const before = early.find((e) => e.answers.includes(accepted));
+        if (before) return reply(before);
+        if (!idempotencyKey) return;
+        // A retry: its reply may be in the mailbox already, or reach it from the outbox a start left pending.
+        await fromMailbox();
+        if (!answered) poll = setInterval(() => void fromMailbox().catch(() => undefined), 1_000);
       },
       (err: Error) => {
-        sub.unsubscribe();
+        stop();
         if (err instanceof StoreUnavailableError) return refuseStore(res, err.status, err.message);
         daemon.logger.error({ err }, "could not take a message in");
         json(res, err instanceof TroupeError ? 503 : 500, { error: err.message });
@@ -203,16 +258,50 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
 
   /** Every reply on an API chat as it is sent, as server-sent events: what a client waiting at its prompt shows (a subagent's report, answered by a turn of its own). */
   function followReplies(req: IncomingMessage, res: ServerResponse, key: string) {
-    const sse = openSse(res);
+    const sse = track(req, res);
     const sub = bus
       .ofType("outbound")
       .pipe(filter((e) => e.channel === "api" && e.chatId === key))
       .subscribe((e) => sse.send("reply", { content: e.content, answers: e.answers, deliveryId: e.deliveryId }));
     const keepAlive = setInterval(() => sse.comment("keep-alive"), 15_000);
-    req.on("close", () => {
+    const stop = () => {
       sub.unsubscribe();
       clearInterval(keepAlive);
-    });
+    };
+    req.on("close", stop);
+    res.on("close", stop);
+  }
+
+  /**
+   * What reaches a session's API chat outside any POST: message-tool sends, replies to subagent
+   * reports, and every reply (each names the ids it answers). `?since=<ms>` first sends what the
+   * mailbox got after that time, so a client that reconnects misses nothing.
+   */
+  async function sessionEvents(req: IncomingMessage, res: ServerResponse, key: string, since: number | undefined) {
+    const sse = track(req, res);
+    const seen = new Set<string>();
+    const send = (e: { content: string; media: string[]; answers: string[]; deliveryId: string; at: number }) => {
+      if (seen.has(e.deliveryId)) return;
+      seen.add(e.deliveryId);
+      sse.send("message", { content: e.content, media: e.media, answers: e.answers, deliveryId: e.deliveryId, at: e.at });
+    };
+    const live: Parameters<typeof send>[0][] = [];
+    let caughtUp = false;
+    const sub = bus
+      .ofType("outbound")
+      .pipe(filter((e) => e.channel === "api" && e.chatId === key))
+      .subscribe((e) => (caughtUp ? send(e) : live.push(e)));
+    const keepAlive = setInterval(() => sse.comment("keep-alive"), 15_000);
+    const stop = () => {
+      sub.unsubscribe();
+      clearInterval(keepAlive);
+    };
+    req.on("close", stop);
+    res.on("close", stop);
+    if (since !== undefined) for (const r of await apiReplies(store, key)) if (r.at > since) send(r);
+    caughtUp = true;
+    live.forEach(send);
+    sse.send("ready", { sessionKey: key });
   }
 
   let allowed = new Set<string>();
@@ -249,7 +338,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
       });
       if (answer) return json(res, answer.status, answer.body);
     }
-    const sessionMatch = /^\/api\/sessions\/([^/]+)(\/messages|\/replies)?$/.exec(path);
+    const sessionMatch = /^\/api\/sessions\/([^/]+)(\/messages|\/replies|\/events)?$/.exec(path);
     if (req.method === "GET" && path === "/api/actors") {
       return json(res, 200, { root: daemon.tree.tree(withSubagents), failed: failedChildren(daemon), channels: daemon.channels(), turns: { running: daemon.limiter.active, waiting: daemon.limiter.waiting, max: daemon.limiter.max } });
     }
@@ -307,9 +396,15 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
       }
       if (req.method === "GET" && sessionMatch[2] === "/replies" && url.searchParams.get("follow") === "1") return followReplies(req, res, key);
       if (req.method === "GET" && sessionMatch[2] === "/replies") return json(res, 200, { replies: await apiReplies(store, key) });
+      if (req.method === "GET" && sessionMatch[2] === "/events") {
+        const since = url.searchParams.get("since");
+        if (since !== null && !/^\d{1,16}$/.test(since)) throw new HttpError(400, `since must be a time in milliseconds since the epoch, not ${JSON.stringify(since)}`);
+        return sessionEvents(req, res, key, since === null ? undefined : Number(since));
+      }
       if (req.method === "POST" && sessionMatch[2] === "/messages") {
+        const idempotencyKey = idempotencyKeyOf(req);
         const { content } = parseBody(messageBody, await readJson(req));
-        return postMessage(req, res, key, content);
+        return postMessage(req, res, key, content, idempotencyKey);
       }
     }
     throw new HttpError(404, `no route ${req.method} ${path}`);
@@ -346,11 +441,18 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
   allowed = allowedHosts(opts.host, port);
   return {
     url: `http://${opts.host.includes(":") ? `[${opts.host}]` : opts.host}:${port}`,
-    close: () =>
-      new Promise((resolve) => {
+    async close() {
+      // A client whose stream ends mid-turn learns why: it may wait for the daemon and ask again.
+      const ended = [...streams].map((stream) => {
+        stream.send("shutting_down", { reason: "the daemon is stopping; a turn under way resumes when it starts again" });
+        return stream.end();
+      });
+      await Promise.race([Promise.all(ended), new Promise((r) => setTimeout(r, 1_000).unref())]);
+      await new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
-      }),
+      });
+    },
   };
 }
 
