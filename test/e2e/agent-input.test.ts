@@ -29,7 +29,9 @@ describe("troupe agent input without a terminal", () => {
   it("a message as long as the control API takes goes through -m and -m -, in-process and to the daemon", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "Long read." }));
     const home = await tmp();
-    await writeHome(home, fake.url, { config: { gateway: { port: 0 } } });
+    // This is about the transport taking long messages whole; memory stays out of it: a window they fit in
+    // (no consolidation request) and no Dream run at the daemon's start.
+    await writeHome(home, fake.url, { defaults: { contextWindowTokens: 1_000_000, dream: { enabled: false } }, config: { gateway: { port: 0 } } });
     const long = `${"word ".repeat(25_000)}end`;
     const huge = `${"x".repeat(900_000)} end`;
     expect((await runCli(["agent", "-m", long], { TROUPE_HOME: home })).stdout).toBe("Long read.\n");
