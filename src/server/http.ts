@@ -256,22 +256,6 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     );
   }
 
-  /** Every reply on an API chat as it is sent, as server-sent events: what a client waiting at its prompt shows (a subagent's report, answered by a turn of its own). */
-  function followReplies(req: IncomingMessage, res: ServerResponse, key: string) {
-    const sse = track(req, res);
-    const sub = bus
-      .ofType("outbound")
-      .pipe(filter((e) => e.channel === "api" && e.chatId === key))
-      .subscribe((e) => sse.send("reply", { content: e.content, answers: e.answers, deliveryId: e.deliveryId }));
-    const keepAlive = setInterval(() => sse.comment("keep-alive"), 15_000);
-    const stop = () => {
-      sub.unsubscribe();
-      clearInterval(keepAlive);
-    };
-    req.on("close", stop);
-    res.on("close", stop);
-  }
-
   /**
    * What reaches a session's API chat outside any POST: message-tool sends, replies to subagent
    * reports, and every reply (each names the ids it answers). `?since=<ms>` first sends what the
@@ -394,7 +378,6 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
         daemon.logger.info({ sessionKey: key, ...deletion.counts }, "session deleted");
         return json(res, 200, { deleted: key, ...deletion.counts });
       }
-      if (req.method === "GET" && sessionMatch[2] === "/replies" && url.searchParams.get("follow") === "1") return followReplies(req, res, key);
       if (req.method === "GET" && sessionMatch[2] === "/replies") return json(res, 200, { replies: await apiReplies(store, key) });
       if (req.method === "GET" && sessionMatch[2] === "/events") {
         const since = url.searchParams.get("since");
