@@ -72,7 +72,7 @@ export function createConversation(deps: ConversationDeps) {
   const now = deps.now ?? Date.now;
   const d0 = deps.config.agents.defaults;
   const budget = deps.contextBudget ?? inputBudget(d0.contextWindowTokens, d0.maxTokens);
-  deps = { ...deps, contextBudget: budget };
+  deps = { ...deps, contextBudget: budget, toolHintMaxLength: deps.toolHintMaxLength ?? d0.toolHintMaxLength };
   const files = createMemoryFiles(deps.workspace, { now, timezone: d0.timezone });
   const consolidator = createConsolidator({
     store: deps.store,

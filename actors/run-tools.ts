@@ -6,6 +6,7 @@ import type { ParsedToolCall } from "../src/providers/messages.js";
 import type { CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
 import type { Store } from "../src/store/store.js";
 import { toolCallKey, toolJournal, toolJournalOp, type ToolJournalRecord } from "../src/store/turns.js";
+import { formatToolHint, formatToolHints } from "../src/tools/hints.js";
 import type { ToolRegistry } from "../src/tools/registry.js";
 import type { RunToolsInput, ToolResultMessage } from "../machines/turn.machine.js";
 
@@ -17,6 +18,8 @@ export interface RunToolsDeps {
   bus?: Bus;
   logger?: Logger;
   now?: () => number;
+  /** How long a tool hint may grow (agents.defaults.toolHintMaxLength, nanobot's 40 by default). */
+  hintMaxLength?: number;
 }
 
 export const INTERRUPTED_RESULT =
@@ -41,11 +44,7 @@ export function planBatches(calls: ParsedToolCall[], registry: ToolRegistry): Pa
   return batches;
 }
 
-function hintOf(call: ParsedToolCall, max = 60): string {
-  const first = call.arguments ? Object.values(call.arguments)[0] : undefined;
-  const text = typeof first === "string" ? first : call.rawArguments;
-  return text.length > max ? `${text.slice(0, max - 3)}...` : text;
-}
+const hintCall = (call: ParsedToolCall) => ({ name: call.name, arguments: call.arguments ?? call.rawArguments });
 
 /**
  * Runs one response's tool calls. The journal decides: a completed call's result is reused; a call
@@ -89,7 +88,6 @@ export function createRunTools(deps: RunToolsDeps) {
       };
       await deps.store.batch([toolJournalOp(started)], { sync: true });
       fault("after-tool-started");
-      deps.bus?.publish({ type: "tool_hint", sessionKey: input.sessionKey, turnId: input.turnId, tool: call.name, hint: hintOf(call), at: now() });
       const result = await deps.registry.execute(
         call.name,
         call.arguments,
@@ -109,13 +107,25 @@ export function createRunTools(deps: RunToolsDeps) {
       await deps.store.batch([toolJournalOp({ ...started, status: "completed", result, at: completedAt, startedAt: started.at })], { sync: true });
       // A short hint of the arguments only (the logger redacts secrets in it); never the arguments.
       deps.logger?.info(
-        { sessionKey: input.sessionKey, turnId: input.turnId, tool: call.name, hint: hintOf(call, 40), durationMs: completedAt - started.at, outcome: result.startsWith("Error") ? "error" : "ok" },
+        { sessionKey: input.sessionKey, turnId: input.turnId, tool: call.name, hint: formatToolHint(hintCall(call), deps.hintMaxLength), durationMs: completedAt - started.at, outcome: result.startsWith("Error") ? "error" : "ok" },
         "tool call",
       );
       fault("after-tool-completed");
       results.set(index, result);
     }
 
+    // One hint for the response's calls still to run, as nanobot shows it: "read a.ts, $ npm test".
+    const toRun = input.calls.filter((call, index) => journal.get(toolCallKey(input.iteration, index))?.status !== "completed");
+    if (toRun.length) {
+      deps.bus?.publish({
+        type: "tool_hint",
+        sessionKey: input.sessionKey,
+        turnId: input.turnId,
+        tool: [...new Set(toRun.map((call) => call.name))].join(", "),
+        hint: formatToolHints(toRun.map(hintCall), deps.hintMaxLength),
+        at: now(),
+      });
+    }
     for (const batch of planBatches(input.calls, deps.registry)) {
       await Promise.all(batch.map(runOne));
     }

@@ -8,7 +8,7 @@ import { z } from "zod";
 import type { Bus } from "../src/bus/index.js";
 import type { Channel, ChannelInbound, ProgressUpdate } from "../src/channels/channel.js";
 import { DeliveryRejectedError, PermanentChannelError } from "../src/channels/channel.js";
-import { markdownToTelegramHtml, splitMessage, TELEGRAM_MAX_CHARS } from "../src/channels/telegram-format.js";
+import { markdownToTelegramHtml, splitMessage, TELEGRAM_MAX_CHARS, toolHintHtml } from "../src/channels/telegram-format.js";
 import { httpGet, pollError, proxyAgent } from "../src/channels/telegram-net.js";
 import { admit, readAllowFrom, type TelegramMessage } from "../src/channels/telegram-update.js";
 import type { Config } from "../src/config/schema.js";
@@ -284,7 +284,12 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
       if (!update.sessionKey.startsWith("telegram:")) return;
       const chatId = update.sessionKey.slice("telegram:".length);
       if (update.type === "tool_hint") {
-        void api.sendMessage(chatId, `🔧 ${update.tool}: ${update.hint}`).catch(() => undefined);
+        const text = update.hint || update.tool;
+        // Plain text when Telegram refuses the HTML (an old client's parser): a hint is never worth losing the chat over.
+        void api
+          .sendMessage(chatId, toolHintHtml(text), { parse_mode: "HTML" })
+          .catch(() => api.sendMessage(chatId, text))
+          .catch((err: unknown) => log?.debug({ err }, "tool hint not sent"));
         return;
       }
       if (!cfg.streaming) return;

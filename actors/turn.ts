@@ -39,6 +39,8 @@ export interface TurnDeps {
   contextBudget?: number;
   /** Follows a turn started on its own (a subagent) in the actor tree, by its readable id. */
   inspectRoot?: (id: string) => (event: InspectionEvent) => void;
+  /** How long a tool hint may grow (agents.defaults.toolHintMaxLength). */
+  toolHintMaxLength?: number;
   /** false skips the per-transition checkpoints (only the final batch is written): for measuring their cost, never for use. */
   durable?: boolean;
 }
@@ -98,7 +100,7 @@ function effects(deps: TurnDeps, barrier: CheckpointBarrier) {
           return deps.contextBudget ? fitToBudget(compacted, deps.contextBudget, toolsTokens(deps.registry.schemas())) : compacted;
         },
       }),
-      runTools: createRunTools({ registry: deps.registry, store: deps.store, barrier, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now: deps.now }),
+      runTools: createRunTools({ registry: deps.registry, store: deps.store, barrier, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now: deps.now, hintMaxLength: deps.toolHintMaxLength }),
       checkpointed: fromPromise<void, CheckpointedInput>(({ input, signal }) => barrier.reached(input.turnId, input.seq, signal)),
     },
   });

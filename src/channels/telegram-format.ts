@@ -2,6 +2,8 @@
 export const TELEGRAM_MAX_CHARS = 4096;
 
 const escapeHtml = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+/** A tool hint as nanobot shows it in Telegram: an expandable (collapsed) quote. */
+export const toolHintHtml = (hint: string) => `<blockquote expandable>${escapeHtml(hint)}</blockquote>`;
 const escapeAttr = (s: string) => escapeHtml(s).replace(/"/g, "&quot;");
 
 /**

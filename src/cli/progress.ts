@@ -41,7 +41,8 @@ export function createProgress(printer: Printer, opts: { now?: () => number; int
       const text = LABELS[state];
       if (text) show(text);
     },
-    tool: (tool: string, hint: string) => show(hint ? `${tool}: ${hint}` : tool),
+    // The hint names the tool as nanobot does ("$ npm test", "read a.ts").
+    tool: (tool: string, hint: string) => show(hint || tool),
     retry: (status: number | null, delayMs: number) => show(`model call failed (${status ?? "no answer"}), retrying in ${Math.max(1, Math.round(delayMs / 1000))} s`),
     /** Text is streaming: the spinner steps aside until the line is done. */
     text: () => printer.status(undefined),

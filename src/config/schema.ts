@@ -97,6 +97,8 @@ const agentDefaultsSchema = z.object({
   modelTimeoutSeconds: z.number().positive().max(MAX_TIMER_SECONDS).default(600),
   /** Reply text beyond this many characters is cut (with a note); a tool call whose arguments take the reply past it is refused. */
   maxReplyChars: z.number().int().positive().max(10_000_000).default(100_000),
+  /** Tool hints shown while a turn runs ("read …/agent/loop.py", "$ npm test") are cut to this many characters (nanobot's key). */
+  toolHintMaxLength: z.number().int().min(10).max(1_000).default(40),
   /** Dream: digests history.jsonl into SOUL.md, USER.md and memory/MEMORY.md every intervalH hours (nanobot's keys). */
   dream: z
     .object({

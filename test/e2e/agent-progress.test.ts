@@ -46,7 +46,7 @@ describe("troupe agent progress", () => {
       await waitFor(/you> /);
       child.stdin.write("run the tests\r");
       await waitFor(/[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] model call failed \(503\), retrying in 1 s \(\d+ s\)/);
-      await waitFor(/[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] exec: sleep 2 \(1 s\)/);
+      await waitFor(/[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] \$ sleep 2 \(1 s\)/);
       await waitFor(/All tested\.[\s\S]*you> /);
       // The spinner was taken off its line before the reply was written.
       const reply = screen.indexOf("All tested.");
