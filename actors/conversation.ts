@@ -18,7 +18,11 @@ import { createMemoryFiles } from "../src/memory/files.js";
 import { tokenWindow } from "../src/memory/fit.js";
 import { recentHistory } from "../src/memory/recent.js";
 import { inputBudget, messagesTokens, textTokens, toolsTokens } from "../src/memory/tokens.js";
-import type { ChatMessage } from "../src/providers/messages.js";
+import type { ChatMessage, Usage } from "../src/providers/messages.js";
+import { statusText } from "../src/chat-status.js";
+import { listJobs } from "../src/cron/jobs.js";
+import { isFinished, listSubagents } from "../src/store/subagents.js";
+import { VERSION } from "../src/version.js";
 import { createTurnRuntime, type TurnDeps, type TurnFinalState, type TurnHandle, type TurnResult } from "./turn.js";
 
 export interface IncomingMessage {
@@ -43,12 +47,15 @@ export interface ConversationDeps extends TurnDeps {
   mcp?: { ready(): Promise<void>; note(): string | undefined };
   /** Dream, for /dream, /dream-log and /dream-restore (the daemon's actor, or run in process). */
   dream?: DreamControl;
+  /** When this process started, for /status's uptime (default: when the conversation was created). */
+  startedAt?: number;
 }
 
 export const HELP_TEXT = [
   "troupe commands:",
   "/new — start a new conversation (the old one is kept)",
-  "/status — this session's turns and token usage",
+  "/status — version, model, last usage, context, messages, uptime, running tasks and cron jobs",
+  "/restart — restart the daemon (interrupted work resumes)",
   "/stop — cancel the running turn",
   "/dream — digest recent history into memory now",
   "/dream-log [sha] — recent Dream changes, or one with its diff",
@@ -109,7 +116,40 @@ export function createConversation(deps: ConversationDeps) {
     return text;
   }
 
-  async function command(msg: IncomingMessage): Promise<Reply | undefined> {
+  /** The session's last turn's usage (this process's, as nanobot's /status shows). */
+  const lastUsage = new Map<string, Usage>();
+  const startedAt = deps.startedAt ?? now();
+
+  async function status(sessionKey: string, busy: boolean): Promise<string> {
+    const [meta, c, subagents, jobs] = await Promise.all([
+      getSessionMeta(deps.store, sessionKey),
+      consolidator.status(sessionKey),
+      listSubagents(deps.store),
+      listJobs(deps.store),
+    ]);
+    const enabled = jobs.filter((j) => j.enabled && !j.system);
+    const next = enabled.map((j) => j.nextRunAt).filter((t): t is number => t !== null);
+    return statusText({
+      version: VERSION,
+      model: deps.provider.model,
+      startedAt,
+      now: now(),
+      lastUsage: lastUsage.get(sessionKey),
+      contextWindowTokens: d0.contextWindowTokens,
+      inputBudget: budget,
+      contextEstimate: c.estimated,
+      sessionKey,
+      messages: c.messages,
+      consolidated: c.lastConsolidated,
+      turns: meta?.turns ?? 0,
+      totalTokens: meta?.usage.totalTokens ?? 0,
+      busy,
+      subagents: subagents.filter((s) => s.origin.sessionKey === sessionKey && !isFinished(s)).length,
+      cron: { jobs: enabled.length, nextRunAt: next.length ? Math.min(...next) : null },
+    });
+  }
+
+  async function command(msg: IncomingMessage, opts: { busy?: boolean } = {}): Promise<Reply | undefined> {
     const word = msg.content.trim().split(/\s+/)[0]?.toLowerCase();
     if (word === "/help") return { content: HELP_TEXT };
     if (word === "/new") {
@@ -127,22 +167,17 @@ export function createConversation(deps: ConversationDeps) {
         return { content: answer };
       }
     }
-    if (word === "/status") {
-      const meta = await getSessionMeta(deps.store, msg.sessionKey);
-      const u = meta?.usage;
-      const c = await consolidator.status(msg.sessionKey);
-      const context = `Context: ~${c.estimated} of ${budget} tokens (window ${d0.contextWindowTokens}, ${d0.maxTokens} for the reply); ${c.lastConsolidated} of ${c.messages} message(s) consolidated.`;
-      return {
-        content: meta
-          ? `Session ${meta.key}: ${meta.turns} turn(s), ${u?.totalTokens ?? 0} tokens (${u?.promptTokens ?? 0} prompt, ${u?.completionTokens ?? 0} completion). Model: ${deps.provider.model}. ${context}`
-          : `Session ${msg.sessionKey}: no turns yet. Model: ${deps.provider.model}. ${context}`,
-      };
+    if (word === "/status") return { content: await status(msg.sessionKey, opts.busy ?? false) };
+    if (word === "/restart") {
+      // The daemon restarts itself (src/runtime.ts); a chat run in this process has nothing to restart.
+      return { content: "/restart restarts the daemon (troupe gateway); this chat runs in its own process: exit it and start it again." };
     }
     return undefined;
   }
 
   /** What a turn's last batch adds to its session: its messages, usage and turn count. */
   async function sessionFinalOps(sessionKey: string, result: TurnResult): Promise<StoreOp[]> {
+    lastUsage.set(sessionKey, result.output.usage);
     const current = (await getSessionMeta(deps.store, sessionKey)) ?? newSessionMeta(sessionKey, now());
     // A failed turn ends with troupe's apology: the user is shown it, the model is never handed it as its own words.
     const apology = result.state === "failed" ? result.output.newMessages.length - 1 : -1;

@@ -83,8 +83,8 @@ export interface NoticeParams {
 }
 
 const word = (m: SessionMessage) => m.content.trim().split(/\s+/)[0]?.toLowerCase() ?? "";
-/** Commands answered at once, even while a turn runs. */
-export const IMMEDIATE_COMMANDS = ["/help", "/status"];
+/** Commands answered at once, even while a turn runs (/restart: the running turn resumes after it). */
+export const IMMEDIATE_COMMANDS = ["/help", "/status", "/restart"];
 const isCommand = (m: SessionMessage) => m.content.trim().startsWith("/");
 /** A message already queued or in the running turn (the inbox and the live event can both bring it). */
 const known = (context: SessionContext, id: string) => context.queue.some((m) => m.id === id) || context.current.some((m) => m.id === id);
@@ -109,7 +109,7 @@ export const sessionMachine = setup({
     loadSession: notProvided<PromiseActorLogic<LoadedSession, { sessionKey: string }>>("session", "loadSession"),
   },
   actions: {
-    /** Answers /help or /status. Supplied by the composition. */
+    /** Answers /help, /status or /restart. Supplied by the composition. */
     answerCommand: (_, _params: { sessionKey: string; message: SessionMessage; busy: boolean }) => {},
     /** Sends a fixed text to the message's chat. Supplied by the composition. */
     notify: (_, _params: NoticeParams) => {},

@@ -165,7 +165,15 @@ export interface DaemonOptions extends RuntimeOptions {
   telegram?: { pollTimeoutS?: number; baseBackoffMs?: number; watchdogGraceS?: number };
   /** How long seen:/sent: markers are kept (default 7 days); pruned at start and every hour. */
   markerRetentionMs?: number;
+  /** /restart: the gateway restarts the process (after a clean shutdown). Without it /restart says it cannot. */
+  onRestart?: (from: RestartOrigin) => void;
+  /** This daemon is the one a /restart started: that chat is told the restart completed. */
+  restartedFrom?: RestartOrigin;
 }
+
+/** The chat a /restart came from, and when. */
+export const restartOriginSchema = z.object({ sessionKey: z.string(), channel: z.string(), chatId: z.string(), at: z.number() });
+export type RestartOrigin = z.infer<typeof restartOriginSchema>;
 
 export interface Daemon extends AgentRuntime {
   loaded: LoadedConfig;
@@ -311,8 +319,17 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
         void store.batch(inboxDeleteOps(sessionKey, ids), { sync: true }).catch((err: unknown) => logger.error({ err }, "could not discard messages")),
       answerCommand: (_, { sessionKey, message, busy }) => {
         const command = message.content.trim().split(/\s+/)[0] ?? "";
+        if (command.toLowerCase() === "/restart" && opts.onRestart) {
+          const restart = opts.onRestart;
+          // The answer and the message's removal from the inbox are durable before the shutdown starts.
+          logger.info({ sessionKey }, "restart requested");
+          void notice(sessionKey, message, `Restarting…${busy ? " The running turn continues after the restart." : ""}`).then(() =>
+            restart({ sessionKey, channel: message.channel, chatId: message.chatId, at: Date.now() }),
+          );
+          return;
+        }
         void conversation
-          .command({ sessionKey, channel: message.channel, chatId: message.chatId, content: message.content })
+          .command({ sessionKey, channel: message.channel, chatId: message.chatId, content: message.content }, { busy })
           .then(
             (reply) => notice(sessionKey, message, `${reply?.content ?? ""}${busy ? "\nA turn is running; /stop cancels it." : ""}`),
             failed(sessionKey, message, command, (why) => `Sorry, ${command} failed: ${why}`),
@@ -456,6 +473,13 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   // A heartbeat interrupted while deciding decides again (that phase has no side effect); the scheduler re-arms from the store.
   for (const run of await unfinishedSystemRuns(store)) startRun(run);
   supervisor.send({ type: "cron.start", startedAt });
+  const from = opts.restartedFrom;
+  if (from && channels.has(from.channel)) {
+    const text = `Restart completed in ${((Date.now() - from.at) / 1000).toFixed(1)}s.`;
+    await queueDelivery(store, bus, replyRecord(from, text, `restart:${from.sessionKey}:${from.at}`, [], Date.now())).catch((err: unknown) =>
+      logger.error({ err }, "could not queue the restart notice"),
+    );
+  }
 
   // The store came back after a disk failure: what it interrupted resumes as after a restart.
   store.onRecovered(async () => {

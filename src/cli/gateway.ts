@@ -2,13 +2,17 @@ import ipaddr from "ipaddr.js";
 import type { LoadedConfig } from "../config/index.js";
 import { installCrashHandlers } from "../log/crash.js";
 import { createRedactor, secretsOf } from "../log/redact.js";
-import { createDaemon } from "../runtime.js";
+import { createDaemon, type DaemonOptions, type RestartOrigin } from "../runtime.js";
+import { readRestartRecord, reexec, writeRestartRecord } from "./restart.js";
 import { startControlServer } from "../server/http.js";
 import { connectAgent, takeOverFromAgent } from "./agent-record.js";
 import { StoreLockedError } from "../errors.js";
 import { ensureToken } from "../server/token.js";
 import { chooseExecSandbox, sandboxNotice } from "../tools/bwrap.js";
 import { checkGateway, removePidfile, writePidfile } from "./pidfile.js";
+
+/** A gateway under systemd (Restart=always) exits with this to be started again (EX_TEMPFAIL). */
+export const RESTART_EXIT_CODE = 75;
 
 /** Past this, a shutdown that hangs is cut short. */
 const SHUTDOWN_LIMIT_MS = 15_000;
@@ -27,12 +31,12 @@ export function isLoopback(host: string): boolean {
  * that went through that agent may open the store in the instant it is let go; it lends it in turn
  * (its agent.json appears), and is asked to hand over as well.
  */
-async function openDaemon(loaded: LoadedConfig, consoleLogs: boolean) {
+async function openDaemon(loaded: LoadedConfig, consoleLogs: boolean, restart: Pick<DaemonOptions, "onRestart" | "restartedFrom">) {
   const say = (text: string) => console.log(text);
   for (let attempt = 1; ; attempt++) {
     await takeOverFromAgent(loaded.paths, say);
     try {
-      return await createDaemon(loaded, { consoleLogs });
+      return await createDaemon(loaded, { consoleLogs, ...restart });
     } catch (err) {
       // Held by a running gateway: that is said at once (the error names its pid).
       if (!(err instanceof StoreLockedError) || attempt >= 3 || (await checkGateway(loaded.paths)).kind === "ours") throw err;
@@ -49,7 +53,10 @@ async function openDaemon(loaded: LoadedConfig, consoleLogs: boolean) {
  */
 export async function runGateway(loaded: LoadedConfig, opts: { consoleLogs: boolean }): Promise<number> {
   const { paths, config } = loaded;
-  const daemon = await openDaemon(loaded, opts.consoleLogs);
+  let restartRequested: (from: RestartOrigin) => void = () => {};
+  const restart = new Promise<RestartOrigin>((resolve) => (restartRequested = resolve));
+  const restartedFrom = await readRestartRecord(paths);
+  const daemon = await openDaemon(loaded, opts.consoleLogs, { onRestart: (from) => restartRequested(from), restartedFrom });
   // A rejection nobody handled is logged and the daemon serves on; an uncaught exception exits 1 (see crash.ts).
   installCrashHandlers({ logger: daemon.logger, redact: createRedactor(secretsOf(config)), name: "troupe gateway" });
   const notice = sandboxNotice(chooseExecSandbox(config.tools, process.env, paths.configFile));
@@ -77,17 +84,27 @@ export async function runGateway(loaded: LoadedConfig, opts: { consoleLogs: bool
   daemon.logger.info({ url: server.url, pid: process.pid }, "gateway listening");
   console.log(`troupe gateway on ${server.url} (pid ${process.pid}); data in ${paths.dataDir}. Ctrl-C stops it.`);
 
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once("SIGTERM", () => resolve("SIGTERM"));
-    process.once("SIGINT", () => resolve("SIGINT"));
-  });
-  daemon.logger.info({ signal }, "shutting down");
+  const reason = await Promise.race([
+    new Promise<{ signal: NodeJS.Signals }>((resolve) => {
+      process.once("SIGTERM", () => resolve({ signal: "SIGTERM" }));
+      process.once("SIGINT", () => resolve({ signal: "SIGINT" }));
+    }),
+    restart.then((from) => ({ restart: from })),
+  ]);
+  daemon.logger.info(reason, "restart" in reason ? "shutting down to restart" : "shutting down");
   setTimeout(() => {
     console.error(`troupe gateway: shutdown took over ${SHUTDOWN_LIMIT_MS / 1000}s; exiting anyway`);
     process.exit(1);
   }, SHUTDOWN_LIMIT_MS).unref();
   await server.close();
   await daemon.shutdown();
+  if ("restart" in reason) {
+    // The next gateway tells the chat it is back; its turns resume from their checkpoints.
+    await writeRestartRecord(paths, reason.restart);
+    const next = await reexec(paths, server.url);
+    console.log(next.how === "spawned" ? `troupe gateway restarting as pid ${next.pid}` : "troupe gateway exiting to be restarted by its service manager");
+    return next.how === "spawned" ? 0 : RESTART_EXIT_CODE;
+  }
   await removePidfile(paths);
   console.log("troupe gateway stopped");
   return 0;

@@ -30,6 +30,8 @@ export function serviceUnit(paths: DataPaths, nodePath = process.execPath, bin =
     "[Service]",
     "Type=simple",
     `Environment=TROUPE_HOME=${paths.dataDir}`,
+    // /restart then only exits (code 75) and systemd starts it again, in the unit's own cgroup.
+    "Environment=TROUPE_SUPERVISED=systemd",
     `EnvironmentFile=${serviceEnvFile(paths)}`,
     `ExecStart=${nodePath} ${bin} gateway --detached`,
     "Restart=always",

@@ -78,12 +78,12 @@ describe("memory in a real gateway (consolidation, Dream, kill -9)", () => {
       expect(await sendMessage(g, "api:long", "/status").replied).toBe(true);
       // The mailbox is written as the reply is delivered, a moment after the stream has it.
       const status = await until(
-        async () => (await getJson<{ replies: Array<{ content: string }> }>(g, "/api/sessions/api:long/replies")).replies.find((r) => r.content.startsWith("Session api:long"))?.content,
+        async () => (await getJson<{ replies: Array<{ content: string }> }>(g, "/api/sessions/api:long/replies")).replies.find((r) => r.content.startsWith("🎭 troupe"))?.content,
         20_000,
         "the /status reply",
       );
-      expect(status).toMatch(/Context: ~\d+ of 3476 tokens \(window 5000, 500 for the reply\); \d+ of \d+ message\(s\) consolidated\./);
-      expect(Number(/; (\d+) of/.exec(status)![1])).toBeGreaterThanOrEqual(ranges.at(-1)![1]);
+      expect(status).toMatch(/📚 Context: \d+k?\/5k \(\d+% of input budget\)/);
+      expect(Number(/; (\d+) consolidated into memory/.exec(status)![1])).toBeGreaterThanOrEqual(ranges.at(-1)![1]);
     },
     180_000,
   );

@@ -176,6 +176,8 @@ describe("the Consolidator", () => {
     expect(String(turnCall.body.messages[1]!.content)).not.toMatch(/^question 0 /);
     expect(String(turnCall.body.messages[0]!.content)).toContain("early talk");
     const status = await conversation.handle({ sessionKey: "cli:b", channel: "cli", chatId: "b", content: "/status" });
-    expect(status.content).toMatch(/Context: ~\d+ of 5976 tokens \(window 8000, 1000 for the reply\); \d+ of 62 message\(s\) consolidated\./);
+    // nanobot's layout: the estimate against the window, its share of the input budget (8000 − 1000 − 1024).
+    expect(status.content).toMatch(/📚 Context: \d+k?\/8k \(\d+% of input budget\)/);
+    expect(status.content).toMatch(/💬 Session: 62 messages \(cli:b: \d+ turn\(s\), \d+ tokens in all; \d+ consolidated into memory\)/);
   });
 });

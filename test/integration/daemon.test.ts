@@ -87,7 +87,7 @@ describe("daemon: supervisor, session actors, turn limit", () => {
     await sleep(150);
     const status = await send(daemon, "c2", "/status");
     const statusReply = await replyTo(daemon, status);
-    expect(statusReply.content).toMatch(/^Session api:c2: .*\nA turn is running; \/stop cancels it\.$/);
+    expect(statusReply.content).toMatch(/^🎭 troupe v\S+\n🧠 Model: fake-model\n[\s\S]*\n⚡ Tasks: 1 active \(a turn\)\n[\s\S]*\nA turn is running; \/stop cancels it\.$/);
     const started = Date.now();
     const stop = await send(daemon, "c2", "/stop");
     expect((await replyTo(daemon, slow)).content).toBe("Stopped.");
@@ -156,7 +156,7 @@ describe("daemon: supervisor, session actors, turn limit", () => {
     expect((await replyTo(daemon, stop)).content).toMatch(/^Could not cancel subagents: disk on fire \(subagents\/sa-[0-9a-f]{10}\)$/);
 
     const again = await send(daemon, "f", "/status");
-    expect((await replyTo(daemon, again)).content).toMatch(/^Session api:f: 1 turn\(s\)/);
+    expect((await replyTo(daemon, again)).content).toMatch(/💬 Session: \d+ messages \(api:f: 1 turn\(s\)/);
     const more = await send(daemon, "f", "please spawn 1");
     expect((await replyTo(daemon, more)).content).toBe("Started 1.");
     const stopped = await send(daemon, "f", "/stop");
