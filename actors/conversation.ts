@@ -20,6 +20,7 @@ import { recentHistory } from "../src/memory/recent.js";
 import { inputBudget, messagesTokens, textTokens, toolsTokens } from "../src/memory/tokens.js";
 import type { ChatMessage, Usage } from "../src/providers/messages.js";
 import { statusText } from "../src/chat-status.js";
+import type { RestartOrigin } from "../src/restart-origin.js";
 import { listJobs } from "../src/cron/jobs.js";
 import { isFinished, listSubagents } from "../src/store/subagents.js";
 import { VERSION } from "../src/version.js";
@@ -38,6 +39,8 @@ export interface Reply {
   content: string;
   turnId?: string;
   state?: TurnFinalState;
+  /** Runs once the answer is durable (in the outbox, the message out of the inbox): /restart's restart. */
+  afterAnswer?: () => void;
 }
 
 export interface ConversationDeps extends TurnDeps {
@@ -116,6 +119,9 @@ export function createConversation(deps: ConversationDeps) {
     return text;
   }
 
+  /** Set by the daemon: /restart calls it once its answer is durable. */
+  let restartHook: ((from: RestartOrigin) => void) | undefined;
+
   /** The session's last turn's usage (this process's, as nanobot's /status shows). */
   const lastUsage = new Map<string, Usage>();
   const startedAt = deps.startedAt ?? now();
@@ -169,8 +175,12 @@ export function createConversation(deps: ConversationDeps) {
     }
     if (word === "/status") return { content: await status(msg.sessionKey, opts.busy ?? false) };
     if (word === "/restart") {
-      // The daemon restarts itself (src/runtime.ts); a chat run in this process has nothing to restart.
-      return { content: "/restart restarts the daemon (troupe gateway); this chat runs in its own process: exit it and start it again." };
+      const restart = restartHook;
+      // Only the daemon restarts itself; a chat run in this process has nothing to restart.
+      if (!restart) return { content: "/restart restarts the daemon (troupe gateway); this chat runs in its own process: exit it and start it again." };
+      deps.logger?.info({ sessionKey: msg.sessionKey }, "restart requested");
+      const from = { sessionKey: msg.sessionKey, channel: msg.channel, chatId: msg.chatId, at: now() };
+      return { content: `Restarting…${opts.busy ? " The running turn continues after the restart." : ""}`, afterAnswer: () => restart(from) };
     }
     return undefined;
   }
@@ -260,8 +270,12 @@ export function createConversation(deps: ConversationDeps) {
   }
 
   return {
-    /** A slash command's answer (/help, /new, /status), or undefined for a message that needs a turn. */
+    /** A slash command's answer (/help, /new, /status, /restart), or undefined for a message that needs a turn. */
     command,
+    /** How /restart restarts (the daemon's); without it /restart says it cannot. */
+    onRestart(hook: (from: RestartOrigin) => void) {
+      restartHook = hook;
+    },
     /** Starts a turn for the message; `extraFinalOps` join the turn's final atomic batch (the reply's outbox entry). */
     begin,
     prepare,

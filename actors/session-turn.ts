@@ -67,6 +67,7 @@ export function createSessionTurns(deps: SessionTurnDeps) {
     const answered = await deps.conversation.command(incoming);
     if (answered) {
       await queueDelivery(deps.store, deps.bus, replyRecord(first, answered.content, `reply:${first.id}`, [first.id], now()), inboxDeleteOps(key, [first.id]));
+      answered.afterAnswer?.();
       return { start: null };
     }
     const start = await deps.conversation.prepare(incoming);

@@ -52,6 +52,7 @@ import { createToolRegistry, type ToolRegistry } from "./tools/registry.js";
 import { createMcpHub, type McpHub } from "./mcp/hub.js";
 import { createMcpLogic, mcpActorId } from "../actors/mcp.js";
 import { DEFAULT_POLICY as DEFAULT_SUPERVISION } from "../machines/supervisor.machine.js";
+import type { RestartOrigin } from "./restart-origin.js";
 
 /** The composition root: config in, the running parts out. */
 export interface AgentRuntime {
@@ -171,9 +172,6 @@ export interface DaemonOptions extends RuntimeOptions {
   restartedFrom?: RestartOrigin;
 }
 
-/** The chat a /restart came from, and when. */
-export const restartOriginSchema = z.object({ sessionKey: z.string(), channel: z.string(), chatId: z.string(), at: z.number() });
-export type RestartOrigin = z.infer<typeof restartOriginSchema>;
 
 export interface Daemon extends AgentRuntime {
   loaded: LoadedConfig;
@@ -223,6 +221,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   const names = ["api", ...(telegram.enabled ? ["telegram"] : []), ...extra.map((c) => c.name)];
   const core = await createAgentRuntime(loaded, { ...opts, channelNames: names, superviseMcp: true });
   const { bus, store, logger, conversation } = core;
+  if (opts.onRestart) conversation.onRestart(opts.onRestart);
   const channels = new Map<string, Channel>([["api", createApiChannel(store)], ...extra.map((c) => [c.name, c] as const)]);
   if (telegram.enabled) {
     // grammy loads only when Telegram is enabled.
@@ -319,19 +318,15 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
         void store.batch(inboxDeleteOps(sessionKey, ids), { sync: true }).catch((err: unknown) => logger.error({ err }, "could not discard messages")),
       answerCommand: (_, { sessionKey, message, busy }) => {
         const command = message.content.trim().split(/\s+/)[0] ?? "";
-        if (command.toLowerCase() === "/restart" && opts.onRestart) {
-          const restart = opts.onRestart;
-          // The answer and the message's removal from the inbox are durable before the shutdown starts.
-          logger.info({ sessionKey }, "restart requested");
-          void notice(sessionKey, message, `Restarting…${busy ? " The running turn continues after the restart." : ""}`).then(() =>
-            restart({ sessionKey, channel: message.channel, chatId: message.chatId, at: Date.now() }),
-          );
-          return;
-        }
         void conversation
           .command({ sessionKey, channel: message.channel, chatId: message.chatId, content: message.content }, { busy })
           .then(
-            (reply) => notice(sessionKey, message, `${reply?.content ?? ""}${busy ? "\nA turn is running; /stop cancels it." : ""}`),
+            async (reply) => {
+              const running = busy && command.toLowerCase() !== "/restart" ? "\nA turn is running; /stop cancels it." : "";
+              await notice(sessionKey, message, `${reply?.content ?? ""}${running}`);
+              // /restart: the answer and the message's removal from the inbox are durable before the shutdown starts.
+              reply?.afterAnswer?.();
+            },
             failed(sessionKey, message, command, (why) => `Sorry, ${command} failed: ${why}`),
           );
       },

@@ -3,7 +3,7 @@ import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { writeFileAtomic } from "../config/load.js";
 import type { DataPaths } from "../paths.js";
-import { restartOriginSchema, type RestartOrigin } from "../runtime.js";
+import { restartOriginSchema, type RestartOrigin } from "../restart-origin.js";
 import { writePidfile } from "./pidfile.js";
 
 /**
