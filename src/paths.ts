@@ -1,7 +1,7 @@
 import { homedir } from "node:os";
-import { isAbsolute, join, resolve } from "node:path";
+import { dirname, isAbsolute, join, resolve } from "node:path";
 
-/** Every file troupe owns lives under one data dir: ~/.troupe, or $TROUPE_HOME. */
+/** Every file troupe owns lives under one data dir: ~/.troupe, $TROUPE_HOME, or the directory of `--config`. */
 export interface DataPaths {
   dataDir: string;
   configFile: string;
@@ -19,12 +19,18 @@ export function expandHome(p: string): string {
   return p;
 }
 
+/**
+ * The data dir and its files. TROUPE_CONFIG (what `--config PATH` sets) names the config file; as in
+ * nanobot, the instance's data then lives beside it unless TROUPE_HOME says where.
+ */
 export function dataPaths(env: NodeJS.ProcessEnv = process.env): DataPaths {
   const raw = env.TROUPE_HOME?.trim();
-  const dataDir = raw ? resolve(expandHome(raw)) : join(homedir(), ".troupe");
+  const config = env.TROUPE_CONFIG?.trim();
+  const configFile = config ? resolve(expandHome(config)) : undefined;
+  const dataDir = raw ? resolve(expandHome(raw)) : configFile ? dirname(configFile) : join(homedir(), ".troupe");
   return {
     dataDir,
-    configFile: join(dataDir, "config.json"),
+    configFile: configFile ?? join(dataDir, "config.json"),
     storeDir: join(dataDir, "store"),
     logsDir: join(dataDir, "logs"),
     mediaDir: join(dataDir, "media"),
@@ -38,4 +44,13 @@ export function dataPaths(env: NodeJS.ProcessEnv = process.env): DataPaths {
 export function resolveUserPath(p: string, base: string): string {
   const expanded = expandHome(p);
   return isAbsolute(expanded) ? expanded : resolve(base, expanded);
+}
+
+/**
+ * `--config PATH` and `--workspace DIR`, given to any command: they become TROUPE_CONFIG and the
+ * workspace override in the environment, so the command, and a daemon or service it starts, use them.
+ */
+export function applyInstanceOptions(opts: { config?: string; workspace?: string }, env: NodeJS.ProcessEnv = process.env): void {
+  if (opts.config) env.TROUPE_CONFIG = resolve(expandHome(opts.config));
+  if (opts.workspace) env.TROUPE_AGENTS__DEFAULTS__WORKSPACE = resolve(expandHome(opts.workspace));
 }

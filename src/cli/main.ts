@@ -1,6 +1,6 @@
 import { Argument, Command, Option } from "commander";
 import { TroupeError } from "../errors.js";
-import { dataPaths } from "../paths.js";
+import { applyInstanceOptions, dataPaths } from "../paths.js";
 import { VERSION } from "../version.js";
 
 // Every command imports what it uses when it runs: `troupe --version` loads commander and nothing else.
@@ -17,6 +17,10 @@ const program = new Command()
   .name("troupe")
   .description("A personal AI agent runtime, run as a supervised actor system")
   .version(VERSION, "-v, --version")
+  // Before or after the command name, as nanobot's: several instances side by side, each with its own config and data.
+  .option("-c, --config <path>", "the config file; the instance's data (store, logs, daemon.pid) lives in its directory unless TROUPE_HOME says otherwise")
+  .option("-w, --workspace <dir>", "the workspace (instead of agents.defaults.workspace)")
+  .hook("preAction", (root: Command) => applyInstanceOptions(root.opts<{ config?: string; workspace?: string }>()))
   .showHelpAfterError()
   .addHelpText(
     "after",
@@ -26,6 +30,7 @@ Examples:
   troupe agent -m "What is in my workspace?"
   troupe agent                       chat; /new, /stop, /status, /help; Ctrl-C cancels a turn, Ctrl-D exits
   troupe daemon start                run in the background, then: troupe daemon status, troupe daemon logs -f
+  troupe --config ~/work/config.json daemon start    a second instance: its data beside that config
   troupe sessions show cli:direct --all
   troupe doctor                      check config, provider, port, Telegram, store and disk
   troupe doctor --repair             repair a damaged store (copied aside first)
@@ -34,7 +39,8 @@ Examples:
 Data dir: ${dataPaths(process.env).dataDir} (config.json, store/, logs/, workspace/)
 
 Environment:
-  TROUPE_HOME                        the data dir (default ~/.troupe)
+  TROUPE_HOME                        the data dir (default ~/.troupe, or the directory of --config)
+  TROUPE_CONFIG                      the config file (what --config sets)
   TROUPE_<KEY>__<KEY>=value          overrides a config key, __ between levels, e.g.
                                      TROUPE_PROVIDERS__OPENAI__API_KEY=sk-...  TROUPE_AGENTS__DEFAULTS__MODEL=gpt-4o
                                      (nanobot's NANOBOT_<KEY>__<KEY> are read too; TROUPE_ wins)

@@ -30,6 +30,7 @@ export function serviceUnit(paths: DataPaths, nodePath = process.execPath, bin =
     "[Service]",
     "Type=simple",
     `Environment=TROUPE_HOME=${paths.dataDir}`,
+    ...(paths.configFile === join(paths.dataDir, "config.json") ? [] : [`Environment=TROUPE_CONFIG=${paths.configFile}`]),
     // /restart then only exits (code 75) and systemd starts it again, in the unit's own cgroup.
     "Environment=TROUPE_SUPERVISED=systemd",
     `EnvironmentFile=${serviceEnvFile(paths)}`,
