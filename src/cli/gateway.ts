@@ -102,7 +102,7 @@ export async function runGateway(loaded: LoadedConfig, opts: { consoleLogs: bool
   if ("restart" in reason) {
     // The next gateway tells the chat it is back; its turns resume from their checkpoints.
     await writeRestartRecord(paths, reason.restart);
-    const next = await reexec(paths, server.url);
+    const next = await reexec(paths, server.url, config.gateway.restartMode);
     console.log(next.how === "spawned" ? `troupe gateway restarting as pid ${next.pid}` : "troupe gateway exiting to be restarted by its service manager");
     return next.how === "spawned" ? 0 : RESTART_EXIT_CODE;
   }

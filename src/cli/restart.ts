@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { writeFileAtomic } from "../config/load.js";
+import type { Config } from "../config/schema.js";
 import type { DataPaths } from "../paths.js";
 import { restartOriginSchema, type RestartOrigin } from "../restart-origin.js";
 import { writePidfile } from "./pidfile.js";
@@ -30,13 +31,14 @@ export async function readRestartRecord(paths: DataPaths): Promise<RestartOrigin
 }
 
 /**
- * Starts the next gateway. Under troupe's systemd unit (TROUPE_SUPERVISED=systemd, Restart=always)
- * the process only exits and systemd starts it again; otherwise the same command line is started
+ * Starts the next gateway. Under troupe's systemd unit (TROUPE_SUPERVISED=systemd, Restart=always),
+ * or with gateway.restartMode "exit", the process only exits and its service manager starts it again; otherwise the same command line is started
  * detached, with the same output, and daemon.pid names it at once (with its start time, so
  * `troupe daemon status` and `stop` find it before it listens; it rewrites the record when it does).
  */
-export async function reexec(paths: DataPaths, url: string): Promise<{ how: "spawned"; pid: number } | { how: "service" }> {
-  if (process.env.TROUPE_SUPERVISED === "systemd") return { how: "service" };
+export async function reexec(paths: DataPaths, url: string, mode: Config["gateway"]["restartMode"] = "auto"): Promise<{ how: "spawned"; pid: number } | { how: "service" }> {
+  // Node cannot exec(2) itself: "exec" and "spawn" both start a new process with the same command line.
+  if (mode === "exit" || process.env.TROUPE_SUPERVISED === "systemd") return { how: "service" };
   const child = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { detached: true, stdio: "inherit", env: process.env });
   const pid = await new Promise<number>((resolve, reject) => {
     child.once("spawn", () => resolve(child.pid!));

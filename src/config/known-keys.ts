@@ -1,6 +1,7 @@
 import { closest, distance } from "fastest-levenshtein";
 import { NANOBOT_KEYS, NANOBOT_LATEST } from "./nanobot-keys.js";
 import { isPlainObject, snakeToCamel } from "./normalize.js";
+import { unsupportedReason } from "./unsupported-reasons.js";
 
 /**
  * What a config key troupe does not use is: a key nanobot has (troupe does not support it yet), one
@@ -160,7 +161,16 @@ export function reportUnknownKeys(
     else if (kind.kind === "retired") retired.push(`${key} (last in nanobot ${kind.last})`);
     else plugins.push(label ? `channels.${label}` : key);
   }
-  if (unsupported.length) warnings.push(`not supported by troupe yet, ignored: ${grouped(unsupported)}`);
+  if (unsupported.length) {
+    // One line, the keys grouped by why troupe leaves them alone.
+    const byReason = new Map<string, string[]>();
+    for (const key of unsupported) {
+      const reason = unsupportedReason(canonical(key.replace(/ \(enabled: it will not run\)$/, "").split(".")).join("."));
+      byReason.set(reason, [...(byReason.get(reason) ?? []), key]);
+    }
+    const parts = [...byReason].map(([reason, keys]) => `${grouped(keys)} [${reason}]`);
+    warnings.push(`not supported by troupe yet, ignored: ${parts.join("; ")}`);
+  }
   if (plugins.length) warnings.push(`channel plugins troupe cannot load, ignored: ${grouped(plugins)}`);
   if (retired.length) warnings.push(`retired by nanobot and ignored (remove them): ${retired.join(", ")}`);
   return { warnings, unrunnableChannels };

@@ -137,6 +137,8 @@ const channelsSchema = z.object({
 const gatewaySchema = z.object({
   host: z.string().default("127.0.0.1"),
   port: z.number().int().min(0).max(65_535).default(18_790),
+  /** How /restart starts the next gateway (nanobot's key): "exit" leaves it to a service manager; the others start it with the same command line. */
+  restartMode: z.enum(["auto", "exec", "spawn", "exit"]).default("auto"),
   /** nanobot's heartbeat: every intervalS the agent reads HEARTBEAT.md and does what is due there. */
   heartbeat: z
     .object({

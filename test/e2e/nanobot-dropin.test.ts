@@ -82,7 +82,7 @@ describe("a nanobot user's config and skills, through the CLI", () => {
       "warning: unknown config key agents.defaults.maxTokenz is ignored: no nanobot release has it either (did you mean agents.defaults.maxTokens?)",
     ]);
     expect(warnings).toContain(
-      "warning: not supported by troupe yet, ignored: channels: discord (enabled: it will not run)",
+      "warning: not supported by troupe yet, ignored: channels: discord (enabled: it will not run) [troupe runs Telegram and its control API only]",
     );
     expect(warnings).toContain("warning: agents.defaults.maxToolResultChars is read as tools.maxToolResultChars (where troupe keeps it)");
     const skillsDir = join(home, "workspace", "skills");

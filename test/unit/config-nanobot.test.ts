@@ -87,6 +87,37 @@ describe("nanobot configs: keys troupe does not use", () => {
     expect(unrunnableChannels).toEqual(["channels.discord"]);
   });
 
+  it("says in that one line why each is left alone", () => {
+    const raw = {
+      agents: { defaults: { idleCompactAfterMinutes: 30, botName: "bob", unifiedSession: true } },
+      channels: { sendMaxRetries: 5, slack: { enabled: true }, telegram: { enabled: false, webhookUrl: "https://x.example/tg", poolTimeout: 9 } },
+      providers: { openai: { apiType: "responses" } },
+      api: { port: 9000 },
+    };
+    const { warnings } = parseConfig(raw, "c.json");
+    expect(warnings).toHaveLength(1);
+    const line = warnings[0]!;
+    for (const part of [
+      "agents.defaults: idleCompactAfterMinutes [troupe consolidates a session by its token budget (agents.defaults.contextWindowTokens), not by idle time or a ratio]",
+      "agents.defaults: botName [for nanobot's web UI, which troupe does not have (its inspector is at /inspector)]",
+      "channels: slack (enabled: it will not run) [troupe runs Telegram and its control API only]",
+      "channels.telegram: webhookUrl [troupe's Telegram channel long-polls, it has no webhook]",
+      "channels.telegram: poolTimeout [troupe's Telegram client keeps its own connections]",
+      "providers.openai: apiType [troupe speaks the OpenAI-compatible chat API to every provider]",
+      "(top level): api [nanobot's OpenAI-compatible API server, where troupe has its control API (gateway.host, gateway.port)]",
+    ]) {
+      expect(line).toContain(part);
+    }
+    // A setting of all channels is not a channel, and what has no particular reason is said to be not built yet.
+    expect(line).toMatch(/agents\.defaults: unifiedSession; channels: sendMaxRetries \[not built in troupe yet\]/);
+  });
+
+  it("honours gateway.restartMode (how /restart starts the next gateway)", () => {
+    const { config, warnings } = parseConfig({ gateway: { restartMode: "exit" } }, "c.json");
+    expect(config.gateway.restartMode).toBe("exit");
+    expect(warnings).toEqual([]);
+  });
+
   it("leaves out what asks for nothing beyond nanobot's defaults (disabled channels, empty or default values)", () => {
     const raw = {
       channels: { whatsapp: { enabled: false, bridgeUrl: "ws://localhost:3001" }, sendMaxRetries: 3 },
