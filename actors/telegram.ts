@@ -34,6 +34,7 @@ export const BOT_COMMANDS = [
   { command: "new", description: "Start a new conversation" },
   { command: "stop", description: "Stop the running turn" },
   { command: "status", description: "Show session status" },
+  { command: "restart", description: "Restart the bot" },
   { command: "help", description: "Show the commands" },
 ];
 

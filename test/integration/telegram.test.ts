@@ -49,6 +49,7 @@ describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () =
       { command: "new", description: "Start a new conversation" },
       { command: "stop", description: "Stop the running turn" },
       { command: "status", description: "Show session status" },
+      { command: "restart", description: "Restart the bot" },
       { command: "help", description: "Show the commands" },
     ]);
     expect(tg!.calls.some((c) => c.method === "sendChatAction" && c.body.action === "typing")).toBe(true);
