@@ -24,7 +24,7 @@ export function createCallModel(deps: CallModelDeps) {
   return fromPromise<ModelResponse, CallModelInput>(async ({ input, signal }) => {
     await deps.barrier.reached(input.turnId, input.seq, signal);
     fault("awaiting-model");
-    return deps.provider.chat({
+    const response = await deps.provider.chat({
       messages: deps.compact ? deps.compact(input.messages) : input.messages,
       tools: deps.tools(),
       signal,
@@ -33,5 +33,9 @@ export function createCallModel(deps: CallModelDeps) {
       onRetry: ({ attempt, delayMs, status }) =>
         deps.bus?.publish({ type: "model_retry", sessionKey: input.sessionKey, turnId: input.turnId, attempt, delayMs, status, at: now() }),
     });
+    // What the model said alongside its tool calls: a channel that does not stream shows it (channels.sendProgress).
+    const text = response.content.trim();
+    if (response.toolCalls.length && text) deps.bus?.publish({ type: "thought", sessionKey: input.sessionKey, turnId: input.turnId, text, at: now() });
+    return response;
   });
 }

@@ -171,9 +171,9 @@ export function createChannelActor(deps: ChannelActorDeps) {
       if (channel.progress && (deps.sendProgress || deps.sendToolHints)) {
         const mine = `${input.name}:`;
         subs.push(
-          deps.bus.ofType("progress", "tool_hint").subscribe((e) => {
+          deps.bus.ofType("progress", "thought", "tool_hint").subscribe((e) => {
             if (!e.sessionKey.startsWith(mine)) return;
-            if (e.type === "progress" ? deps.sendProgress : deps.sendToolHints) channel.progress?.(e);
+            if (e.type === "tool_hint" ? deps.sendToolHints : deps.sendProgress) channel.progress?.(e);
           }),
         );
       }

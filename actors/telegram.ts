@@ -64,6 +64,8 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
   const typing = new Map<string, NodeJS.Timeout>();
   /** Replies being streamed by editing one message (channels.telegram.streaming). */
   const streams = new Map<string, { messageId?: number; text: string; lastEdit: number; timer?: NodeJS.Timeout; busy: Promise<void> }>();
+  /** Progress messages (thoughts, tool hints) still being sent, per chat: the next waits for them. */
+  const notes = new Map<string, Promise<void>>();
   const subs: Array<{ unsubscribe(): void }> = [];
 
   async function downloadFile(fileId: string, fallbackName: string): Promise<string> {
@@ -284,13 +286,19 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
     progress(update: ProgressUpdate) {
       if (!update.sessionKey.startsWith("telegram:")) return;
       const chatId = update.sessionKey.slice("telegram:".length);
-      if (update.type === "tool_hint") {
-        const text = update.hint || update.tool;
-        // Plain text when Telegram refuses the HTML (an old client's parser): a hint is never worth losing the chat over.
-        void api
-          .sendMessage(chatId, toolHintHtml(text), { parse_mode: "HTML" })
-          .catch(() => api.sendMessage(chatId, text))
-          .catch((err: unknown) => log?.debug({ err }, "tool hint not sent"));
+      if (update.type === "tool_hint" || update.type === "thought") {
+        // nanobot's progress messages: what the model said with its tool calls (already shown when streaming), then the hint as a quote.
+        if (update.type === "thought" && cfg.streaming) return;
+        const [html, plain] = update.type === "thought" ? [markdownToTelegramHtml(update.text), update.text] : [toolHintHtml(update.hint || update.tool), update.hint || update.tool];
+        // In order, one after another per chat; plain text when Telegram refuses the HTML. Never worth failing the turn over.
+        const next = (notes.get(chatId) ?? Promise.resolve())
+          .then(() => api.sendMessage(chatId, html, { parse_mode: "HTML" }).catch(() => api.sendMessage(chatId, plain)))
+          .then(
+            () => undefined,
+            (err: unknown) => log?.debug({ err }, "progress message not sent"),
+          )
+          .finally(() => void (notes.get(chatId) === next && notes.delete(chatId)));
+        notes.set(chatId, next);
         return;
       }
       if (!cfg.streaming) return;

@@ -53,6 +53,15 @@ export const toolHintEvent = z.object({
   at,
 });
 
+/** The text a model response gave with its tool calls ("Let me look at the tests."), think blocks removed: nanobot's progress message. */
+export const thoughtEvent = z.object({
+  type: z.literal("thought"),
+  sessionKey: z.string(),
+  turnId: z.string(),
+  text: z.string(),
+  at,
+});
+
 /** A model call failed and is retried after a backoff. */
 export const modelRetryEvent = z.object({
   type: z.literal("model_retry"),
@@ -103,6 +112,7 @@ export const busEvent = z.discriminatedUnion("type", [
   outboundEvent,
   progressEvent,
   toolHintEvent,
+  thoughtEvent,
   turnStateEvent,
   modelRetryEvent,
   actorEvent,

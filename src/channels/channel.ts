@@ -14,7 +14,7 @@ export interface ChannelInbound {
   sessionKey?: string;
 }
 
-export type ProgressUpdate = EventOf<"progress"> | EventOf<"tool_hint">;
+export type ProgressUpdate = EventOf<"progress"> | EventOf<"tool_hint"> | EventOf<"thought">;
 
 /**
  * What a channel (cli, api, telegram) implements. The channel actor starts it, hands it the

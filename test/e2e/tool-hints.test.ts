@@ -10,8 +10,11 @@ import { until } from "../helpers/wait.js";
 
 const TOKEN = "123:HINTS";
 
-/** Tool hints reach a Telegram chat as nanobot shows them (one line per model response), only with channels.sendToolHints. */
-describe("tool hints on Telegram (real gateway, fake Bot API)", () => {
+/**
+ * nanobot's progress messages in a Telegram chat that does not stream: what the model said with its
+ * tool calls (channels.sendProgress), then the calls as one abbreviated hint (channels.sendToolHints).
+ */
+describe("progress and tool hints on Telegram (real gateway, fake Bot API)", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let tg: FakeTelegram | undefined;
@@ -23,18 +26,18 @@ describe("tool hints on Telegram (real gateway, fake Bot API)", () => {
     await tg?.close();
   });
 
-  const run = async (sendToolHints: boolean) => {
+  const run = async (sendToolHints: boolean, sendProgress = true) => {
     fake = await startFakeOpenAi([], (req: { body: { messages: Array<{ role: string }> } }) =>
       req.body.messages.at(-1)?.role === "tool"
         ? { content: "Checked." }
-        : { toolCalls: [{ name: "read_file", arguments: { path: "notes.txt" } }, { name: "grep", arguments: { pattern: "TODO|FIXME" } }] },
+        : { content: "Let me **look**.", toolCalls: [{ name: "read_file", arguments: { path: "notes.txt" } }, { name: "grep", arguments: { pattern: "TODO|FIXME" } }] },
     );
     tg = await startFakeTelegram(TOKEN);
     const home = await tmp();
     await mkdir(join(home, "workspace"), { recursive: true });
     await writeFile(join(home, "workspace", "notes.txt"), "TODO: write tests\n");
     await writeHome(home, fake.url, {
-      config: { gateway: { port: 0 }, channels: { sendToolHints, telegram: { enabled: true, token: TOKEN, apiRoot: tg.apiRoot, allowFrom: ["*"] } } },
+      config: { gateway: { port: 0 }, channels: { sendToolHints, sendProgress, telegram: { enabled: true, token: TOKEN, apiRoot: tg.apiRoot, allowFrom: ["*"] } } },
     });
     gateway = await startGateway(home);
     tg.message("any todos?");
@@ -42,15 +45,22 @@ describe("tool hints on Telegram (real gateway, fake Bot API)", () => {
     return tg.sent();
   };
 
-  it("sendToolHints: one quoted line before the reply, abbreviated as nanobot does", async () => {
+  it("sendProgress and sendToolHints: the model's words, then one quoted hint abbreviated as nanobot does, then the reply", async () => {
     const sent = await run(true);
-    const hints = sent.filter((s) => String(s.text).startsWith("<blockquote"));
-    expect(hints).toEqual([expect.objectContaining({ text: '<blockquote expandable>read notes.txt, grep "TODO|FIXME"</blockquote>', parse_mode: "HTML" })]);
-    expect(sent.findIndex((s) => s === hints[0])).toBeLessThan(sent.findIndex((s) => s.text === "Checked."));
+    expect(sent.map((s) => [s.text, s.parse_mode])).toEqual([
+      ["Let me <b>look</b>.", "HTML"],
+      ['<blockquote expandable>read notes.txt, grep "TODO|FIXME"</blockquote>', "HTML"],
+      ["Checked.", "HTML"],
+    ]);
   });
 
-  it("without sendToolHints (nanobot's default off): the reply only", async () => {
+  it("without sendToolHints (nanobot's default off): the model's words and the reply", async () => {
     const sent = await run(false);
+    expect(sent.map((s) => s.text)).toEqual(["Let me <b>look</b>.", "Checked."]);
+  });
+
+  it("without sendProgress either: the reply only", async () => {
+    const sent = await run(false, false);
     expect(sent.map((s) => s.text)).toEqual(["Checked."]);
   });
 });
