@@ -207,12 +207,20 @@ export function toolJournalOp(record: ToolJournalRecord): StoreOp {
 
 /** A turn's record with its input, as recovery needs it. A record from a newer troupe is refused, not guessed at. */
 export async function getTurn(store: Store, turnId: string): Promise<TurnRecord | undefined> {
+  const record = await getTurnRecord(store, turnId);
+  return record && withMessages(store, record);
+}
+
+/**
+ * The record alone, as stored (a format-3 snapshot without its messages): one read, so it never
+ * sees a turn half pruned by its final batch. For views that show the state, not the messages.
+ */
+export async function getTurnRecord(store: Store, turnId: string): Promise<TurnRecord | undefined> {
   const record = await store.get("turns", turnId, turnRecordSchema);
   if (record && record.format > TURN_FORMAT) {
     throw new CorruptRecordError(`turn ${turnId} was written by a newer troupe (format ${record.format}; this one reads up to ${TURN_FORMAT}): upgrade troupe to resume it`);
   }
-  if (!record) return record;
-  return withMessages(store, record);
+  return record;
 }
 
 /**
