@@ -18,6 +18,7 @@ import { createSlot } from "../actors/slot.js";
 import { createSubagentPool, type SubagentPool } from "../actors/subagents.js";
 import { userMessageWithMedia } from "./context/media.js";
 import { sessionMachine, type SessionMessage } from "../machines/session.machine.js";
+import { createSessionHost, type SessionHost } from "../actors/session-host.js";
 import { channelActorId, DREAM_ACTOR_ID, supervisorMachine, type SupervisionPolicy } from "../machines/supervisor.machine.js";
 import { createApiChannel } from "./channels/api.js";
 import type { Channel, ChannelInbound } from "./channels/channel.js";
@@ -170,6 +171,8 @@ export interface DaemonOptions extends RuntimeOptions {
 export interface Daemon extends AgentRuntime {
   loaded: LoadedConfig;
   supervisor: Actor<typeof supervisorMachine>;
+  /** The live session actors (each its own actor system; the supervisor keeps their records). */
+  sessions: SessionHost;
   subagents: SubagentPool;
   tree: ActorTree;
   /** The last minutes of actor events, for `/api/events?since=`. */
@@ -354,11 +357,16 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     logger,
     onStarted: (name) => void started.add(name),
   });
+  // Sessions are roots of their own actor systems (O(1) to start and stop); the tree shows them under the supervisor.
+  const sessions = createSessionHost({
+    logic: session,
+    inspect: (id) => tree.inspectRoot(id, "supervisor"),
+    onEnd: (end) => supervisor.send(end),
+  });
   const supervisor = createActor(
     supervisorMachine.provide({
-      guards: { storeDown },
+      guards: { storeDown, ...sessions.provided.guards },
       actors: {
-        session: session as never,
         channel: channelActor.logic as never,
         cron: createCronScheduler({ store, logger, start: startRun }) as never,
         ...(mcpHub && {
@@ -372,6 +380,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
         dream: core.memory.logic as never,
       },
       actions: {
+        ...sessions.provided.actions,
         rejectMessage: (_, { sessionKey, message, reason }) => void notice(sessionKey, message, `This session is unavailable: it failed repeatedly (${reason}). Restart troupe to try again.`),
         childFailed: (_, { id, error }) => logger.error({ actor: id, error }, "actor failed past its restart limit; marked failed"),
         childRestarting: (_, { id, error, restarts, delayMs }) => logger.warn({ actor: id, error, restarts, delayMs }, "actor failed; restarting"),
@@ -495,6 +504,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     ...core,
     loaded,
     supervisor,
+    sessions,
     subagents,
     tree,
     events,
@@ -522,6 +532,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
       await Promise.race([settled, new Promise((r) => setTimeout(r, grace).unref())]);
       // Whatever still runs stops at its last durable checkpoint (the sessions stop their turns) and resumes from it at the next start.
       await subagents.stop();
+      sessions.stopAll();
       supervisor.stop();
       await sessionTurns.turns.drain();
       await channelActor.drain();
