@@ -130,9 +130,8 @@ describe("supervisor", () => {
       states: { idle: { on: { message: { guard: ({ event }) => event.message.content === "bye", target: "passivated" } } }, passivated: { type: "final" } },
       output: { error: null },
     });
-    let actor!: ReturnType<typeof createActor<typeof supervisorMachine>>;
     const host = createSessionHost({ logic: session, onEnd: (end) => actor.send(end) });
-    actor = createActor(supervisorMachine.provide({ guards: host.provided.guards, actions: host.provided.actions }), { input: { sessionIdleMs: 60_000 } }).start();
+    const actor = createActor(supervisorMachine.provide({ guards: host.provided.guards, actions: host.provided.actions }), { input: { sessionIdleMs: 60_000 } }).start();
     actor.send({ type: "inbound", sessionKey: "a", message: msg("bye") });
     expect(host.size()).toBe(0);
     expect(actor.getSnapshot().context.children["session:a"]).toBeUndefined();
