@@ -28,6 +28,8 @@ import { inboxDeleteOps, inboxPutOps, wasSeen } from "./store/inbox.js";
 import { sessionsToRecover } from "./store/recovery.js";
 import { listOpenTurns } from "./store/turns.js";
 import { MARKER_RETENTION_MS, pruneMarkers } from "./store/markers.js";
+import { compactTurns } from "./store/compact.js";
+import { turnDetail } from "./server/turn-view.js";
 import { spawnTool, subagentsTool } from "./tools/builtin/spawn.js";
 import { ConfigError, TroupeError } from "./errors.js";
 import { createLimiter, type Limiter } from "./limiter.js";
@@ -38,7 +40,7 @@ import { createConversation, type Conversation } from "../actors/conversation.js
 import { createBus, type Bus } from "./bus/index.js";
 import type { LoadedConfig } from "./config/index.js";
 import { createLogger, type Logger } from "./log/logger.js";
-import { secretsOf } from "./log/redact.js";
+import { createRedactor, secretsOf } from "./log/redact.js";
 import { createOpenAiProvider, type LlmProvider } from "./providers/client.js";
 import { resolveProvider } from "./providers/registry.js";
 import { openStore, type Store } from "./store/store.js";
@@ -188,6 +190,8 @@ export interface Daemon extends AgentRuntime {
   accept(channel: string, message: ChannelInbound): Promise<string>;
   /** The store's health and the free space under the data dir (last measured), for /health and status. */
   storage(): StorageState;
+  /** Runs the store's upkeep now (old seen/sent markers pruned, finished turns' journals compacted); it also runs at start and hourly. */
+  upkeep(): Promise<void>;
   /** Stops taking work, lets running turns reach a checkpoint, stops every actor, closes the store. */
   shutdown(): Promise<void>;
 }
@@ -490,13 +494,18 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   };
   await checkDisk();
   const diskTimer = setInterval(() => void checkDisk(), DISK_CHECK_MS).unref();
-  // Bounded storage: duplicate-detection markers past their window go, at start and then hourly.
+  // Bounded storage: duplicate-detection markers past their window go, and finished turns' journals
+  // are folded into their summaries, at start and then hourly.
+  const compaction = { afterDays: loaded.config.storage.compactTurnsAfterDays, keepTurns: loaded.config.storage.keepTurnJournals };
+  const redactView = createRedactor(secretsOf(loaded.config));
   let pruning = Promise.resolve();
   const prune = () =>
     (pruning = pruning
       .then(() => pruneMarkers(store, Date.now(), opts.markerRetentionMs ?? MARKER_RETENTION_MS))
       .then((n) => void (n && logger.info({ markers: n }, "pruned old seen/sent markers")))
-      .catch((err) => logger.warn({ err }, "pruning seen/sent markers failed; will try again")));
+      .then(() => compactTurns(store, Date.now(), compaction, (turnId) => turnDetail(store, turnId, redactView)))
+      .then((n) => void (n && logger.info({ turns: n }, "compacted finished turns' journals into their summaries")))
+      .catch((err) => logger.warn({ err }, "pruning old records failed; will try again")));
   void prune();
   const pruneTimer = setInterval(prune, 3600_000).unref();
 
@@ -521,6 +530,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     accept,
     channels: channelStates,
     storage: () => ({ store: store.health.snapshot(), disk }),
+    upkeep: prune,
     async shutdown() {
       accepting = false;
       lastChatSub.unsubscribe();

@@ -152,6 +152,13 @@ const storageSchema = z.object({
   freeSpaceFloorPercent: z.number().min(0).max(100).default(5),
   /** A failing store is probed after 1 s, then at doubling waits up to this many seconds. */
   probeMaxSeconds: z.number().positive().default(15),
+  /**
+   * A finished turn's journal (each checkpoint, each tool call's arguments and result) is folded into
+   * the summary the inspector shows once the turn is this many days old, or once this many newer
+   * turns have finished. The turn's record and the session's messages are kept.
+   */
+  compactTurnsAfterDays: z.number().nonnegative().default(7),
+  keepTurnJournals: z.number().int().nonnegative().default(1_000),
 });
 
 /**
