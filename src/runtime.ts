@@ -504,7 +504,11 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
       .then(() => pruneMarkers(store, Date.now(), opts.markerRetentionMs ?? MARKER_RETENTION_MS))
       .then((n) => void (n && logger.info({ markers: n }, "pruned old seen/sent markers")))
       .then(() => compactTurns(store, Date.now(), compaction, (turnId) => turnDetail(store, turnId, redactView)))
-      .then((n) => void (n && logger.info({ turns: n }, "compacted finished turns' journals into their summaries")))
+      .then(async (n) => {
+        if (!n) return;
+        logger.info({ turns: n }, "compacted finished turns' journals into their summaries");
+        await store.reclaim();
+      })
       .catch((err) => logger.warn({ err }, "pruning old records failed; will try again")));
   void prune();
   const pruneTimer = setInterval(prune, 3600_000).unref();
