@@ -11,7 +11,7 @@ import { startEgressProxy, type EgressProxy } from "../egress-proxy.js";
 import { createSsrfGuard } from "../ssrf.js";
 import { editFileTool } from "./edit-file.js";
 import { execTool } from "./exec.js";
-import { compilePatterns, DEFAULT_DENY_PATTERNS } from "./exec-guard.js";
+import { compileAllowPatterns, compilePatterns, DEFAULT_DENY_PATTERNS } from "./exec-guard.js";
 import { globTool } from "./glob.js";
 import { grepTool } from "./grep.js";
 import { listDirTool } from "./list-dir.js";
@@ -62,7 +62,7 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
       sandbox,
       policy: {
         deny: compilePatterns([...DEFAULT_DENY_PATTERNS, ...t.exec.denyPatterns]),
-        allow: compilePatterns(t.exec.allowPatterns),
+        allow: compileAllowPatterns(t.exec.allowPatterns),
         restrict: t.restrictToWorkspace,
         roots: [deps.workspace, mediaDir],
       },
@@ -71,6 +71,7 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
       allowedEnvKeys: t.exec.allowedEnvKeys,
       env,
       isolation,
+      urlGuard: guard,
     }),
     webFetchTool({ guard }),
     webSearchTool({ braveApiKey: t.web.search.apiKey || env.BRAVE_API_KEY || "", maxResults: t.web.search.maxResults }),
