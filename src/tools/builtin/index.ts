@@ -18,7 +18,7 @@ import { listDirTool } from "./list-dir.js";
 import { messageTool } from "./message.js";
 import { readFileTool } from "./read-file.js";
 import { webFetchTool } from "./web-fetch.js";
-import { webSearchTool } from "./web-search.js";
+import { testEndpoints, webSearchTool } from "./web-search.js";
 import { writeFileTool } from "./write-file.js";
 
 export interface BuiltinToolDeps {
@@ -73,8 +73,15 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
       isolation,
       urlGuard: guard,
     }),
-    webFetchTool({ guard }),
-    webSearchTool({ braveApiKey: t.web.search.apiKey || env.BRAVE_API_KEY || "", maxResults: t.web.search.maxResults }),
+    webFetchTool({ guard, proxy: t.web.proxy, userAgent: t.web.userAgent }),
+    webSearchTool({
+      ...t.web.search,
+      timeoutS: t.web.search.timeout,
+      proxy: t.web.proxy,
+      userAgent: t.web.userAgent,
+      env,
+      endpoints: testEndpoints(env),
+    }),
     messageTool({ store: deps.store, bus: deps.bus, sandbox, channels: deps.channels, now: deps.now }),
   ];
   // nanobot's tools.exec.enable / tools.web.enable switch those tools off.
