@@ -294,6 +294,7 @@ describe("exec refuses internal URLs (nanobot's contains_internal_url cases)", (
     'curl "$(echo http://169.254.169.254/)"',
     "nc ftp://10.1.2.3/",
     "redis-cli -u redis://127.0.0.1:6379",
+    "curl http://example.com@127.0.0.1/",
   ])("refuses %j", async (command) => {
     expect(await urls(command)).toMatch(/^command refused by the safety guard \(internal\/private URL\): it names .*tools\.ssrfWhitelist/);
   });
