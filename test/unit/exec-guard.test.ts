@@ -61,6 +61,10 @@ describe("exec allow patterns (nanobot's test_exec_allow_patterns)", () => {
     ["echo allowlisted | tee /tmp/evil", String.raw`echo\s+allowlisted.*`],
     ["echo allowlisted $(touch /tmp/evil)", String.raw`echo\s+allowlisted.*`],
     ['echo "allowlisted $(touch /tmp/evil)"', String.raw`echo\s+.*`],
+    [`echo "it's $(touch /tmp/evil)"`, String.raw`echo\s+.*`],
+    [`echo "it's \`touch /tmp/evil\`"`, String.raw`echo\s+.*`],
+    ["echo $'\\'' ; touch /tmp/evil", String.raw`echo\s+.*`],
+    ["echo $'\\'' $(touch /tmp/evil)", String.raw`echo\s+.*`],
     ["echo allowlisted `touch /tmp/evil`", String.raw`echo\s+allowlisted.*`],
     ["echo allowlisted <(touch /tmp/evil)", String.raw`echo\s+allowlisted.*`],
     ["echo allowlisted &", String.raw`echo\s+allowlisted`],
@@ -87,6 +91,8 @@ describe("exec allow patterns (nanobot's test_exec_allow_patterns)", () => {
     expect(topLevelSegments("cmd >x 2>&1 &>y")).toEqual(["cmd >x 2>&1 &>y"]);
     expect(commandSegments('echo "$(date) $(whoami | tr a b)" `id`')).toEqual(['echo "$(date) $(whoami | tr a b)" `id`', "date", "whoami", "tr a b", "id"]);
     expect(commandSegments("echo '$(not run)'")).toEqual(["echo '$(not run)'"]);
+    expect(commandSegments(`echo "it's $(date)" 'a "$(no)"'`)).toEqual([`echo "it's $(date)" 'a "$(no)"'`, "date"]);
+    expect(commandSegments("echo $'a\\'b;c' ; id")).toEqual(["echo $'a\\'b;c'", "id"]);
   });
 });
 

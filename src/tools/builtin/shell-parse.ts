@@ -3,10 +3,15 @@
  * words it passes (for paths). Not a shell: where it cannot tell, it errs towards refusing.
  */
 
+/** `'…'`, `"…"`, or bash's `$'…'` (in which a backslash escapes, `\'` included). */
+type Quote = "'" | '"' | "`" | "$'";
+const closerOf = (quote: Quote) => (quote === "$'" ? "'" : quote);
+const isAnsiQuote = (command: string, i: number) => command[i] === "$" && command[i + 1] === "'";
+
 /** A `$(`, `<(` or `>(` body, or a backtick body, starting at `open` (the index after the opener). */
 function bodyEnd(command: string, open: number, closer: ")" | "`"): number {
   let depth = 0;
-  let quote: string | undefined;
+  let quote: Quote | undefined;
   for (let i = open; i < command.length; i++) {
     const ch = command[i]!;
     if (ch === "\\" && quote !== "'") {
@@ -14,10 +19,13 @@ function bodyEnd(command: string, open: number, closer: ")" | "`"): number {
       continue;
     }
     if (quote) {
-      if (ch === quote) quote = undefined;
+      if (ch === closerOf(quote)) quote = undefined;
       continue;
     }
-    if (ch === "'" || (ch === '"' && closer === ")")) quote = ch;
+    if (isAnsiQuote(command, i)) {
+      quote = "$'";
+      i++;
+    } else if (ch === "'" || (ch === '"' && closer === ")")) quote = ch;
     else if (closer === "`" && ch === "`") return i;
     else if (closer === ")" && ch === "(") depth++;
     else if (closer === ")" && ch === ")") {
@@ -31,24 +39,28 @@ function bodyEnd(command: string, open: number, closer: ")" | "`"): number {
 /** The bodies of command substitutions (`$(…)`, backticks) and process substitutions (`<(…)`, `>(…)`), outermost first. */
 export function substitutions(command: string): string[] {
   const found: string[] = [];
-  let single = false;
+  // Inside single quotes nothing runs; inside double quotes $(…) and backticks still do.
+  let quote: "'" | '"' | "$'" | undefined;
   for (let i = 0; i < command.length; i++) {
     const ch = command[i]!;
-    if (ch === "\\" && !single) {
+    if (quote === "'") {
+      if (ch === "'") quote = undefined;
+      continue;
+    }
+    if (ch === "\\") {
       i++;
       continue;
     }
-    if (ch === "'" && !single) {
-      // A single quote opens a literal only outside double quotes; inside them $(…) still runs, so
-      // double quotes are not tracked and a `'` in them is read as an opener (the safe mistake).
-      single = true;
+    if (quote === "$'") {
+      if (ch === "'") quote = undefined;
       continue;
     }
-    if (single) {
-      if (ch === "'") single = false;
-      continue;
-    }
-    if ((ch === "$" || ch === "<" || ch === ">") && command[i + 1] === "(" && command[i + 2] !== "(") {
+    if (!quote && isAnsiQuote(command, i)) {
+      quote = "$'";
+      i++;
+    } else if (ch === '"') quote = quote ? undefined : '"';
+    else if (ch === "'" && !quote) quote = "'";
+    else if ((ch === "$" || (!quote && (ch === "<" || ch === ">"))) && command[i + 1] === "(" && command[i + 2] !== "(") {
       const end = bodyEnd(command, i + 2, ")");
       found.push(command.slice(i + 2, end));
       i = end;
@@ -65,7 +77,7 @@ export function substitutions(command: string): string[] {
 export function topLevelSegments(command: string): string[] {
   const segments: string[] = [];
   let current = "";
-  let quote: string | undefined;
+  let quote: Quote | undefined;
   let depth = 0;
   const flush = () => {
     const s = current.trim();
@@ -81,7 +93,13 @@ export function topLevelSegments(command: string): string[] {
     }
     if (quote) {
       current += ch;
-      if (ch === quote) quote = undefined;
+      if (ch === closerOf(quote)) quote = undefined;
+      continue;
+    }
+    if (isAnsiQuote(command, i)) {
+      quote = "$'";
+      current += "$'";
+      i++;
       continue;
     }
     if (ch === "'" || ch === '"' || ch === "`") {
