@@ -194,12 +194,21 @@ const toolsSchema = z.object({
     .object({
       /** false leaves web_fetch and web_search out (nanobot's tools.web.enable). */
       enable: z.boolean().default(true),
+      /** Every web_search and web_fetch request goes through this http(s) proxy. */
       proxy: z.string().nullable().default(null),
+      /** The User-Agent of web_search and web_fetch requests (nanobot's browser-like one when null). */
+      userAgent: z.string().nullable().default(null),
       search: z
         .object({
+          /** brave, tavily, searxng (baseUrl), jina or duckduckgo; without its key (or on failure) DuckDuckGo answers. */
           provider: z.string().default("brave"),
           apiKey: z.string().default(""),
-          maxResults: z.number().int().positive().default(5),
+          /** SearXNG's address (or SEARXNG_BASE_URL). */
+          baseUrl: z.string().default(""),
+          /** Results per search; clamped to 1–10 as nanobot does. */
+          maxResults: z.number().int().default(5),
+          /** Seconds a search provider may take. */
+          timeout: z.number().positive().default(30),
         })
         .prefault({}),
     })
