@@ -104,16 +104,12 @@ describe("unknownArguments", () => {
 });
 
 describe("the registry with unknown and slipped arguments", () => {
-  const search = defineTool({
-    name: "search",
-    description: "Searches.",
-    parameters: z.object({
-      query: z.string().min(2),
-      count: z.number().int().min(1).max(10),
-      meta: z.object({ tag: z.string(), flags: z.array(z.boolean()).optional() }).optional(),
-    }),
-    execute: async (a) => JSON.stringify(a),
+  const searchParams = z.object({
+    query: z.string().min(2),
+    count: z.number().int().min(1).max(10),
+    meta: z.object({ tag: z.string(), flags: z.array(z.boolean()).optional() }).optional(),
   });
+  const search = defineTool({ name: "search", description: "Searches.", parameters: searchParams, execute: async (a) => JSON.stringify(a) });
   const mcp = {
     name: "mcp_lookup",
     description: "From MCP.",
@@ -130,7 +126,7 @@ describe("the registry with unknown and slipped arguments", () => {
 
   it("refuses unknown arguments by name, listing the accepted ones, and does not run the tool", async () => {
     let ran = false;
-    const spy = createToolRegistry([defineTool({ ...search, execute: async () => ((ran = true), "ran") })]);
+    const spy = createToolRegistry([defineTool({ name: "search", description: "Searches.", parameters: searchParams, execute: async () => ((ran = true), "ran") })]);
     const out = await spy.execute("search", { query: "hello", count: 3, line_hint: 7 }, ctx);
     expect(out).toBe(`Error: search: unknown argument "line_hint" (accepted: query, count, meta). Call it again with only the accepted arguments.\n\n${TOOL_ERROR_HINT}`);
     expect(ran).toBe(false);
