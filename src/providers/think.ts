@@ -34,8 +34,12 @@ export interface ThinkFilter {
 type Mode =
   | { kind: "text" }
   | { kind: "code"; fence: number }
-  /** Inside `<tag>`; `leading` when it opened the reply (unclosed, it hides the rest). */
-  | { kind: "block"; tag: string; leading: boolean; body: string; scanned: number; fence: number };
+  /**
+   * Inside `<tag>`; `leading` when it opened the reply (unclosed, it hides the rest). The body is
+   * kept in parts (scanned) and `pending` (a possible closer or backtick run cut by the delta's end):
+   * one growing string would be copied whole at every delta.
+   */
+  | { kind: "block"; tag: string; leading: boolean; parts: string[]; pending: string; fence: number };
 
 interface State {
   mode: Mode;
@@ -85,20 +89,26 @@ function hold(state: State, text: string): void {
 const couldBe = (rest: string, token: string) => token.startsWith(rest);
 
 function scan(state: State, text: string, final: boolean): string {
+  const out = scanText(state, text, final);
+  return final ? out + finish(state) : out;
+}
+
+/** The scan itself; with `final` nothing is left in carry, but a block may still be open. */
+function scanText(state: State, text: string, final: boolean): string {
   let out = "";
   let i = 0;
   while (i < text.length) {
     const mode = state.mode;
     if (mode.kind === "block") {
       const closer = `</${mode.tag}>`;
-      mode.body += text.slice(i);
+      const chunk = mode.pending + text.slice(i);
+      mode.pending = "";
       i = text.length;
-      const at = findCloser(mode, closer);
+      const at = findCloser(mode, chunk, closer);
       if (at === -1) break;
       // The block is gone; what followed the closer is scanned as text.
-      const after = mode.body.slice(at + closer.length);
       state.mode = { kind: "text" };
-      text = after;
+      text = chunk.slice(at + closer.length);
       i = 0;
       continue;
     }
@@ -142,40 +152,47 @@ function scan(state: State, text: string, final: boolean): string {
     out += emit(state, text.slice(i, j));
     i = j;
   }
-  if (final) out += finish(state);
   return out;
 }
 
 /**
- * Where the block's closer is in its body so far, or -1. A block opened mid-text may be prose that
- * quotes the tags, so there a closer inside backticks does not count; reasoning at the start is
- * closed by the first closer. Scanning resumes where the last delta left it.
+ * Where the block's closer is in `chunk` (the next part of its body), or -1, in which case the
+ * chunk joins the body and an undecided tail waits in `pending`. A block opened mid-text may be
+ * prose that quotes the tags, so there a closer inside backticks does not count; reasoning at the
+ * start is closed by the first closer.
  */
-function findCloser(mode: Extract<Mode, { kind: "block" }>, closer: string): number {
-  const body = mode.body;
+function findCloser(mode: Extract<Mode, { kind: "block" }>, chunk: string, closer: string): number {
+  let k = 0;
   if (mode.leading) {
-    const at = body.indexOf(closer, mode.scanned);
-    mode.scanned = at === -1 ? Math.max(0, body.length - closer.length + 1) : at;
-    return at;
-  }
-  let k = mode.scanned;
-  while (k < body.length) {
-    if (body[k] === "`") {
-      let n = 1;
-      while (body[k + n] === "`") n++;
-      if (k + n === body.length) break; // the run may go on in the next delta
-      if (mode.fence === 0) mode.fence = n;
-      else if (n === mode.fence) mode.fence = 0;
-      k += n;
-      continue;
+    const at = chunk.indexOf(closer);
+    if (at !== -1) return at;
+    k = chunk.length;
+    for (let n = Math.min(closer.length - 1, chunk.length); n > 0; n--) {
+      if (closer.startsWith(chunk.slice(-n))) {
+        k = chunk.length - n;
+        break;
+      }
     }
-    if (mode.fence === 0 && body[k] === "<") {
-      if (body.startsWith(closer, k)) return k;
-      if (closer.startsWith(body.slice(k))) break; // cut by the end of the delta
+  } else {
+    while (k < chunk.length) {
+      if (chunk[k] === "`") {
+        let n = 1;
+        while (chunk[k + n] === "`") n++;
+        if (k + n === chunk.length) break; // the run may go on in the next delta
+        if (mode.fence === 0) mode.fence = n;
+        else if (n === mode.fence) mode.fence = 0;
+        k += n;
+        continue;
+      }
+      if (mode.fence === 0 && chunk[k] === "<") {
+        if (chunk.startsWith(closer, k)) return k;
+        if (k + closer.length > chunk.length && closer.startsWith(chunk.slice(k))) break; // cut by the end of the delta
+      }
+      k++;
     }
-    k++;
   }
-  mode.scanned = k;
+  mode.parts.push(chunk.slice(0, k));
+  mode.pending = chunk.slice(k);
   return -1;
 }
 
@@ -188,7 +205,7 @@ function tag(state: State, text: string, i: number, final: boolean): { out: stri
   for (const name of TAGS) {
     const opener = `<${name}>`;
     if (rest.startsWith(opener)) {
-      state.mode = { kind: "block", tag: name, leading: state.atStart, body: "", scanned: 0, fence: 0 };
+      state.mode = { kind: "block", tag: name, leading: state.atStart, parts: [], pending: "", fence: 0 };
       return { out: "", next: i + opener.length };
     }
     const closer = `</${name}>`;
@@ -224,17 +241,31 @@ function tag(state: State, text: string, i: number, final: boolean): { out: stri
   return undefined;
 }
 
+/**
+ * Openers in the middle that turn out to be prose are shown and what follows them scanned again;
+ * past this many in one reply (a model stuck repeating "<think>") the rest is shown as it is,
+ * so the work stays linear and the stack shallow.
+ */
+const MAX_RESCANS = 16;
+
 /** The end of the text: decide what was held back. */
 function finish(state: State): string {
-  const mode = state.mode;
-  state.mode = { kind: "text" };
   let out = "";
-  if (mode.kind === "block" && !mode.leading && mode.body.trim() !== "") {
+  for (let rescans = 0; ; rescans++) {
+    const mode = state.mode;
+    if (mode.kind !== "block" || mode.leading) break;
+    const body = mode.parts.join("") + mode.pending;
+    if (body.trim() === "") break;
     // Never closed, not at the start: prose that mentions the tag. It is shown, its rest scanned as text.
+    state.mode = { kind: "text" };
     out += emit(state, `<${mode.tag}>`);
-    out += scan(state, mode.body, true);
-    return out;
+    if (rescans >= MAX_RESCANS) {
+      out += emit(state, body.trimEnd());
+      break;
+    }
+    out += scanText(state, body, true);
   }
+  state.mode = { kind: "text" };
   state.held = "";
   return out;
 }

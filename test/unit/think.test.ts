@@ -127,6 +127,17 @@ describe("the streamed filter", () => {
     expect(f.flush()).toBe(" <think> at the start");
   });
 
+  it("shows a reply stuck repeating an opener as it is, quickly and without a deep stack", () => {
+    const text = "Answer: " + "<think> again ".repeat(20_000);
+    const started = performance.now();
+    const f = createThinkFilter();
+    const out = text.match(/[\s\S]{1,5}/g)!.map((c) => f.push(c)).join("") + f.flush();
+    expect(out).toBe(text.trim());
+    expect(stripThink(text)).toBe(text.trim());
+    // Generous: linear work takes milliseconds; the quadratic kind took seconds.
+    expect(performance.now() - started).toBeLessThan(5_000);
+  });
+
   it("keeps a long reply linear (no re-scan of the whole text per delta)", () => {
     const f = createThinkFilter();
     const words = Array.from({ length: 20_000 }, (_, i) => `word${i} `);
