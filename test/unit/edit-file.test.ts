@@ -90,6 +90,14 @@ describe("edit_file", () => {
       expect(await text("indent.py")).toBe("if True:\n    def bar():\n        return 1\n");
     });
 
+    it("a trimmed match of whole lines ending in a newline leaves no blank line", async () => {
+      const { file, text, edit } = await setup();
+      await file("n.py", "def f():\n    a = 1\n    b = 2\n");
+      // Trailing spaces in old_text: no exact match, the trimmed one is used.
+      expect(await edit({ path: "n.py", old_text: "a = 1  \n", new_text: "a = 10\n" })).toMatch(/matched ignoring indentation/);
+      expect(await text("n.py")).toBe("def f():\n    a = 10\n    b = 2\n");
+    });
+
     it("replace_all keeps each match's own indentation", async () => {
       const { file, text, edit } = await setup();
       await file("indent_multi.py", "if a:\n    def foo():\n        pass\nif b:\n        def foo():\n            pass\n");

@@ -62,7 +62,9 @@ function trimmed(content: string, needle: string, quotes: boolean): Match[] {
     if (!same) continue;
     const start = offsets[i]!;
     const last = i + want.length - 1;
-    const end = Math.min(content.length, offsets[last]! + have[last]!.length);
+    let end = Math.min(content.length, offsets[last]! + have[last]!.length);
+    // old_text that ends with a newline takes the line's newline too, as an exact match would.
+    if (needle.endsWith("\n") && content[end] === "\n") end++;
     found.push({ start, end, text: content.slice(start, end), line: i + 1, how: quotes ? "quotes" : "trimmed" });
   }
   return found;
