@@ -1,6 +1,7 @@
 import { TroupeError } from "../errors.js";
 import { modelResponseSchema, type ModelResponse, type ParsedToolCall, type Usage } from "./messages.js";
-import { parseToolArguments, stripThink } from "./parse.js";
+import { parseToolArguments } from "./parse.js";
+import { stripThink } from "./think.js";
 
 /**
  * What an OpenAI-compatible server sends, read as untrusted input. The SDK types say `number` and

@@ -9,6 +9,7 @@ import type { Tool } from "../contract.js";
 import type { Sandbox } from "../sandbox.js";
 import { startEgressProxy, type EgressProxy } from "../egress-proxy.js";
 import { createSsrfGuard } from "../ssrf.js";
+import { createFileReads } from "../file-reads.js";
 import { editFileTool } from "./edit-file.js";
 import { execTool } from "./exec.js";
 import { compileAllowPatterns, compilePatterns, DEFAULT_DENY_PATTERNS } from "./exec-guard.js";
@@ -51,10 +52,12 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
   const egress = () => (proxy ??= startEgressProxy(guard)).then((p) => p.socketPath);
   const isolation: ExecIsolation =
     choice.kind === "bwrap" ? { kind: "bwrap", bin: choice.bin, hide, readable: sandbox.readableRoots, egress, node: process.execPath } : { kind: "none" };
+  // What read_file and write_file saw in each turn, for edit_file's "not read in this turn" warning.
+  const reads = createFileReads();
   const tools = [
-    readFileTool(sandbox),
-    writeFileTool(sandbox),
-    editFileTool(sandbox),
+    readFileTool(sandbox, reads),
+    writeFileTool(sandbox, reads),
+    editFileTool(sandbox, reads),
     listDirTool(sandbox),
     globTool(sandbox),
     grepTool(sandbox),
