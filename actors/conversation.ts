@@ -169,9 +169,9 @@ export function createConversation(deps: ConversationDeps) {
     const stamp = now();
     // `$skill-name` brings that skill's full text into this turn; the session stores the message as written.
     const userText = withMentionedSkills(msg.content, skills);
-    // nanobot's runtime-context block follows the text in what the model is sent; the session stores the message as written.
+    // nanobot's runtime-context block heads the text in what the model is sent; the session stores the message as written.
     const context = runtimeContextBlock({ now: new Date(stamp), timezone: d.timezone, channel: msg.channel, chatId: msg.chatId });
-    const room = budget - textTokens(system) - textTokens(`${userText}\n\n${context}`) - toolsTokens(deps.registry.schemas());
+    const room = budget - textTokens(system) - textTokens(`${context}\n\n${userText}`) - toolsTokens(deps.registry.schemas());
     const history = tokenWindow(stored.map((m) => m.message), Math.max(0, room));
     // The history is the tail of the stored messages: the turn's stored input refers to it, not a copy.
     const fromSeq = history.length ? stored[stored.length - history.length]!.seq : meta.nextSeq;

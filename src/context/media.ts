@@ -7,9 +7,9 @@ const IMAGE_TYPES: Record<string, string> = { ".jpg": "image/jpeg", ".jpeg": "im
 const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
 
 /**
- * The user message a model sees, as nanobot builds it: every attached image as an image part (data
- * URL) for vision models, then the text, then the runtime-context block (`context`, a text part of
- * its own when there are images). Other files stay as the paths named in the text.
+ * The user message a model sees, as nanobot builds it: the runtime-context block (`context`) and
+ * then the text; with attached images, the block, every image as an image part (data URL) for
+ * vision models, then the text. Other files stay as the paths named in the text.
  */
 export async function userMessageWithMedia(text: string, media: string[] = [], context?: string): Promise<Extract<ChatMessage, { role: "user" }>> {
   const images: Array<{ type: "image_url"; image_url: { url: string } }> = [];
@@ -19,6 +19,6 @@ export async function userMessageWithMedia(text: string, media: string[] = [], c
     if (!type || size === undefined || size > MAX_IMAGE_BYTES) continue;
     images.push({ type: "image_url", image_url: { url: `data:${type};base64,${(await readFile(path)).toString("base64")}` } });
   }
-  if (!images.length) return { role: "user", content: context ? (text ? `${text}\n\n${context}` : context) : text };
-  return { role: "user", content: [...images, { type: "text", text }, ...(context ? [{ type: "text" as const, text: context }] : [])] };
+  if (!images.length) return { role: "user", content: context ? `${context}\n\n${text}` : text };
+  return { role: "user", content: [...(context ? [{ type: "text" as const, text: context }] : []), ...images, { type: "text", text }] };
 }

@@ -136,9 +136,8 @@ export const RUNTIME_CONTEXT_END = "[/Runtime Context]";
 
 /**
  * nanobot's runtime-context block: metadata the model may use (time, where the message came
- * from), marked as not being instructions. It goes after the user's text (the text's prefix stays
- * stable for prompt caching) and only into what the model is sent: the session stores the
- * message as the user wrote it.
+ * from), marked as not being instructions. It heads the user's text, as nanobot 0.1.5 puts it,
+ * and goes only into what the model is sent: the session stores the message as the user wrote it.
  */
 export function runtimeContextBlock(rc: RuntimeContext): string {
   const lines = [`Current Time: ${currentTimeText(rc.now, rc.timezone)}`];
@@ -146,7 +145,7 @@ export function runtimeContextBlock(rc: RuntimeContext): string {
   return [RUNTIME_CONTEXT_TAG, ...lines, RUNTIME_CONTEXT_END].join("\n");
 }
 
-/** The user's text followed by the runtime-context block, as nanobot joins them. */
+/** The runtime-context block followed by the user's text, as nanobot joins them. */
 export function withRuntimeContext(content: string, rc: RuntimeContext): string {
-  return content ? `${content}\n\n${runtimeContextBlock(rc)}` : runtimeContextBlock(rc);
+  return `${runtimeContextBlock(rc)}\n\n${content}`;
 }
