@@ -127,4 +127,41 @@ describe("the agent loop's recoveries (real processes, fake model)", () => {
       ["42", "I sent you the answer above."],
     ]);
   }, 90_000);
+
+  it.each([
+    {
+      what: "an empty-answer retry",
+      first: {},
+      second: {},
+      reply: "Recovered answer.",
+      // The retry is re-issued with tools; the empty answer after it leads to the request without them.
+      tools: [true, true, false],
+    },
+    {
+      what: "a length continuation",
+      first: { content: "Part one, ", finishReason: "length" },
+      second: { content: "part two." },
+      reply: "Part one, part two.",
+      tools: [true, true],
+    },
+  ])("killed -9 during $what, the daemon resumes it: one reply, nothing lost", async ({ first, second, reply, tools }) => {
+    const script = [first, second, { content: "Recovered answer." }];
+    fake = await startFakeOpenAi([], (req, index) => (String(req.body.messages.at(-1)?.content).endsWith("ping") ? { content: "pong" } : script[index]));
+    tg = await startFakeTelegram(TOKEN);
+    const home = await tmp();
+    await writeHome(home, fake.url, { config: { gateway: { port: 0 }, channels: { telegram: { enabled: true, token: TOKEN, apiRoot: tg.apiRoot, allowFrom: ["*"] } } } });
+    // The second model call of the turn (the retry or the continuation) dies before it is sent.
+    gateway = await startGateway(home, { TROUPE_FAULT: "awaiting-model:2" });
+    tg.message("answer me");
+    expect((await gateway.exited).signal).toBe("SIGKILL");
+    expect(fake.requests).toHaveLength(1);
+
+    gateway = await startGateway(home);
+    const t = tg;
+    await until(() => t.sent().some((s) => s.text === reply), 30_000, "the resumed turn's reply");
+    t.message("ping");
+    await until(() => fake!.requests.length === tools.length + 1 && t.sent().length === 2, 30_000, "the reply to the next message");
+    expect(t.sent().map((s) => s.text)).toEqual([reply, "pong"]);
+    expect(fake.requests.slice(0, tools.length).map((q) => (q.body.tools ?? []).length > 0)).toEqual(tools);
+  }, 120_000);
 });
