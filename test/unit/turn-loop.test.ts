@@ -5,6 +5,7 @@ import { startTurn, type TurnDeps } from "../../actors/turn.js";
 import { EMPTY_FINAL_RESPONSE_MESSAGE, FINALIZATION_RETRY_PROMPT } from "../../src/context/loop-texts.js";
 import type { ChatRequest, LlmProvider } from "../../src/providers/client.js";
 import type { ModelResponse, ParsedToolCall } from "../../src/providers/messages.js";
+import { LOST_TOOL_RESULT } from "../../src/providers/history.js";
 import { openStore, type Store } from "../../src/store/store.js";
 import { getTurn, stateJournal, type TurnRecord } from "../../src/store/turns.js";
 import { defineTool } from "../../src/tools/contract.js";
@@ -203,6 +204,23 @@ describe("turn loop (nanobot's runner cases)", () => {
     const result = await startTurn({ ...d, provider: second.provider }, { record: old }).done;
     expect(result.output.reply).toBe("hi");
     expect(second.requests.map((r) => r.tools.length > 0)).toEqual([true, true, false]);
+  });
+
+  it("repairs the history before every model call: orphan results dropped, missing ones back-filled", async () => {
+    const model = scriptedModel([{ toolCalls: [call("read_file", { path: "a" })] }, { content: "ok" }]);
+    const input = turnInput("r1", "go on");
+    input.messages.splice(
+      1,
+      0,
+      { role: "tool", tool_call_id: "orphan", content: "stray" },
+      { role: "assistant", content: null, tool_calls: [{ id: "lost", type: "function", function: { name: "exec", arguments: "{}" } }] },
+    );
+    await startTurn(await deps(model.provider), { input }).done;
+    for (const request of model.requests) {
+      expect(request.messages.some((m) => m.role === "tool" && m.tool_call_id === "orphan")).toBe(false);
+      expect(request.messages.find((m) => m.role === "tool" && m.tool_call_id === "lost")?.content).toBe(LOST_TOOL_RESULT);
+    }
+    expect(model.requests).toHaveLength(2);
   });
 
   it("sends two user messages in a row as one, as nanobot merges them", async () => {
