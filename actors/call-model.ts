@@ -5,6 +5,7 @@ import type { LlmProvider, ToolSchema } from "../src/providers/client.js";
 import type { ModelResponse } from "../src/providers/messages.js";
 import type { CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
 import type { CallModelInput } from "../machines/turn.machine.js";
+import { FINALIZATION_RETRY_PROMPT } from "../src/context/loop-texts.js";
 
 export interface CallModelDeps {
   provider: LlmProvider;
@@ -18,15 +19,19 @@ export interface CallModelDeps {
 
 type ModelMessages = CallModelInput["messages"];
 
-/** One model call; streamed text goes out on the bus as progress events. No side effects. */
+/**
+ * One model call; streamed text goes out on the bus as progress events. No side effects. A
+ * finalizing call (after repeated empty answers) goes without tools and asks for the answer.
+ */
 export function createCallModel(deps: CallModelDeps) {
   const now = deps.now ?? Date.now;
   return fromPromise<ModelResponse, CallModelInput>(async ({ input, signal }) => {
     await deps.barrier.reached(input.turnId, input.seq, signal);
     fault("awaiting-model");
+    const messages: ModelMessages = input.finalize ? [...input.messages, { role: "user", content: FINALIZATION_RETRY_PROMPT }] : input.messages;
     return deps.provider.chat({
-      messages: deps.compact ? deps.compact(input.messages) : input.messages,
-      tools: deps.tools(),
+      messages: deps.compact ? deps.compact(messages) : messages,
+      tools: input.finalize ? [] : deps.tools(),
       signal,
       onDelta: (delta) =>
         deps.bus?.publish({ type: "progress", sessionKey: input.sessionKey, turnId: input.turnId, delta, at: now() }),

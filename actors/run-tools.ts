@@ -7,6 +7,7 @@ import type { CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
 import type { Store } from "../src/store/store.js";
 import { toolCallKey, toolJournal, toolJournalOp, type ToolJournalRecord } from "../src/store/turns.js";
 import type { ToolRegistry } from "../src/tools/registry.js";
+import { REPEATED_LOOKUP_NOTE, repeatedLookups } from "../src/tools/repeated-lookup.js";
 import type { RunToolsInput, ToolResultMessage } from "../machines/turn.machine.js";
 
 export interface RunToolsDeps {
@@ -60,6 +61,9 @@ export function createRunTools(deps: RunToolsDeps) {
     // Calls are keyed by their place in the turn: the model's ids may be missing or repeated.
     const results = new Map<number, string>();
     const indexOf = new Map(input.calls.map((call, index) => [call, index]));
+    // The same URL fetched (or query searched) a third time in the turn gets a note, not a request.
+    const earlier = [...journal.values()].filter((r) => r.iteration !== undefined && r.iteration < input.iteration);
+    const blocked = repeatedLookups(earlier, input.calls);
 
     async function runOne(call: ParsedToolCall): Promise<void> {
       const index = indexOf.get(call)!;
@@ -68,6 +72,15 @@ export function createRunTools(deps: RunToolsDeps) {
       const previous = journal.get(key) ?? journal.get(`id:${call.id}`);
       if (previous?.status === "completed" && previous.result !== undefined) {
         results.set(index, previous.result);
+        return;
+      }
+      if (blocked.has(index)) {
+        results.set(index, REPEATED_LOOKUP_NOTE);
+        const at = now();
+        await deps.store.batch(
+          [toolJournalOp({ kind: "tool", turnId: input.turnId, callId: call.id, iteration: input.iteration, index, name: call.name, args: call.arguments, status: "completed", result: REPEATED_LOOKUP_NOTE, at, startedAt: at })],
+          { sync: true },
+        );
         return;
       }
       const tool = deps.registry.get(call.name);

@@ -22,7 +22,7 @@ export function messageTool(opts: MessageToolOptions) {
     name: "message",
     description:
       "Send a message to the user now, on the current chat or another channel/chat, optionally with files (media paths). " +
-      "Use it for updates during long work or to reach another chat; your final reply is sent anyway.",
+      "Use it for updates during long work or to reach another chat. Once it has written to the current chat, your final reply is not sent there again.",
     parameters: z.object({
       content: z.string().min(1),
       channel: z.string().optional().describe("Target channel (default: the current one)"),
