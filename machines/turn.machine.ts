@@ -43,6 +43,22 @@ export interface CallModelInput {
   sessionKey: string;
   seq: number;
   messages: ChatMessage[];
+  /** For hooks: the chat, and which model call of the turn this is. */
+  channel?: string;
+  chatId?: string;
+  iteration?: number;
+}
+
+/** The final answer, checkpointed as the model gave it, for the hooks' finalizeContent. */
+export interface FinalizeInput {
+  turnId: string;
+  sessionKey: string;
+  channel: string;
+  chatId: string;
+  seq: number;
+  iteration: number;
+  messages: ChatMessage[];
+  response: ModelResponse;
 }
 
 export interface RunToolsInput {
@@ -83,6 +99,10 @@ export interface TurnContext {
   reply: string | null;
   error: string | null;
   seq: number;
+  /** The final response awaiting the hooks' finalizeContent (state `finalizing`). */
+  draft?: ModelResponse | null;
+  /** The hooks' finalizeContent ran on the reply: a resumed turn does not run it again. */
+  finalized?: boolean;
 }
 
 export interface InjectedMessage {
@@ -139,6 +159,7 @@ export const turnMachine = setup({
     callModel: notProvided<PromiseActorLogic<ModelResponse, CallModelInput>>("turn", "callModel"),
     runTools: notProvided<PromiseActorLogic<ToolResultMessage[], RunToolsInput>>("turn", "runTools"),
     checkpointed: notProvided<PromiseActorLogic<void, CheckpointedInput>>("turn", "checkpointed"),
+    finalizeContent: notProvided<PromiseActorLogic<string, FinalizeInput>>("turn", "finalizeContent"),
   },
   actions: {
     bumpSeq: assign({ seq: ({ context }) => context.seq + 1 }),
@@ -146,6 +167,8 @@ export const turnMachine = setup({
   guards: {
     hasToolCalls: (_, output: ModelResponse) => output.toolCalls.length > 0,
     iterationLimitReached: ({ context }) => context.iteration >= context.maxIterations,
+    /** Hooks are loaded: a final answer goes through `finalizing` (the composition provides this). */
+    hasHooks: () => false,
   },
 }).createMachine({
   id: "turn",
@@ -179,7 +202,15 @@ export const turnMachine = setup({
       entry: "bumpSeq",
       invoke: {
         src: "callModel",
-        input: ({ context }) => ({ turnId: context.turnId, sessionKey: context.sessionKey, seq: context.seq, messages: context.messages }),
+        input: ({ context }) => ({
+          turnId: context.turnId,
+          sessionKey: context.sessionKey,
+          seq: context.seq,
+          messages: context.messages,
+          channel: context.channel,
+          chatId: context.chatId,
+          iteration: context.iteration,
+        }),
         onDone: [
           {
             guard: { type: "hasToolCalls", params: ({ event }) => event.output },
@@ -190,6 +221,11 @@ export const turnMachine = setup({
               iteration: context.iteration + 1,
               usage: addUsage(context.usage, event.output.usage),
             })),
+          },
+          {
+            guard: "hasHooks",
+            target: "finalizing",
+            actions: assign(({ context, event }) => ({ draft: event.output, usage: addUsage(context.usage, event.output.usage) })),
           },
           {
             target: "responded",
@@ -247,6 +283,35 @@ export const turnMachine = setup({
         input: ({ context }) => ({ turnId: context.turnId, seq: context.seq }),
         onDone: [{ guard: "iterationLimitReached", target: "max_iterations" }, { target: "awaiting_model" }],
         onError: "failed",
+      },
+      on: { cancel: "cancelled" },
+    },
+    finalizing: {
+      // The answer is checkpointed as the model gave it before the hooks see it; their result is
+      // journalled, so a turn resumed here does not run them on the same content twice.
+      entry: "bumpSeq",
+      invoke: {
+        src: "finalizeContent",
+        input: ({ context }) => ({
+          turnId: context.turnId,
+          sessionKey: context.sessionKey,
+          channel: context.channel,
+          chatId: context.chatId,
+          seq: context.seq,
+          iteration: context.iteration,
+          messages: context.messages,
+          response: context.draft!,
+        }),
+        onDone: {
+          target: "responded",
+          actions: assign(({ context, event }) => ({
+            messages: [...context.messages, assistantMessage({ ...context.draft!, content: event.output })],
+            reply: event.output || "(the model returned an empty reply)",
+            draft: null,
+            finalized: true,
+          })),
+        },
+        onError: { target: "failed", actions: assign({ error: errorText }) },
       },
       on: { cancel: "cancelled" },
     },
