@@ -37,8 +37,8 @@ export function createFinalize(deps: FinalizeDeps) {
     const turn = { turnId, sessionKey, channel, chatId, iteration };
     fault("finalize-before-hooks");
     await deps.store.batch([finalizeJournalOp({ kind: "finalize", turnId, seq, status: "started", at: now() })], { sync: true });
-    fault("finalize-during-hooks");
     const content = deps.hooks.has("finalizeContent") ? await deps.hooks.finalizeContent({ ...turn, response, messages }, response.content) : response.content;
+    fault("finalize-during-hooks");
     await deps.store.batch([finalizeJournalOp({ kind: "finalize", turnId, seq, status: "completed", content, at: now() })], { sync: true });
     fault("finalize-after-hooks");
     await deps.hooks.afterIteration({ ...turn, stopReason: "completed", toolCalls: [], finalContent: content });

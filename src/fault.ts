@@ -11,7 +11,7 @@ export const FAULT_POINTS = [
   "after-tool-started",
   "after-tool-completed",
   "during-delivery",
-  // Hooks' finalizeContent: the answer checkpointed, nothing journalled; journalled as started; completed, the final batch not yet written.
+  // Hooks' finalizeContent: the answer checkpointed, nothing journalled; the hooks ran, their result not yet journalled; journalled, the final batch not yet written.
   "finalize-before-hooks",
   "finalize-during-hooks",
   "finalize-after-hooks",
