@@ -1,3 +1,4 @@
+import type { Logger } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { startTurn } from "../../actors/turn.js";
 import { composeHooks, type AgentHook } from "../../src/hooks/hook.js";
@@ -151,6 +152,6 @@ const broken: AgentHook = {
 
 function errorLogger() {
   const errors: string[] = [];
-  const logger = { error: (_obj: unknown, msg: string) => void errors.push(msg) };
+  const logger = { error: (_obj: unknown, msg: string) => void errors.push(msg) } as unknown as Pick<Logger, "error">;
   return { logger, errors };
 }
