@@ -14,7 +14,7 @@ describe("machine graphs come from the machine definitions", () => {
     expect(g.transitions).toContainEqual({ source: "turn.tools_completed", target: "turn.max_iterations", event: "done: checkpointed", guard: "iterationLimitReached" });
     expect(g.states.find((s) => s.key === "awaiting_tools")?.invokes).toEqual(["runTools"]);
     expect(g.transitions).toContainEqual({ source: "turn.awaiting_model", target: "turn.finalizing", event: "done: callModel", guard: "hasHooks" });
-    expect(g.transitions).toContainEqual({ source: "turn.finalizing", target: "turn.responded", event: "done: finalizeContent" });
+    expect(g.transitions).toContainEqual({ source: "turn.finalizing", target: "turn.responded", event: "done: finalizeContent", guard: null });
   });
 
   it("nested states keep their parent and initial child; after and always are named", () => {
