@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -50,6 +51,12 @@ async function hookFrom(path: string, ctx: HookFactoryContext): Promise<AgentHoo
     if (typeof fn === "function") bound[point] = (fn as (...args: unknown[]) => unknown).bind(value);
   }
   return bound as AgentHook;
+}
+
+/** The hook modules troupe would load, in order, each with whether its file exists (for `troupe status`: nothing is imported). */
+export async function hookFiles(configured: readonly string[], workspace: string): Promise<Array<{ path: string; exists: boolean }>> {
+  const paths = [...new Set([...configured.map((p) => resolveUserPath(p, workspace)), ...(await workspaceHookFiles(workspace))])];
+  return paths.map((path) => ({ path, exists: existsSync(path) }));
 }
 
 /**

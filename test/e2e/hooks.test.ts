@@ -2,6 +2,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
+import { runCli } from "../helpers/cli.js";
 import { writeHome } from "../helpers/daemon.js";
 import { getJson, postMessage, startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
@@ -105,4 +106,11 @@ describe("hooks across kill -9 (real gateway processes)", () => {
     expect(log).toContain("hook broken.mjs failed in finalizeContent; skipped");
     expect(log).toContain("hook broken.mjs failed in beforeIteration; skipped");
   }, 180_000);
+
+  it("troupe status lists the hook modules in the order they run, and a configured one that is missing", async () => {
+    const dir = await home();
+    await writeHome(dir, fake!.url, { defaults: { hooks: ["extra/broken.mjs", "~/nowhere/gone.mjs"] } });
+    const status = await runCli(["status"], { TROUPE_HOME: dir, HOME: dir });
+    expect(status.stdout).toContain(`\nhooks:     extra/broken.mjs, ${join(dir, "nowhere/gone.mjs")} (missing), hooks/sign.mjs\n`);
+  });
 });
