@@ -8,6 +8,7 @@ import type { Store } from "../src/store/store.js";
 import { toolCallKey, toolJournal, toolJournalOp, type ToolJournalRecord } from "../src/store/turns.js";
 import type { ToolRegistry } from "../src/tools/registry.js";
 import { REPEATED_LOOKUP_NOTE, repeatedLookups } from "../src/tools/repeated-lookup.js";
+import { NO_HOOKS, type HookChain } from "../src/hooks/hook.js";
 import type { RunToolsInput, ToolResultMessage } from "../machines/turn.machine.js";
 
 export interface RunToolsDeps {
@@ -18,6 +19,8 @@ export interface RunToolsDeps {
   bus?: Bus;
   logger?: Logger;
   now?: () => number;
+  /** beforeExecuteTools before the batch, afterIteration with its results. */
+  hooks?: HookChain;
 }
 
 export const INTERRUPTED_RESULT =
@@ -58,6 +61,9 @@ export function createRunTools(deps: RunToolsDeps) {
   return fromPromise<ToolResultMessage[], RunToolsInput>(async ({ input, signal }) => {
     await deps.barrier.reached(input.turnId, input.seq, signal);
     const journal = await toolJournal(deps.store, input.turnId);
+    const hooks = deps.hooks ?? NO_HOOKS;
+    const turn = { turnId: input.turnId, sessionKey: input.sessionKey, channel: input.channel, chatId: input.chatId, iteration: input.iteration - 1 };
+    if (hooks.size) await hooks.beforeExecuteTools({ ...turn, toolCalls: input.calls });
     // Calls are keyed by their place in the turn: the model's ids may be missing or repeated.
     const results = new Map<number, string>();
     const indexOf = new Map(input.calls.map((call, index) => [call, index]));
@@ -132,6 +138,8 @@ export function createRunTools(deps: RunToolsDeps) {
     for (const batch of planBatches(input.calls, deps.registry)) {
       await Promise.all(batch.map(runOne));
     }
-    return input.calls.map((call, index) => ({ role: "tool" as const, tool_call_id: call.id, name: call.name, content: results.get(index) ?? "" }));
+    const messages = input.calls.map((call, index) => ({ role: "tool" as const, tool_call_id: call.id, name: call.name, content: results.get(index) ?? "" }));
+    if (hooks.size) await hooks.afterIteration({ ...turn, stopReason: "tool_calls", toolCalls: input.calls, toolResults: messages.map((m) => m.content) });
+    return messages;
   });
 }

@@ -22,6 +22,8 @@ import {
   type TurnStart,
 } from "../machines/turn.machine.js";
 import { createCallModel } from "./call-model.js";
+import { createFinalize } from "./finalize.js";
+import { NO_HOOKS, type HookChain } from "../src/hooks/hook.js";
 import { createRunTools } from "./run-tools.js";
 
 export type { TurnStart } from "../machines/turn.machine.js";
@@ -39,6 +41,8 @@ export interface TurnDeps {
   contextBudget?: number;
   /** Follows a turn started on its own (a subagent) in the actor tree, by its readable id. */
   inspectRoot?: (id: string) => (event: InspectionEvent) => void;
+  /** The hooks (agents.defaults.hooks and the workspace's hooks/), run inside the turn's effects. */
+  hooks?: HookChain;
   /** false skips the per-transition checkpoints (only the final batch is written): for measuring their cost, never for use. */
   durable?: boolean;
 }
@@ -84,9 +88,12 @@ export interface TurnRuntime {
 
 /** The turn machine with its effects supplied. */
 function effects(deps: TurnDeps, barrier: CheckpointBarrier) {
+  const hooks = deps.hooks ?? NO_HOOKS;
   return turnMachine.provide({
+    guards: { hasHooks: () => hooks.size > 0 },
     actors: {
       callModel: createCallModel({
+        hooks,
         provider: deps.provider,
         tools: () => deps.registry.schemas(),
         barrier,
@@ -99,7 +106,8 @@ function effects(deps: TurnDeps, barrier: CheckpointBarrier) {
           return deps.contextBudget ? fitToBudget(compacted, deps.contextBudget, toolsTokens(deps.registry.schemas())) : compacted;
         },
       }),
-      runTools: createRunTools({ registry: deps.registry, store: deps.store, barrier, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now: deps.now }),
+      runTools: createRunTools({ registry: deps.registry, store: deps.store, barrier, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now: deps.now, hooks }),
+      finalizeContent: createFinalize({ hooks, store: deps.store, barrier, logger: deps.logger, now: deps.now }),
       checkpointed: fromPromise<void, CheckpointedInput>(({ input, signal }) => barrier.reached(input.turnId, input.seq, signal)),
     },
   });

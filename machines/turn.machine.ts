@@ -46,6 +46,22 @@ export interface CallModelInput {
   messages: ChatMessage[];
   /** The request after repeated empty answers: without tools, the finalization prompt appended (not stored). */
   finalize?: boolean;
+  /** For hooks: the chat, and which model call of the turn this is. */
+  channel?: string;
+  chatId?: string;
+  iteration?: number;
+}
+
+/** The final answer, checkpointed as the model gave it, for the hooks' finalizeContent. */
+export interface FinalizeInput {
+  turnId: string;
+  sessionKey: string;
+  channel: string;
+  chatId: string;
+  seq: number;
+  iteration: number;
+  messages: ChatMessage[];
+  response: ModelResponse;
 }
 
 export interface RunToolsInput {
@@ -90,6 +106,10 @@ export interface TurnContext {
   emptyAnswers?: number;
   /** The parts of an answer cut off at the token limit so far, each followed in `messages` by the prompt to go on. */
   continuation?: string[];
+  /** The final response awaiting the hooks' finalizeContent (state `finalizing_content`). */
+  draft?: ModelResponse | null;
+  /** The hooks' finalizeContent ran on the reply: a resumed turn does not run it again. */
+  finalized?: boolean;
 }
 
 export interface InjectedMessage {
@@ -160,6 +180,9 @@ function answer(context: TurnContext, response: ModelResponse) {
   };
 }
 
+/** The answer as assembled (continuations joined, the fallback for none), held for the hooks' finalizeContent. */
+const withDraft = (assembled: ReturnType<typeof answer>, response: ModelResponse) => ({ ...assembled, draft: { ...response, content: assembled.reply, toolCalls: [] } });
+
 /** A cut-off answer so far, and the prompt to continue it from where it stopped. */
 function continueAnswer(context: TurnContext, response: ModelResponse) {
   return {
@@ -213,6 +236,7 @@ export const turnMachine = setup({
     callModel: notProvided<PromiseActorLogic<ModelResponse, CallModelInput>>("turn", "callModel"),
     runTools: notProvided<PromiseActorLogic<ToolResultMessage[], RunToolsInput>>("turn", "runTools"),
     checkpointed: notProvided<PromiseActorLogic<void, CheckpointedInput>>("turn", "checkpointed"),
+    finalizeContent: notProvided<PromiseActorLogic<string, FinalizeInput>>("turn", "finalizeContent"),
   },
   actions: {
     bumpSeq: assign({ seq: ({ context }) => context.seq + 1 }),
@@ -226,6 +250,8 @@ export const turnMachine = setup({
     /** Cut off at the token limit, with continuations left. */
     cutOff: ({ context }, output: ModelResponse) => output.finishReason === "length" && (context.continuation ?? []).length < MAX_LENGTH_CONTINUATIONS,
     iterationLimitReached: ({ context }) => context.iteration >= context.maxIterations,
+    /** Hooks are loaded: a final answer goes through `finalizing_content` (the composition provides this). */
+    hasHooks: () => false,
   },
 }).createMachine({
   id: "turn",
@@ -261,7 +287,15 @@ export const turnMachine = setup({
       entry: "bumpSeq",
       invoke: {
         src: "callModel",
-        input: ({ context }) => ({ turnId: context.turnId, sessionKey: context.sessionKey, seq: context.seq, messages: context.messages }),
+        input: ({ context }) => ({
+          turnId: context.turnId,
+          sessionKey: context.sessionKey,
+          seq: context.seq,
+          messages: context.messages,
+          channel: context.channel,
+          chatId: context.chatId,
+          iteration: context.iteration,
+        }),
         onDone: [
           {
             guard: { type: "hasToolCalls", params: ({ event }) => event.output },
@@ -295,6 +329,11 @@ export const turnMachine = setup({
             actions: assign(({ context, event }) => continueAnswer(context, event.output)),
           },
           {
+            guard: "hasHooks",
+            target: "finalizing_content",
+            actions: assign(({ context, event }) => withDraft(answer(context, event.output), event.output)),
+          },
+          {
             target: "responded",
             actions: assign(({ context, event }) => answer(context, event.output)),
           },
@@ -319,6 +358,11 @@ export const turnMachine = setup({
             actions: assign(({ context, event }) => continueAnswer(context, event.output)),
           },
           // Tool calls it makes anyway are not run: it was asked for the answer.
+          {
+            guard: "hasHooks",
+            target: "finalizing_content",
+            actions: assign(({ context, event }) => withDraft(answer(context, { ...event.output, toolCalls: [] }), event.output)),
+          },
           { target: "responded", actions: assign(({ context, event }) => answer(context, { ...event.output, toolCalls: [] })) },
         ],
         onError: {
@@ -368,6 +412,34 @@ export const turnMachine = setup({
         input: ({ context }) => ({ turnId: context.turnId, seq: context.seq }),
         onDone: [{ guard: "iterationLimitReached", target: "max_iterations" }, { target: "awaiting_model" }],
         onError: "failed",
+      },
+      on: { cancel: "cancelled" },
+    },
+    finalizing_content: {
+      // The answer is checkpointed as the model gave it before the hooks see it; their result is
+      // journalled, so a turn resumed here does not run them on the same content twice.
+      entry: "bumpSeq",
+      invoke: {
+        src: "finalizeContent",
+        input: ({ context }) => ({
+          turnId: context.turnId,
+          sessionKey: context.sessionKey,
+          channel: context.channel,
+          chatId: context.chatId,
+          seq: context.seq,
+          iteration: context.iteration,
+          // What came before the answer (the answer itself is the draft).
+          messages: context.messages.slice(0, -1),
+          response: context.draft!,
+        }),
+        onDone: {
+          target: "responded",
+          actions: assign(({ context, event }) => {
+            const reply = event.output.trim() ? event.output : EMPTY_FINAL_RESPONSE_MESSAGE;
+            return { messages: [...context.messages.slice(0, -1), { ...context.messages.at(-1)!, content: reply }], reply, draft: null, finalized: true };
+          }),
+        },
+        onError: { target: "failed", actions: assign({ error: errorText }) },
       },
       on: { cancel: "cancelled" },
     },

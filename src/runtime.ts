@@ -40,6 +40,8 @@ import { createConversation, type Conversation } from "../actors/conversation.js
 import { createBus, type Bus } from "./bus/index.js";
 import type { LoadedConfig } from "./config/index.js";
 import { createLogger, type Logger } from "./log/logger.js";
+import { composeHooks, type HookChain } from "./hooks/hook.js";
+import { loadHooks } from "./hooks/load.js";
 import { createRedactor, secretsOf } from "./log/redact.js";
 import { createOpenAiProvider, type LlmProvider } from "./providers/client.js";
 import { resolveProvider } from "./providers/registry.js";
@@ -68,6 +70,8 @@ export interface AgentRuntime {
   mcp?: McpHub;
   /** Dream (run in process until the daemon's supervisor takes it over). */
   memory: DreamRuntime;
+  /** The hooks every turn runs (agents.defaults.hooks, then the workspace's hooks/). */
+  hooks: HookChain;
   close(): Promise<void>;
 }
 
@@ -133,7 +137,8 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
   const connectTimeoutMs = opts.mcpConnectTimeoutMs ?? 30_000;
   const mcp = Object.keys(mcpServers).length ? createMcpHub({ servers: mcpServers, registry, logger, connectTimeoutMs }) : undefined;
   const mcpGate = mcp && { ready: () => mcp.firstAttempts(connectTimeoutMs), note: () => mcp.note() };
-  const conversation = createConversation({ config, store, provider, registry, workspace, bus, logger, durable: opts.durable, mcp: mcpGate, dream: memory.control });
+  const hooks = composeHooks(await loadHooks({ configured: d.hooks, workspace, logger }), logger);
+  const conversation = createConversation({ config, store, provider, registry, workspace, bus, logger, durable: opts.durable, mcp: mcpGate, dream: memory.control, hooks });
   // troupe agent: each server's actor runs on its own (the daemon spawns them under its supervisor).
   const mcpActors =
     mcp && !opts.superviseMcp
@@ -148,6 +153,7 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
     conversation,
     mcp,
     memory,
+    hooks,
     async close() {
       mcpActors.forEach((a) => a.stop());
       await mcp?.close();
@@ -279,6 +285,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     registry: core.registry,
     workspace: loaded.workspace,
     durable: opts.durable,
+    hooks: core.hooks,
     // A cron run's turn records how the run ended in its own final batch (atomically with the reply).
     finalHook: (result, answers) => cronFinalOps(store, answers, result.state === "responded", result.output.reply, Date.now()),
     contextBudget: inputBudget(d.contextWindowTokens, d.maxTokens),

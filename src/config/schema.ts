@@ -78,6 +78,8 @@ const agentDefaultsSchema = z.object({
   modelPreset: z.string().nullable().default(null),
   /** Skills (folder names) left out of the prompt, as nanobot's agents.defaults.disabledSkills. */
   disabledSkills: z.array(z.string()).default([]),
+  /** Hook modules (ESM, default export a hook object or a factory); `~` expands, relative paths are taken against the workspace. The workspace's hooks/ files run after them. */
+  hooks: z.array(z.string().min(1, "a hook path is empty; give the module's path, e.g. hooks/reply-footer.mjs")).default([]),
   /** IANA timezone for cron expressions and times given without one. */
   timezone: z
     .string()
