@@ -34,6 +34,8 @@ export interface Reply {
   content: string;
   turnId?: string;
   state?: TurnFinalState;
+  /** The `message` tool already wrote to the turn's chat (nanobot's _sent_in_turn). */
+  alreadySent?: boolean;
 }
 
 export interface ConversationDeps extends TurnDeps {
@@ -245,7 +247,7 @@ export function createConversation(deps: ConversationDeps) {
       onTurn?.(turn);
       const result = await turn.done;
       afterTurn(msg.sessionKey, result.output.newMessages);
-      return { content: result.output.reply, turnId: result.turnId, state: result.state };
+      return { content: result.output.reply, turnId: result.turnId, state: result.state, ...(result.output.replySent ? { alreadySent: true } : {}) };
     },
   };
 }

@@ -51,6 +51,7 @@ export function createSessionTurns(deps: SessionTurnDeps) {
   const turns = createTurnRuntime(deps, async (result, input) => {
     const answers = [...(input.messageId ? [input.messageId] : []), ...result.output.takenIds];
     const reply = replyRecord(input, result.output.reply, `reply:${result.turnId}`, answers, now());
+    if (result.output.replySent) reply.alreadySent = true;
     const hook = (await deps.finalHook?.(result, answers)) ?? { ops: [], deliver: true };
     const deliver = hook.deliver && !skipReply(input.channel, result.output);
     if (deliver) replies.set(result.turnId, reply);

@@ -162,7 +162,7 @@ export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: 
         await finishInterrupted(sessionKey, out, track, ctl);
         if (ctl.cancelWanted) return { content: "Stopped.", state: "cancelled" };
         const reply = await runtime.conversation.handle({ sessionKey, ...sessionParts(sessionKey), content }, track);
-        return { content: reply.content, state: reply.state };
+        return { content: reply.content, state: reply.state, alreadySent: reply.alreadySent };
       } finally {
         running.delete(sessionKey);
         if (out) {

@@ -203,11 +203,11 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     const send = (event: string, data: unknown) => (sse ? sse.send(event, data) : void held.push([event, data]));
     let id: string | undefined;
     let answered = false;
-    const early: Array<{ content: string; answers: string[]; deliveryId: string }> = [];
-    const reply = (e: { content: string; answers: string[]; deliveryId: string }) => {
+    const early: Array<{ content: string; answers: string[]; deliveryId: string; alreadySent?: boolean }> = [];
+    const reply = (e: { content: string; answers: string[]; deliveryId: string; alreadySent?: boolean }) => {
       if (answered) return;
       answered = true;
-      send("reply", { content: e.content, answers: e.answers, deliveryId: e.deliveryId });
+      send("reply", { content: e.content, answers: e.answers, deliveryId: e.deliveryId, ...(e.alreadySent ? { alreadySent: true } : {}) });
       stop();
       sse?.done();
     };

@@ -128,6 +128,24 @@ describe("the agent loop's recoveries (real processes, fake model)", () => {
     ]);
   }, 90_000);
 
+  it("through the daemon's control API: the reply is marked alreadySent, and troupe agent prints the message once", async () => {
+    fake = await startFakeOpenAi([], (req) => {
+      const last = req.body.messages.at(-1);
+      if (last?.role === "tool") return { content: "I sent you the answer above." };
+      return String(last?.content).endsWith("what is 6 x 7?") ? { toolCalls: [{ name: "message", arguments: { content: "It is 42." } }] } : { content: "pong" };
+    });
+    const home = await tmp();
+    await writeHome(home, fake.url, { config: { gateway: { port: 0 } } });
+    gateway = await startGateway(home);
+    const r = await runCli(["agent", "-m", "what is 6 x 7?", "--no-markdown"], { TROUPE_HOME: home });
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe("It is 42.\n");
+    // Without the message tool, the reply is printed as always.
+    const next = await runCli(["agent", "-m", "ping", "--no-markdown"], { TROUPE_HOME: home });
+    expect(next.stdout).toBe("pong\n");
+  }, 90_000);
+
   it.each([
     {
       what: "an empty-answer retry",
