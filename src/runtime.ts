@@ -41,7 +41,7 @@ import { createBus, type Bus } from "./bus/index.js";
 import type { LoadedConfig } from "./config/index.js";
 import { createLogger, type Logger } from "./log/logger.js";
 import { composeHooks, type HookChain } from "./hooks/hook.js";
-import { loadHooks } from "./hooks/load.js";
+import { loadHooks, workspaceHooksDir } from "./hooks/load.js";
 import { createRedactor, secretsOf } from "./log/redact.js";
 import { createOpenAiProvider, type LlmProvider } from "./providers/client.js";
 import { resolveProvider } from "./providers/registry.js";
@@ -96,6 +96,8 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
   chooseExecSandbox(config.tools, process.env, paths.configFile);
   const logger = createLogger({ logsDir: paths.logsDir, secrets: secretsOf(config), console: opts.consoleLogs });
   await mkdir(workspace, { recursive: true });
+  // Present from the start, so the exec sandbox binds it read-only: a command cannot create it and plant a hook.
+  await mkdir(workspaceHooksDir(workspace), { recursive: true });
   const store = await openStore(paths.storeDir, { log: logger, probe: { maxMs: config.storage.probeMaxSeconds * 1000 } });
   if (store.droppedAtOpen) {
     const { records, bytes } = store.droppedAtOpen;
