@@ -33,6 +33,14 @@ describe("skills: requirements in metadata (nanobot and OpenClaw formats)", () =
     expect(skill(text).missing).toEqual(["ENV: A_VAR"]);
   });
 
+  it("skips null and empty requirement entries, as nanobot does (they name nothing)", () => {
+    const nulls = skill(`---\ndescription: d\nmetadata: {"nanobot":{"always":true,"requires":{"bins":[null,""],"env":[null]}}}\n---\nbody`);
+    expect([nulls.missing, nulls.broken, nulls.always]).toEqual([[], [], true]);
+    const nullLists = skill(`---\ndescription: d\nmetadata: {"openclaw":{"requires":{"bins":null,"env":null}}}\n---\nbody`);
+    expect([nullLists.missing, nullLists.broken]).toEqual([[], []]);
+    expect(skill(`---\ndescription: d\nmetadata: {"nanobot":{"requires":null}}\n---\n`).broken).toEqual([]);
+  });
+
   it("also reads requires at the top level (nanobot ignores it; troupe does not)", () => {
     expect(skill(`---\ndescription: d\nrequires:\n  bins: [gh]\n---\n`).missing).toEqual(["CLI: gh"]);
   });
@@ -145,5 +153,24 @@ describe("skills: loading, disabling and $skill-name", () => {
     expect(text).toBe("[Skill: weather, loaded because the message names $weather]\nWEATHER BODY\n[/Skill: weather]\n\n$weather in Paris?");
     expect(withMentionedSkills("try $github", skills)).toContain("(unavailable: CLI: gh)");
     expect(withMentionedSkills("costs $5", skills)).toBe("costs $5");
+  });
+
+  it("matches $name as nanobot does: after punctuation or at a sentence's end, never inside a word or after another $", () => {
+    const skills = [skill("---\ndescription: w\n---\nW", "weather"), skill("---\ndescription: x\n---\nX", "x"), skill("---\ndescription: s\n---\nS", "skill-creator")];
+    const names = (text: string) => mentionedSkills(text, skills).map((s) => s.name);
+    expect(names("Use $weather.")).toEqual(["weather"]);
+    expect(names("see:$weather, then <$x>")).toEqual(["weather", "x"]);
+    expect(names("make one with $skill-creator-")).toEqual(["skill-creator"]);
+    expect(names("é$weather _$weather $$weather 5$x")).toEqual([]);
+  });
+
+  it("does not load an always-on skill a second time (it is in the system prompt), as nanobot", () => {
+    const skills = [
+      skill("---\ndescription: a\nmetadata: {\"nanobot\":{\"always\":true}}\n---\nALWAYS BODY", "always"),
+      skill("---\ndescription: b\n---\nBETA BODY", "beta"),
+    ];
+    const text = withMentionedSkills("Use $beta, then $always, $beta again", skills);
+    expect(text).not.toContain("ALWAYS BODY");
+    expect(text.match(/BETA BODY/g)).toHaveLength(1);
   });
 });
