@@ -94,7 +94,7 @@ async function loadUnzip() {
   }
 }
 
-/** The archive's files relative to the skill's root (a single top folder holding SKILL.md is taken off). */
+/** The archive's files relative to the skill's root, and the name of the single top folder holding SKILL.md if it had one (taken off). */
 export async function skillFiles(zip) {
   const unzipSync = await loadUnzip();
   let files;
@@ -112,10 +112,10 @@ export async function skillFiles(zip) {
     }
   }
   if (total > MAX_BYTES) throw new Error(`the archive unpacks to over ${MAX_BYTES / 1024 / 1024} MB; not a skill`);
-  if (entries.some(([p]) => p === "SKILL.md")) return entries;
+  if (entries.some(([p]) => p === "SKILL.md")) return { files: entries, top: undefined };
   const tops = new Set(entries.map(([p]) => p.split("/")[0]));
   const [top] = tops;
-  if (tops.size === 1 && entries.some(([p]) => p === `${top}/SKILL.md`)) return entries.map(([p, d]) => [p.slice(top.length + 1), d]);
+  if (tops.size === 1 && entries.some(([p]) => p === `${top}/SKILL.md`)) return { files: entries.map(([p, d]) => [p.slice(top.length + 1), d]), top };
   throw new Error("the archive has no SKILL.md at its root (nor in a single top folder); it is not a skill");
 }
 
@@ -153,10 +153,13 @@ const descriptionOf = (skillMd) => {
 export async function install(what, { registry, workdir, version, force }) {
   const isUrl = /^https?:\/\//i.test(what);
   const slug = isUrl ? undefined : what.replace(/^@/, "");
-  const name = isUrl ? new URL(what).pathname.split("/").filter(Boolean).pop()?.replace(/\.(skill|zip)$/i, "") : slug.split("/").pop();
-  if (!name || !FOLDER.test(name)) throw new UsageError(`cannot make a skill folder name from "${what}"; give a slug like weather or owner/weather, or a URL ending in <name>.zip`);
+  const fromWhat = isUrl ? new URL(what).pathname.split("/").filter(Boolean).pop()?.replace(/\.(skill|zip)$/i, "") : slug.split("/").pop();
+  if (!isUrl && !(fromWhat && FOLDER.test(fromWhat))) throw new UsageError(`"${what}" is not a skill slug; give one like weather or owner/weather`);
   const url = isUrl ? what : `${registry.replace(/\/+$/, "")}/api/v1/download?${new URLSearchParams({ slug, ...(version ? { version } : {}) })}`;
-  const files = await skillFiles(await get(url, "application/zip, application/octet-stream"));
+  const { files, top } = await skillFiles(await get(url, "application/zip, application/octet-stream"));
+  // A registry's slug names the folder; an archive from a URL is named by its own top folder (a .skill package) or its file name.
+  const name = isUrl ? top ?? fromWhat : fromWhat;
+  if (!name || !FOLDER.test(name)) throw new UsageError(`cannot make a skill folder name from "${what}"; use a URL ending in <name>.zip`);
   const dest = place(files, join(resolve(workdir), "skills"), name, force);
   return { dest, files: files.map(([p]) => p).sort(), description: descriptionOf(readFileSync(join(dest, "SKILL.md"), "utf8")) };
 }

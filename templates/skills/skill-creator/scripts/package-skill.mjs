@@ -58,7 +58,11 @@ export async function packageSkill(folder, outDir = process.cwd()) {
 }
 
 async function main(args) {
-  if (args.length < 1 || args.length > 2 || args[0] === "-h" || args[0] === "--help") {
+  if (args[0] === "-h" || args[0] === "--help") {
+    console.log("Usage: node package-skill.mjs <skill-folder> [output-folder]");
+    return 0;
+  }
+  if (args.length < 1 || args.length > 2) {
     console.error("Usage: node package-skill.mjs <skill-folder> [output-folder]");
     return 2;
   }

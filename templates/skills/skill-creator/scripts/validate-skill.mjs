@@ -115,7 +115,11 @@ export async function validateSkill(folder) {
 }
 
 async function main(args) {
-  if (args.length !== 1 || args[0] === "-h" || args[0] === "--help") {
+  if (args[0] === "-h" || args[0] === "--help") {
+    console.log("Usage: node validate-skill.mjs <skill-folder>");
+    return 0;
+  }
+  if (args.length !== 1) {
     console.error("Usage: node validate-skill.mjs <skill-folder>");
     return 2;
   }

@@ -50,7 +50,7 @@ fi
 list() {
   local label="$1"; shift
   local out
-  if ! out="$(tmux "$@" list-sessions -F '#{session_name}	#{session_attached}	#{session_created_string}' 2>/dev/null)"; then
+  if ! out="$(tmux "$@" list-sessions -F '#{session_name}	#{session_attached}	#{t:session_created}' 2>/dev/null)"; then
     echo "no tmux server on $label"
     return 1
   fi
