@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { readSse } from "../../src/server/sse.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { startFakeWeb, type FakeWeb } from "../fixtures/fake-web.js";
+import { runCli } from "../helpers/cli.js";
 import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
@@ -54,6 +55,9 @@ describe("voice on every channel: an audio file posted to the control API is tra
         gateway: { port: 0 },
       }),
     );
+    const status = await runCli(["status"], { TROUPE_HOME: home });
+    expect(status.stdout).toMatch(new RegExp(`^voice: +transcribed by openai at ${speech.origin.replace(/[/.]/g, "\\$&")}/v1 \\(model whisper-1\\)$`, "m"));
+    expect(status.stdout).not.toContain("sk-voice");
     g = await startGateway(home);
 
     const voice = Buffer.from("OGGVOICE-BYTES").toString("base64");
