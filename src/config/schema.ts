@@ -132,7 +132,7 @@ const transcriptionSchema = z.object({
   apiBase: httpUrl.nullable().default(null),
   apiKey: z.string().default(""),
   /** null: the provider's default (whisper-large-v3 on Groq, whisper-1 on OpenAI and other endpoints). */
-  model: z.string().min(1).nullable().default(null),
+  model: z.preprocess((v) => (v === "" ? null : v), z.string().nullable().default(null)),
   maxUploadMb: z.number().positive().default(25),
 });
 
@@ -141,7 +141,7 @@ const channelsSchema = z.object({
   sendToolHints: z.boolean().default(false),
   /** nanobot's keys: which provider transcribes (groq or openai), and in which language (null: detected). */
   transcriptionProvider: z.string().default("groq"),
-  transcriptionLanguage: z.string().min(1).nullable().default(null),
+  transcriptionLanguage: z.preprocess((v) => (v === "" ? null : v), z.string().nullable().default(null)),
   transcription: transcriptionSchema.prefault({}),
   telegram: telegramSchema.prefault({}),
 });

@@ -25,6 +25,11 @@ describe("transcription settings: nanobot's keys, for every channel", () => {
     expect(setting).toMatchObject({ on: true, endpoint: { source: "openai", apiBase: "http://127.0.0.1:9/v1", apiKey: "sk-o", model: "whisper-1", language: "fr" } });
   });
 
+  it("an empty language or model means the default, as null does", () => {
+    const { setting } = resolve({ channels: { transcriptionLanguage: "", transcription: { model: "" } }, providers: { groq: { apiKey: "k" } } });
+    expect(setting).toMatchObject({ on: true, endpoint: { model: "whisper-large-v3", language: null } });
+  });
+
   it("channels.transcription.apiBase: any OpenAI-compatible endpoint, no key needed", () => {
     const { setting } = resolve({ channels: { transcription: { apiBase: "http://127.0.0.1:8080/v1", model: "large-v3" } } });
     expect(setting).toMatchObject({ on: true, endpoint: { source: "channels.transcription.apiBase", apiBase: "http://127.0.0.1:8080/v1", apiKey: "", model: "large-v3" } });
