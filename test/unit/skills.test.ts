@@ -22,6 +22,30 @@ describe("skills: requirements in metadata (nanobot and OpenClaw formats)", () =
     expect(s.description).toBe("GitHub via gh.");
   });
 
+  it("reads OpenClaw's own layout: metadata as a multi-line flow mapping with trailing commas and an install list", () => {
+    const text = [
+      "---",
+      "name: github",
+      'description: "Interact with GitHub using the `gh` CLI. Use `gh issue`, `gh pr` and `gh api`."',
+      "metadata:",
+      "  {",
+      '    "openclaw":',
+      "      {",
+      '        "emoji": "🐙",',
+      '        "requires": { "bins": ["gh"], "env": ["GH_TOKEN"] },',
+      '        "always": true,',
+      '        "install": [{ "id": "brew", "kind": "brew", "formula": "gh", "bins": ["gh"], "label": "Install GitHub CLI (brew)" },],',
+      "      },",
+      "  }",
+      "---",
+      "",
+      "# GitHub Skill",
+    ].join("\n");
+    const s = skill(text, "github");
+    expect([s.missing, s.broken, s.warnings, s.always, s.body]).toEqual([["CLI: gh", "ENV: GH_TOKEN"], [], [], true, "# GitHub Skill"]);
+    expect(s.description).toBe("Interact with GitHub using the `gh` CLI. Use `gh issue`, `gh pr` and `gh api`.");
+  });
+
   it("says which variable is missing, and nothing once it is set", () => {
     const text = `---\ndescription: Notion.\nmetadata: {"openclaw":{"requires":{"env":["NOTION_API_KEY"]}}}\n---\nbody`;
     expect(skill(text).missing).toEqual(["ENV: NOTION_API_KEY"]);
