@@ -1,4 +1,7 @@
 import { existsSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { zipSync } from "fflate";
 import { readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -64,5 +67,42 @@ describe("built-in skills through the bundled CLI", () => {
     expect(results[1]).toContain("description still has the TODO placeholder");
     expect(results[1]).toMatch(/Exit code: 1$/);
     expect(existsSync(join(ws, "skills", "trip-notes", "scripts", "example.mjs"))).toBe(true);
+  });
+
+  // In the sandbox the only way out is troupe's egress proxy: the installer must go through it.
+  it.skipIf(SKIP_BWRAP)("clawhub installs a skill from a registry through the sandbox's egress proxy", async () => {
+    const archive = zipSync({ "SKILL.md": new TextEncoder().encode("---\nname: trip\ndescription: Trip notes from the registry.\n---\nKeep notes.\n") });
+    const hits: string[] = [];
+    const registry = createServer((req, res) => {
+      hits.push(req.url ?? "");
+      if (req.url?.startsWith("/api/v1/download?slug=trip")) res.writeHead(200, { "content-type": "application/zip" }).end(Buffer.from(archive));
+      else res.writeHead(404).end("no such skill");
+    });
+    await new Promise<void>((r) => registry.listen(0, "127.0.0.1", r));
+    try {
+      const origin = `http://127.0.0.1:${(registry.address() as AddressInfo).port}`;
+      fake = await startFakeOpenAi([
+        { toolCalls: [{ name: "exec", arguments: { command: `node ${join(BUILTIN, "clawhub", "scripts", "clawhub.mjs")} install trip --registry ${origin}` } }] },
+        { content: "Installed." },
+      ]);
+      const home = await tempDir();
+      await writeFile(
+        join(home, "config.json"),
+        JSON.stringify({
+          agents: { defaults: { provider: "custom", model: "fake-model" } },
+          providers: { custom: { apiBase: fake.url } },
+          // The registry is on loopback, which the proxy refuses unless whitelisted.
+          tools: { restrictToWorkspace: true, exec: { sandbox: "bwrap" }, ssrfWhitelist: ["127.0.0.1"] },
+        }),
+      );
+      const r = await runCli(["agent", "-m", "install the trip skill"], { TROUPE_HOME: home, TROUPE_PROVIDERS__CUSTOM__API_KEY: "sk-e2e" });
+      expect([r.code, r.stdout, r.stderr]).toEqual([0, "Installed.\n", ""]);
+      const result = String((fake.requests[1]?.body.messages ?? []).find((m) => m.role === "tool")?.content);
+      expect(result).toContain(`installed ${join(home, "workspace", "skills", "trip")} (1 file): Trip notes from the registry.`);
+      expect(hits).toEqual(["/api/v1/download?slug=trip"]);
+      expect(existsSync(join(home, "workspace", "skills", "trip", "SKILL.md"))).toBe(true);
+    } finally {
+      await new Promise<void>((r) => registry.close(() => r()));
+    }
   });
 });
