@@ -60,7 +60,8 @@ export async function takeAttachments(attachments: ApiAttachment[], mediaDir: st
   const lines: string[] = [];
   const media: string[] = [];
   for (const { bytes, type, name } of decoded) {
-    const ext = (name && extname(name).toLowerCase()) || (type && EXT_BY_TYPE[type.toLowerCase()]) || ".bin";
+    const named = name ? extname(name).toLowerCase() : "";
+    const ext = (/^\.[a-z0-9]{1,10}$/.test(named) && named) || (type && EXT_BY_TYPE[type.toLowerCase()]) || ".bin";
     // Named by content: the same file posted again (a retried request) is the same file.
     const path = join(dir, `${createHash("sha256").update(bytes).digest("hex").slice(0, 16)}${ext}`);
     await writeFile(path, bytes);

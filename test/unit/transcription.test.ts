@@ -1,4 +1,5 @@
 import { readFile } from "node:fs/promises";
+import { extname } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/index.js";
 import { decodeAttachment, takeAttachments } from "../../src/channels/api-media.js";
@@ -93,6 +94,9 @@ describe("transcriber and API attachments", () => {
     expect(await readFile(taken.media[0]!, "utf8")).toBe("VOICE");
     expect(taken.lines).toEqual([`[audio note.ogg: ${taken.media[0]}]`, "[transcription: hello there]", `[image: ${taken.media[1]}]`]);
     expect(seen).toEqual([taken.media[0]]);
+    // A name's odd extension is not trusted: the type's, else .bin.
+    const odd = await takeAttachments([{ name: "x.o g", type: "audio/mpeg", data: "AAAA" }, { name: "y", data: "AAAA" }], media);
+    expect(odd.media.map((p) => extname(p))).toEqual([".mp3", ".bin"]);
   });
 
   it("an endpoint that cannot be reached leaves the file, and the log says where and why", async () => {
