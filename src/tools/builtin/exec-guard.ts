@@ -31,6 +31,8 @@ export interface ExecPolicy {
   restrict: boolean;
   /** Directories a restricted command may name besides its working directory (the workspace, media). */
   roots: string[];
+  /** Of those, ones a command may read and run from but not redirect output into (the built-in skills). */
+  readOnlyRoots?: string[];
 }
 
 export function compilePatterns(patterns: string[]): RegExp[] {
@@ -42,6 +44,11 @@ export function pathsIn(command: string): string[] {
   const found: string[] = [];
   for (const m of command.matchAll(/(?:^|[\s|>'"=(])((?:\/|~\/|~(?=$|[\s"'>;|<)]))[^\s"'>;|<)]*)/g)) found.push(m[1]!);
   return found;
+}
+
+/** The paths a command redirects output into (`> path`, `>> path`, `2> path`). */
+function redirectTargets(command: string): string[] {
+  return [...command.matchAll(/\d?>>?\|?\s*((?:\/|~\/)[^\s"'>;|<)]*)/g)].map((m) => m[1]!);
 }
 
 /** Why a command is refused, or undefined when it may run. */
@@ -57,12 +64,17 @@ export function refusalOf(command: string, cwd: string, policy: ExecPolicy): str
     return "command refused: `..` would leave the workspace (tools.restrictToWorkspace is on); use paths inside it";
   }
   const roots = [cwd, ...policy.roots].map((r) => realpathLoose(resolve(r)));
+  const readOnly = (policy.readOnlyRoots ?? []).map((r) => realpathLoose(resolve(r)));
+  const written = new Set(redirectTargets(cmd));
   for (const raw of pathsIn(cmd)) {
     const path = resolve(expandHome(raw));
     if (ALWAYS_ALLOWED.includes(path)) continue;
     const real = realpathLoose(path);
     if (!roots.some((root) => isInside(real, root))) {
       return `command refused: ${raw} is outside the workspace (tools.restrictToWorkspace is on); use relative paths inside it`;
+    }
+    if (written.has(raw) && readOnly.some((root) => isInside(real, root)) && !isInside(real, realpathLoose(resolve(cwd)))) {
+      return `command refused: ${raw} is read-only (the built-in skills); copy what you need into the workspace and change it there`;
     }
   }
   return undefined;

@@ -66,6 +66,7 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
         restrict: t.restrictToWorkspace,
         // Built-in skills' scripts are run by their path; the sandbox mounts them read-only.
         roots: [deps.workspace, mediaDir, BUILTIN_SKILLS_DIR],
+        readOnlyRoots: [BUILTIN_SKILLS_DIR],
       },
       defaultTimeout: t.exec.timeout,
       pathAppend: t.exec.pathAppend,
