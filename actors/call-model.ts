@@ -14,6 +14,8 @@ export interface CallModelDeps {
   now?: () => number;
   /** What the model is sent, derived from the checkpointed messages (microcompact). */
   compact?: (messages: ModelMessages) => ModelMessages;
+  /** Then what is read for the request alone: images that tool results name (src/tools/tool-images.ts). */
+  attach?: (messages: ModelMessages) => Promise<ModelMessages>;
 }
 
 type ModelMessages = CallModelInput["messages"];
@@ -24,8 +26,9 @@ export function createCallModel(deps: CallModelDeps) {
   return fromPromise<ModelResponse, CallModelInput>(async ({ input, signal }) => {
     await deps.barrier.reached(input.turnId, input.seq, signal);
     fault("awaiting-model");
+    const compacted = deps.compact ? deps.compact(input.messages) : input.messages;
     return deps.provider.chat({
-      messages: deps.compact ? deps.compact(input.messages) : input.messages,
+      messages: deps.attach ? await deps.attach(compacted) : compacted,
       tools: deps.tools(),
       signal,
       onDelta: (delta) =>

@@ -1,0 +1,182 @@
+import { strFromU8, unzipSync } from "fflate";
+import { DOMParser } from "linkedom";
+
+/** DOCX, XLSX and PPTX are zip archives of XML; these bounds keep a hostile one from filling the heap. */
+const MAX_MEMBERS = 10_000;
+const MAX_MEMBER_BYTES = 128 * 1024 * 1024;
+const MAX_TOTAL_BYTES = 256 * 1024 * 1024;
+
+export type OfficeKind = "docx" | "xlsx" | "pptx";
+
+/** A document that cannot be read, with why (shown to the model as a tool error). */
+export class DocumentError extends Error {}
+
+/** The members of an Office archive that `want` accepts, after checking the whole archive against the bounds. */
+function unzipMembers(data: Uint8Array, kind: OfficeKind, want: (name: string) => boolean): Record<string, Uint8Array> {
+  let members = 0;
+  let total = 0;
+  try {
+    return unzipSync(data, {
+      filter(file) {
+        members++;
+        total += file.originalSize;
+        if (members > MAX_MEMBERS) throw new DocumentError(`it holds more than ${MAX_MEMBERS} files`);
+        if (file.originalSize > MAX_MEMBER_BYTES) throw new DocumentError(`${file.name} inside it unpacks to ${file.originalSize} bytes`);
+        if (total > MAX_TOTAL_BYTES) throw new DocumentError(`it unpacks to more than ${MAX_TOTAL_BYTES / 1024 / 1024} MB`);
+        return want(file.name);
+      },
+    });
+  } catch (err) {
+    if (err instanceof DocumentError) throw new DocumentError(`the ${kind.toUpperCase()} file is too large to read safely: ${err.message}`);
+    throw new DocumentError(
+      `not a valid ${kind.toUpperCase()} file (${(err as Error).message}); a password-protected document or an old binary .doc/.xls/.ppt saved under this name cannot be read`,
+    );
+  }
+}
+
+interface XmlNode {
+  nodeName: string;
+  nodeType: number;
+  textContent: string | null;
+  childNodes: ArrayLike<XmlNode>;
+  getAttribute(name: string): string | null;
+  getElementsByTagName(name: string): ArrayLike<XmlNode>;
+}
+
+function parseXml(bytes: Uint8Array | undefined): XmlNode | undefined {
+  if (!bytes) return undefined;
+  return new DOMParser().parseFromString(strFromU8(bytes), "text/xml") as unknown as XmlNode;
+}
+
+const elements = (node: XmlNode | undefined, name: string): XmlNode[] => (node ? Array.from(node.getElementsByTagName(name)) : []);
+const children = (node: XmlNode): XmlNode[] => Array.from(node.childNodes).filter((c) => c.nodeType === 1);
+
+/** Relationship id → archive path, from a part's .rels file (targets are relative to the part's folder). */
+function relationships(files: Record<string, Uint8Array>, relsPath: string, baseDir: string): Map<string, string> {
+  const map = new Map<string, string>();
+  for (const rel of elements(parseXml(files[relsPath]), "Relationship")) {
+    const id = rel.getAttribute("Id");
+    const target = rel.getAttribute("Target");
+    if (!id || !target) continue;
+    map.set(id, target.startsWith("/") ? target.slice(1) : normalise(`${baseDir}/${target}`));
+  }
+  return map;
+}
+
+function normalise(path: string): string {
+  const out: string[] = [];
+  for (const part of path.split("/")) {
+    if (part === "..") out.pop();
+    else if (part && part !== ".") out.push(part);
+  }
+  return out.join("/");
+}
+
+async function docxText(data: Uint8Array): Promise<string> {
+  unzipMembers(data, "docx", () => false);
+  const mammoth = (await import("mammoth")).default;
+  const { value } = await mammoth.extractRawText({ buffer: Buffer.from(data) });
+  return value.replace(/\n{3,}/g, "\n\n").trim();
+}
+
+/** "B12" → 1 (the 0-based column). */
+function columnOf(ref: string | null): number | undefined {
+  const letters = /^([A-Z]+)\d*$/i.exec(ref ?? "")?.[1]?.toUpperCase();
+  if (!letters) return undefined;
+  let n = 0;
+  for (const ch of letters) n = n * 26 + (ch.charCodeAt(0) - 64);
+  return n - 1;
+}
+
+/** The text of a shared or inline string: its runs' <t> (phonetic hints left out). */
+function stringItemText(si: XmlNode): string {
+  return elements(si, "t")
+    .filter((t) => !isInside(t, si, "rPh"))
+    .map((t) => t.textContent ?? "")
+    .join("");
+}
+
+function isInside(node: XmlNode, root: XmlNode, name: string): boolean {
+  for (let p = (node as unknown as { parentNode: XmlNode | null }).parentNode; p && p !== root; p = (p as unknown as { parentNode: XmlNode | null }).parentNode) {
+    if (p.nodeName === name) return true;
+  }
+  return false;
+}
+
+function cellText(c: XmlNode, shared: string[]): string {
+  const type = c.getAttribute("t");
+  const v = elements(c, "v")[0]?.textContent ?? "";
+  if (type === "s") return shared[Number(v)] ?? "";
+  if (type === "inlineStr") return elements(c, "is").map(stringItemText).join("");
+  if (type === "b") return v === "1" ? "TRUE" : v === "0" ? "FALSE" : v;
+  return v;
+}
+
+function xlsxText(data: Uint8Array): string {
+  const files = unzipMembers(data, "xlsx", (name) => name.startsWith("xl/") && (name.endsWith(".xml") || name.endsWith(".rels")));
+  const shared = elements(parseXml(files["xl/sharedStrings.xml"]), "si").map(stringItemText);
+  const rels = relationships(files, "xl/_rels/workbook.xml.rels", "xl");
+  const sections: string[] = [];
+  for (const sheet of elements(parseXml(files["xl/workbook.xml"]), "sheet")) {
+    const path = rels.get(sheet.getAttribute("r:id") ?? "");
+    const xml = path ? parseXml(files[path]) : undefined;
+    const rows: string[] = [];
+    for (const row of elements(xml, "row")) {
+      const cells: string[] = [];
+      for (const c of elements(row, "c")) {
+        const col = columnOf(c.getAttribute("r")) ?? cells.length;
+        while (cells.length < col) cells.push("");
+        cells[col] = cellText(c, shared);
+      }
+      const line = cells.join("\t");
+      if (line.trim()) rows.push(line.replace(/\s+$/, ""));
+    }
+    if (rows.length) sections.push(`--- Sheet: ${sheet.getAttribute("name") ?? "?"} ---\n${rows.join("\n")}`);
+  }
+  return sections.join("\n\n");
+}
+
+/** A slide's lines in reading order: a paragraph per line, a table row as tab-separated cells. */
+function slideLines(node: XmlNode, out: string[]): void {
+  for (const child of children(node)) {
+    if (child.nodeName === "a:tbl") {
+      for (const tr of elements(child, "a:tr")) {
+        const cells = elements(tr, "a:tc").map((tc) => elements(tc, "a:p").map(paragraphText).filter(Boolean).join(" "));
+        const line = cells.filter(Boolean).join("\t");
+        if (line) out.push(line);
+      }
+    } else if (child.nodeName === "a:p") {
+      const text = paragraphText(child);
+      if (text) out.push(text);
+    } else {
+      slideLines(child, out);
+    }
+  }
+}
+
+const paragraphText = (p: XmlNode): string =>
+  elements(p, "a:t")
+    .map((t) => t.textContent ?? "")
+    .join("")
+    .trim();
+
+function pptxText(data: Uint8Array): string {
+  const files = unzipMembers(data, "pptx", (name) => name.startsWith("ppt/") && (name.endsWith(".xml") || name.endsWith(".rels")) && !name.startsWith("ppt/media/"));
+  const rels = relationships(files, "ppt/_rels/presentation.xml.rels", "ppt");
+  const order = elements(parseXml(files["ppt/presentation.xml"]), "p:sldId").flatMap((s) => rels.get(s.getAttribute("r:id") ?? "") ?? []);
+  const sections: string[] = [];
+  order.forEach((path, i) => {
+    const xml = parseXml(files[path]);
+    if (!xml) return;
+    const lines: string[] = [];
+    slideLines(xml, lines);
+    if (lines.length) sections.push(`--- Slide ${i + 1} ---\n${lines.join("\n")}`);
+  });
+  return sections.join("\n\n");
+}
+
+/** The text of a DOCX (paragraphs), XLSX (a tab-separated block per sheet) or PPTX (a block per slide). */
+export async function extractOfficeText(data: Uint8Array, kind: OfficeKind): Promise<string> {
+  if (kind === "docx") return docxText(data);
+  return kind === "xlsx" ? xlsxText(data) : pptxText(data);
+}
