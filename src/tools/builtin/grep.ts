@@ -155,7 +155,7 @@ export function grepTool(sandbox: Sandbox) {
         notes.push(`(${skipped.hardLinks} hard-linked file(s) skipped: tools.restrictToWorkspace is on and tools.allowHardLinks is off)`);
       }
       if (!body) {
-        const none = matched.length ? `No more matches past offset ${args.offset}` : `No matches found for pattern '${args.pattern}' in ${displayPath(sandbox, root)}`;
+        const none = matched.length ? `No more matches past offset ${args.offset}` : `No matches found for pattern '${args.pattern}' in ${args.path}`;
         return [none, ...notes].join("\n");
       }
       return notes.length ? `${body}\n\n${notes.join("\n")}` : body;

@@ -13,6 +13,8 @@ export const MAX_READ_CHARS = 128_000;
 /** Files larger than this are read by range only, never whole. */
 const MAX_FILE_BYTES = 50 * 1024 * 1024;
 const OFFICE = new Set([".docx", ".xlsx", ".pptx"]);
+/** Text whatever a byte sniffer says (a Latin-1 CSV looks binary to it), unless it holds a NUL byte. */
+const TEXT_EXTENSIONS = new Set([".txt", ".md", ".csv", ".tsv", ".json", ".xml", ".html", ".htm", ".log", ".yaml", ".yml", ".toml", ".ini", ".cfg"]);
 
 const params = z.object({
   path: z.string().describe("File path, relative to the workspace or absolute"),
@@ -123,7 +125,8 @@ export function readFileTool(sandbox: Sandbox) {
         }
         return imageResult(shown, mime, size);
       }
-      if (await isBinaryFile(buffer, size)) {
+      const text = TEXT_EXTENSIONS.has(ext) ? !buffer.includes(0) : !(await isBinaryFile(buffer, size));
+      if (!text) {
         throw new ToolError(`${shown} is a binary file (${size} bytes); read_file reads text, images (PNG, JPEG, GIF, WebP), PDF, DOCX, XLSX and PPTX`);
       }
       return numberedLines(decodeText(buffer), shown, offset, limit);
