@@ -4,6 +4,7 @@ import { fault } from "../src/fault.js";
 import type { LlmProvider, ToolSchema } from "../src/providers/client.js";
 import type { ModelResponse } from "../src/providers/messages.js";
 import type { CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
+import { chatWithImageFallback } from "../src/tools/tool-images.js";
 import type { CallModelInput } from "../machines/turn.machine.js";
 
 export interface CallModelDeps {
@@ -27,14 +28,18 @@ export function createCallModel(deps: CallModelDeps) {
     await deps.barrier.reached(input.turnId, input.seq, signal);
     fault("awaiting-model");
     const compacted = deps.compact ? deps.compact(input.messages) : input.messages;
-    return deps.provider.chat({
-      messages: deps.attach ? await deps.attach(compacted) : compacted,
-      tools: deps.tools(),
-      signal,
-      onDelta: (delta) =>
-        deps.bus?.publish({ type: "progress", sessionKey: input.sessionKey, turnId: input.turnId, delta, at: now() }),
-      onRetry: ({ attempt, delayMs, status }) =>
-        deps.bus?.publish({ type: "model_retry", sessionKey: input.sessionKey, turnId: input.turnId, attempt, delayMs, status, at: now() }),
-    });
+    const messages = deps.attach ? await deps.attach(compacted) : compacted;
+    const chat = (messages: ModelMessages) =>
+      deps.provider.chat({
+        messages,
+        tools: deps.tools(),
+        signal,
+        onDelta: (delta) =>
+          deps.bus?.publish({ type: "progress", sessionKey: input.sessionKey, turnId: input.turnId, delta, at: now() }),
+        onRetry: ({ attempt, delayMs, status }) =>
+          deps.bus?.publish({ type: "model_retry", sessionKey: input.sessionKey, turnId: input.turnId, attempt, delayMs, status, at: now() }),
+      });
+    // A model without vision refuses image parts: then once more without them.
+    return chatWithImageFallback(chat, messages, signal);
   });
 }

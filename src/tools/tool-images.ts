@@ -78,3 +78,35 @@ export async function attachToolImages(messages: ChatMessage[], toolOf: (name: s
   if (tail) out.push({ role: "user", content: partsOf(tail) });
   return out;
 }
+
+const NOT_DELIVERED = "[Image not delivered to model — do not describe or reference it]";
+
+const hasImages = (messages: ChatMessage[]) => messages.some((m) => m.role === "user" && Array.isArray(m.content) && m.content.some((p) => p.type === "image_url"));
+
+/** The request with every image part replaced by a note, for a model that takes text only. */
+export function withoutImages(messages: ChatMessage[]): ChatMessage[] {
+  return messages.map((m) =>
+    m.role === "user" && Array.isArray(m.content)
+      ? { ...m, content: m.content.map((p): Part => (p.type === "image_url" ? { type: "text", text: NOT_DELIVERED } : p)) }
+      : m,
+  );
+}
+
+/** The server refused the request itself (a 4xx other than auth, timeout or rate limit): what a model without vision answers to an image. */
+function refusedRequest(err: unknown): boolean {
+  const status = (err as { cause?: { status?: unknown } })?.cause?.status;
+  return typeof status === "number" && status >= 400 && status < 500 && ![401, 403, 408, 429].includes(status);
+}
+
+/**
+ * One model call; when a request with images is refused, once more with the images replaced by a
+ * note (as nanobot does), so a text-only model still answers instead of failing the turn.
+ */
+export async function chatWithImageFallback<T>(chat: (messages: ChatMessage[]) => Promise<T>, messages: ChatMessage[], signal?: AbortSignal): Promise<T> {
+  try {
+    return await chat(messages);
+  } catch (err) {
+    if (signal?.aborted || !hasImages(messages) || !refusedRequest(err)) throw err;
+    return chat(withoutImages(messages));
+  }
+}

@@ -44,4 +44,25 @@ describe("read_file on documents and images in a real turn (real process, fake m
     expect(last.at(-1)?.role).toBe("user");
     expect(imageParts(2)).toEqual([{ type: "image_url", image_url: { url: `data:image/png;base64,${PNG_1PX.toString("base64")}` } }]);
   });
+
+  it("a model that refuses images gets the request again with the image named in text, and answers", async () => {
+    fake = await startFakeOpenAi([
+      { toolCalls: [{ name: "read_file", arguments: { path: "pixel.png" } }] },
+      { status: 400, errorMessage: "this model does not support image input" },
+      { content: "I cannot see images." },
+    ]);
+    const dir = await tempDir();
+    await mkdir(join(dir, "workspace"), { recursive: true });
+    await writeFile(join(dir, "workspace/pixel.png"), PNG_1PX);
+    await writeFile(join(dir, "config.json"), JSON.stringify({ agents: { defaults: { provider: "custom", model: "fake-model" } }, providers: { custom: { apiBase: fake.url } } }));
+    const r = await runCli(["agent", "-m", "look at pixel.png"], { TROUPE_HOME: dir, TROUPE_PROVIDERS__CUSTOM__API_KEY: "sk-e2e" });
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe("I cannot see images.\n");
+    expect(fake.requests).toHaveLength(3);
+    const body = (i: number) => JSON.stringify(fake!.requests[i]!.body.messages);
+    expect(body(1)).toContain('"type":"image_url"');
+    expect(body(2)).not.toContain("image_url");
+    expect(body(2)).toContain("[Image not delivered to model — do not describe or reference it]");
+  });
 });

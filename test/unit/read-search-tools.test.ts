@@ -6,7 +6,7 @@ import { globTool } from "../../src/tools/builtin/glob.js";
 import { grepTool } from "../../src/tools/builtin/grep.js";
 import { readFileTool } from "../../src/tools/builtin/read-file.js";
 import { TOOL_ERROR_HINT } from "../../src/tools/contract.js";
-import { attachToolImages, MAX_TOOL_IMAGES } from "../../src/tools/tool-images.js";
+import { attachToolImages, chatWithImageFallback, MAX_TOOL_IMAGES, withoutImages } from "../../src/tools/tool-images.js";
 import type { ChatMessage } from "../../src/providers/messages.js";
 import { makeDocx, makePdf, makePptx, makeXlsx, PNG_1PX } from "../helpers/documents.js";
 import { useTempDirs } from "../helpers/tmp.js";
@@ -227,6 +227,44 @@ describe("attachToolImages: an image result reaches the model as an image part",
       `[The image from read_file call c0 is left out: over the cap of ${MAX_TOOL_IMAGES} images or their size in one request]`,
       `[The image from read_file call c1 is left out: over the cap of ${MAX_TOOL_IMAGES} images or their size in one request]`,
     ]);
+  });
+});
+
+describe("chatWithImageFallback: a model without vision still answers", () => {
+  const withImage: ChatMessage[] = [{ role: "user", content: [{ type: "image_url", image_url: { url: "data:image/png;base64,AA==" } }, { type: "text", text: "what is this?" }] }];
+  const refused = (status: number) => Object.assign(new Error(`HTTP ${status}`), { cause: { status } });
+
+  it("a request with images refused with a 4xx is sent once more with the images named in text", async () => {
+    const sent: ChatMessage[][] = [];
+    const reply = await chatWithImageFallback(async (messages) => {
+      sent.push(messages);
+      if (sent.length === 1) throw refused(400);
+      return "ok";
+    }, withImage);
+    expect(reply).toBe("ok");
+    expect(sent[1]).toEqual(withoutImages(withImage));
+    expect(sent[1]![0]!.content).toEqual([
+      { type: "text", text: "[Image not delivered to model — do not describe or reference it]" },
+      { type: "text", text: "what is this?" },
+    ]);
+  });
+
+  it("other failures, and failures of requests without images, are not retried here", async () => {
+    for (const [messages, err] of [
+      [withImage, refused(401)],
+      [withImage, refused(429)],
+      [withImage, new Error("socket hang up")],
+      [[{ role: "user", content: "text only" }] as ChatMessage[], refused(400)],
+    ] as const) {
+      let calls = 0;
+      await expect(
+        chatWithImageFallback(async () => {
+          calls++;
+          throw err;
+        }, messages),
+      ).rejects.toBe(err);
+      expect(calls).toBe(1);
+    }
   });
 });
 
