@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { globTool } from "../../src/tools/builtin/glob.js";
 import { grepTool } from "../../src/tools/builtin/grep.js";
 import { readFileTool } from "../../src/tools/builtin/read-file.js";
+import { BUILTIN_SKILLS_DIR } from "../../src/context/templates.js";
 import { TOOL_ERROR_HINT } from "../../src/tools/contract.js";
 import { attachToolImages, chatWithImageFallback, MAX_TOOL_IMAGES, withoutImages } from "../../src/tools/tool-images.js";
 import type { ChatMessage } from "../../src/providers/messages.js";
@@ -160,6 +161,20 @@ describe("read_file (nanobot's read cases)", () => {
     expect(await run("read_file", { path: "bomb.xlsx" })).toMatch(/^Error: cannot read bomb.xlsx: the XLSX file is too large to read safely: xl\/workbook.xml inside it unpacks to/);
     await writeFile(join(ws, "nosheets.xlsx"), zipSync({ "xl/workbook.xml": strToU8("<workbook/>") }));
     expect(await run("read_file", { path: "nosheets.xlsx" })).toBe("(XLSX has no extractable text: nosheets.xlsx)");
+  });
+
+  it("skills/<name>/SKILL.md not in the workspace is read from the built-in skills, within the readable roots", async () => {
+    const ws = await tmp();
+    const run = runner([readFileTool(sandboxOf(ws, [BUILTIN_SKILLS_DIR]))], ws);
+    const r = await run("read_file", { path: "skills/cron/SKILL.md", limit: 5 });
+    expect(r).not.toMatch(/^Error/);
+    expect(r.toLowerCase()).toContain("cron");
+    expect(await run("read_file", { path: "skills/../../package.json" })).toMatch(/^Error: (file not found|access denied)/);
+    // The workspace's own copy wins; without the skills among the readable roots there is no fallback.
+    await mkdir(join(ws, "skills/cron"), { recursive: true });
+    await writeFile(join(ws, "skills/cron/SKILL.md"), "my own cron skill");
+    expect(await run("read_file", { path: "skills/cron/SKILL.md" })).toMatch(/^1\| my own cron skill/);
+    expect(await runner([readFileTool(sandboxOf(ws))], ws)("read_file", { path: "skills/memory/SKILL.md" })).toMatch(/^Error: file not found: skills\/memory\/SKILL.md/);
   });
 
   it("the description mentions images and documents", () => {

@@ -1,10 +1,12 @@
+import { statSync } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
-import { extname } from "node:path";
+import { extname, isAbsolute, resolve } from "node:path";
 import { isBinaryFile } from "isbinaryfile";
 import { z } from "zod";
 import { imagePart, MAX_IMAGE_BYTES, sniffImageMime } from "../../context/media.js";
 import { defineTool, ToolError } from "../contract.js";
-import { displayPath, resolveToolPath, type Sandbox } from "../sandbox.js";
+import { BUILTIN_SKILLS_DIR } from "../../context/templates.js";
+import { displayPath, isInside, resolveToolPath, type Sandbox } from "../sandbox.js";
 
 const DEFAULT_LIMIT = 2_000;
 const MAX_LINE_CHARS = 2_000;
@@ -39,6 +41,22 @@ export async function assertReadableFile(path: string, shown: string): Promise<n
 /** The text an image read returns; the request builder finds the image again from it (imageOf). */
 const imageResult = (shown: string, mime: string, size: number) => `(Image file: ${shown} [${mime}, ${size} bytes])`;
 const IMAGE_RESULT = /^\(Image file: (.+) \[(image\/(?:png|jpeg|gif|webp)), \d+ bytes\]\)$/;
+
+/**
+ * `skills/<name>/…` that is not in the workspace, read from the built-in skills as nanobot does
+ * (the model is told of skills by that path); still subject to the sandbox's readable roots.
+ */
+function builtinSkillPath(sandbox: Sandbox, input: string): string | undefined {
+  const parts = input.trim().split(/[\\/]+/);
+  if (isAbsolute(input.trim()) || parts[0] !== "skills" || parts.length < 2) return undefined;
+  const candidate = resolve(BUILTIN_SKILLS_DIR, ...parts.slice(1));
+  if (!isInside(candidate, BUILTIN_SKILLS_DIR) || !statSync(candidate, { throwIfNoEntry: false })?.isFile()) return undefined;
+  try {
+    return resolveToolPath(sandbox, candidate, "read");
+  } catch {
+    return undefined;
+  }
+}
 
 /** UTF-8, or Latin-1 for a text file in an older encoding (a legacy CSV), never replacement characters. */
 function decodeText(buffer: Buffer): string {
@@ -109,7 +127,8 @@ export function readFileTool(sandbox: Sandbox) {
     parameters: params,
     readOnly: true,
     async execute({ path, offset = 1, limit = DEFAULT_LIMIT, pages }) {
-      const full = resolveToolPath(sandbox, path, "read");
+      let full = resolveToolPath(sandbox, path, "read");
+      if (!statSync(full, { throwIfNoEntry: false })) full = builtinSkillPath(sandbox, path) ?? full;
       const shown = displayPath(sandbox, full);
       const size = await assertReadableFile(full, shown);
       const ext = extname(full).toLowerCase();
