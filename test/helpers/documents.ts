@@ -33,8 +33,14 @@ const rels = (targets: Array<[id: string, target: string]>) =>
     .map(([id, target]) => `<Relationship Id="${id}" Type="x" Target="${target}"/>`)
     .join("")}</Relationships>`;
 
-export function makeDocx(paragraphs: string[]): Uint8Array {
-  const body = paragraphs.map((p) => `<w:p><w:r><w:t xml:space="preserve">${esc(p)}</w:t></w:r></w:p>`).join("");
+/** Paragraphs, and tables given as { table: rows of cells }. */
+export function makeDocx(blocks: Array<string | { table: string[][] }>): Uint8Array {
+  const para = (p: string) => `<w:p><w:r><w:t xml:space="preserve">${esc(p)}</w:t></w:r></w:p>`;
+  const body = blocks
+    .map((b) =>
+      typeof b === "string" ? para(b) : `<w:tbl>${b.table.map((row) => `<w:tr>${row.map((cell) => `<w:tc>${para(cell)}</w:tc>`).join("")}</w:tr>`).join("")}</w:tbl>`,
+    )
+    .join("");
   return zipSync({
     "[Content_Types].xml": strToU8(
       `${XML}<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>`,

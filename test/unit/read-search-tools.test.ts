@@ -131,8 +131,8 @@ describe("read_file (nanobot's read cases)", () => {
 
   it("DOCX, XLSX and PPTX come as text", async () => {
     const { ws, run } = await setup();
-    await writeFile(join(ws, "test.docx"), makeDocx(["Title", "Paragraph 1", "Fish & chips <3"]));
-    expect(await run("read_file", { path: "test.docx" })).toBe("Title\n\nParagraph 1\n\nFish & chips <3");
+    await writeFile(join(ws, "test.docx"), makeDocx(["Title", "Paragraph 1", "", { table: [["Name", "Age"], ["Alice", "30"], ["", ""]] }, "Fish & chips <3"]));
+    expect(await run("read_file", { path: "test.docx" })).toBe("Title\n\nParagraph 1\n\nName\tAge\nAlice\t30\n\nFish & chips <3");
     await writeFile(
       join(ws, "test.xlsx"),
       makeXlsx([

@@ -72,11 +72,43 @@ function normalise(path: string): string {
   return out.join("/");
 }
 
+interface HtmlNode {
+  tagName?: string;
+  nodeType: number;
+  textContent: string | null;
+  children: ArrayLike<HtmlNode>;
+}
+
+const squeeze = (s: string | null) => (s ?? "").replace(/\s+/g, " ").trim();
+
+/** Blocks of a DOCX's HTML in reading order: a paragraph, heading or list item each; a table as tab-separated rows. */
+function docxBlocks(node: HtmlNode, out: string[]): void {
+  for (const child of Array.from(node.children)) {
+    const tag = child.tagName?.toUpperCase();
+    if (tag === "TABLE") {
+      const rows = Array.from((child as unknown as { querySelectorAll(s: string): ArrayLike<HtmlNode> }).querySelectorAll("tr"))
+        .map((tr) => Array.from(tr.children).map((cell) => squeeze(cell.textContent)))
+        .filter((cells) => cells.some(Boolean))
+        .map((cells) => cells.join("\t"));
+      if (rows.length) out.push(rows.join("\n"));
+    } else if (tag === "UL" || tag === "OL") {
+      docxBlocks(child, out);
+    } else {
+      const text = squeeze(child.textContent);
+      if (text) out.push(text);
+    }
+  }
+}
+
 async function docxText(data: Uint8Array): Promise<string> {
   unzipMembers(data, "docx", () => false);
   const mammoth = (await import("mammoth")).default;
-  const { value } = await mammoth.extractRawText({ buffer: Buffer.from(data) });
-  return value.replace(/\n{3,}/g, "\n\n").trim();
+  const { value } = await mammoth.convertToHtml({ buffer: Buffer.from(data) }, { ignoreEmptyParagraphs: true, convertImage: mammoth.images.imgElement(() => Promise.resolve({ src: "" })) });
+  const { parseHTML } = await import("linkedom");
+  const { document } = parseHTML(`<!doctype html><html><body>${value}</body></html>`);
+  const blocks: string[] = [];
+  docxBlocks(document.body as unknown as HtmlNode, blocks);
+  return blocks.join("\n\n");
 }
 
 /** "B12" → 1 (the 0-based column). */
