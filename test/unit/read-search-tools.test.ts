@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { strToU8, zipSync } from "fflate";
 import { describe, expect, it } from "vitest";
 import { globTool } from "../../src/tools/builtin/glob.js";
+import { extractOfficeText } from "../../src/tools/documents/office.js";
 import { grepTool } from "../../src/tools/builtin/grep.js";
 import { readFileTool } from "../../src/tools/builtin/read-file.js";
 import { BUILTIN_SKILLS_DIR } from "../../src/context/templates.js";
@@ -144,6 +145,18 @@ describe("read_file (nanobot's read cases)", () => {
     expect(await run("read_file", { path: "test.xlsx" })).toBe("--- Sheet: Sheet1 ---\nName\tAge\nAlice\t30\nBob\t\tTRUE\n\n--- Sheet: Notes ---\n\tgap before");
     await writeFile(join(ws, "test.pptx"), makePptx([["Welcome", "to troupe"], [{ table: [["a", "b"], ["c", "d"]] }], [], ["Content"]]));
     expect(await run("read_file", { path: "test.pptx" })).toBe("--- Slide 1 ---\nWelcome\nto troupe\n\n--- Slide 2 ---\na\tb\nc\td\n\n--- Slide 4 ---\nContent");
+  });
+
+  it("XLSX rows stop at the character budget with a note; a streaming parse, not the whole sheet", async () => {
+    const xlsx = makeXlsx([
+      ["Big", Array.from({ length: 5_000 }, (_, i) => [`row ${i}`, i])],
+      ["Later", [["never shown"]]],
+    ]);
+    const text = await extractOfficeText(xlsx, "xlsx", 1_000);
+    expect(text.length).toBeLessThanOrEqual(1_000);
+    expect(text).toMatch(/^--- Sheet: Big ---\nrow 0\t0\nrow 1\t1\n/);
+    expect(text).toMatch(/\n\n\(Rows cut at ~1K characters; the rest of this sheet and any later sheets are not shown\)$/);
+    expect(text).not.toContain("never shown");
   });
 
   it("office documents: corrupt, empty and oversized ones are answered clearly; long text is cut", async () => {

@@ -108,7 +108,7 @@ async function readOffice(full: string, shown: string, ext: string): Promise<str
   const kind = ext.slice(1) as "docx" | "xlsx" | "pptx";
   let text: string;
   try {
-    text = await extractOfficeText(new Uint8Array(await readFile(full)), kind);
+    text = await extractOfficeText(new Uint8Array(await readFile(full)), kind, MAX_READ_CHARS);
   } catch (err) {
     throw new ToolError(`cannot read ${shown}: ${(err as Error).message}`);
   }

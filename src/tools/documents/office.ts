@@ -1,4 +1,5 @@
 import { strFromU8, unzipSync } from "fflate";
+import type * as htmlparser2 from "htmlparser2";
 import { DOMParser } from "linkedom";
 
 /** DOCX, XLSX and PPTX are zip archives of XML; these bounds keep a hostile one from filling the heap. */
@@ -112,7 +113,7 @@ async function docxText(data: Uint8Array): Promise<string> {
 }
 
 /** "B12" → 1 (the 0-based column). */
-function columnOf(ref: string | null): number | undefined {
+function columnOf(ref: string | undefined): number | undefined {
   const letters = /^([A-Z]+)\d*$/i.exec(ref ?? "")?.[1]?.toUpperCase();
   if (!letters) return undefined;
   let n = 0;
@@ -120,50 +121,110 @@ function columnOf(ref: string | null): number | undefined {
   return n - 1;
 }
 
-/** The text of a shared or inline string: its runs' <t> (phonetic hints left out). */
-function stringItemText(si: XmlNode): string {
-  return elements(si, "t")
-    .filter((t) => !isInside(t, si, "rPh"))
-    .map((t) => t.textContent ?? "")
-    .join("");
+type Sax = typeof htmlparser2;
+
+/**
+ * Shared strings and sheets are read with a streaming parser, not a DOM: a large sheet's XML would
+ * take gigabytes as a tree, and reading stops once the output cap is reached.
+ */
+function sharedStrings(sax: Sax, bytes: Uint8Array | undefined): string[] {
+  const out: string[] = [];
+  if (!bytes) return out;
+  let current: string | undefined;
+  let inText = false;
+  let phonetic = 0;
+  const parser = new sax.Parser(
+    {
+      onopentag(name) {
+        if (name === "si") current = "";
+        else if (name === "rPh") phonetic++;
+        else if (name === "t" && phonetic === 0) inText = true;
+      },
+      ontext(text) {
+        if (inText && current !== undefined) current += text;
+      },
+      onclosetag(name) {
+        if (name === "t") inText = false;
+        else if (name === "rPh") phonetic--;
+        else if (name === "si") {
+          out.push(current ?? "");
+          current = undefined;
+        }
+      },
+    },
+    { xmlMode: true, decodeEntities: true },
+  );
+  parser.end(strFromU8(bytes));
+  return out;
 }
 
-function isInside(node: XmlNode, root: XmlNode, name: string): boolean {
-  for (let p = (node as unknown as { parentNode: XmlNode | null }).parentNode; p && p !== root; p = (p as unknown as { parentNode: XmlNode | null }).parentNode) {
-    if (p.nodeName === name) return true;
-  }
-  return false;
+/** A sheet's non-empty rows as tab-separated lines, until `budget` characters are used. */
+function sheetRows(sax: Sax, bytes: Uint8Array, shared: string[], budget: number): { rows: string[]; cut: boolean } {
+  const rows: string[] = [];
+  let used = 0;
+  let cut = false;
+  let cells: string[] = [];
+  let cell: { col: number | undefined; type: string | undefined; text: string } | undefined;
+  let collect = false;
+  const parser = new sax.Parser(
+    {
+      onopentag(name, attrs) {
+        if (cut) return;
+        if (name === "row") cells = [];
+        else if (name === "c") cell = { col: columnOf(attrs.r), type: attrs.t, text: "" };
+        else if (cell && (name === "v" || (name === "t" && cell.type === "inlineStr"))) collect = true;
+      },
+      ontext(text) {
+        if (collect && cell) cell.text += text;
+      },
+      onclosetag(name) {
+        if (cut) return;
+        if (name === "v" || name === "t") collect = false;
+        else if (name === "c" && cell) {
+          const col = cell.col ?? cells.length;
+          while (cells.length < col) cells.push("");
+          const v = cell.text;
+          cells[col] = cell.type === "s" ? (shared[Number(v)] ?? "") : cell.type === "b" ? (v === "1" ? "TRUE" : v === "0" ? "FALSE" : v) : v;
+          cell = undefined;
+        } else if (name === "row") {
+          const line = cells.join("\t").replace(/\s+$/, "");
+          if (!line.trim()) return;
+          if (used + line.length + 1 > budget) {
+            cut = true;
+            parser.pause();
+            return;
+          }
+          rows.push(line);
+          used += line.length + 1;
+        }
+      },
+    },
+    { xmlMode: true, decodeEntities: true },
+  );
+  parser.end(strFromU8(bytes));
+  return { rows, cut };
 }
 
-function cellText(c: XmlNode, shared: string[]): string {
-  const type = c.getAttribute("t");
-  const v = elements(c, "v")[0]?.textContent ?? "";
-  if (type === "s") return shared[Number(v)] ?? "";
-  if (type === "inlineStr") return elements(c, "is").map(stringItemText).join("");
-  if (type === "b") return v === "1" ? "TRUE" : v === "0" ? "FALSE" : v;
-  return v;
-}
-
-function xlsxText(data: Uint8Array): string {
+async function xlsxText(data: Uint8Array, maxChars: number): Promise<string> {
   const files = unzipMembers(data, "xlsx", (name) => name.startsWith("xl/") && (name.endsWith(".xml") || name.endsWith(".rels")));
-  const shared = elements(parseXml(files["xl/sharedStrings.xml"]), "si").map(stringItemText);
+  const sax = await import("htmlparser2");
+  const shared = sharedStrings(sax, files["xl/sharedStrings.xml"]);
   const rels = relationships(files, "xl/_rels/workbook.xml.rels", "xl");
   const sections: string[] = [];
+  let used = 0;
   for (const sheet of elements(parseXml(files["xl/workbook.xml"]), "sheet")) {
     const path = rels.get(sheet.getAttribute("r:id") ?? "");
-    const xml = path ? parseXml(files[path]) : undefined;
-    const rows: string[] = [];
-    for (const row of elements(xml, "row")) {
-      const cells: string[] = [];
-      for (const c of elements(row, "c")) {
-        const col = columnOf(c.getAttribute("r")) ?? cells.length;
-        while (cells.length < col) cells.push("");
-        cells[col] = cellText(c, shared);
-      }
-      const line = cells.join("\t");
-      if (line.trim()) rows.push(line.replace(/\s+$/, ""));
+    const bytes = path ? files[path] : undefined;
+    if (!bytes) continue;
+    const header = `--- Sheet: ${sheet.getAttribute("name") ?? "?"} ---`;
+    // Room is kept for the note that says the rows were cut.
+    const { rows, cut } = sheetRows(sax, bytes, shared, maxChars - used - header.length - 200);
+    if (rows.length) sections.push(`${header}\n${rows.join("\n")}`);
+    used += header.length + rows.reduce((n, r) => n + r.length + 1, 0) + 2;
+    if (cut) {
+      sections.push(`(Rows cut at ~${Math.round(maxChars / 1000)}K characters; the rest of this sheet and any later sheets are not shown)`);
+      break;
     }
-    if (rows.length) sections.push(`--- Sheet: ${sheet.getAttribute("name") ?? "?"} ---\n${rows.join("\n")}`);
   }
   return sections.join("\n\n");
 }
@@ -208,7 +269,7 @@ function pptxText(data: Uint8Array): string {
 }
 
 /** The text of a DOCX (paragraphs), XLSX (a tab-separated block per sheet) or PPTX (a block per slide). */
-export async function extractOfficeText(data: Uint8Array, kind: OfficeKind): Promise<string> {
+export async function extractOfficeText(data: Uint8Array, kind: OfficeKind, maxChars: number): Promise<string> {
   if (kind === "docx") return docxText(data);
-  return kind === "xlsx" ? xlsxText(data) : pptxText(data);
+  return kind === "xlsx" ? xlsxText(data, maxChars) : pptxText(data);
 }
