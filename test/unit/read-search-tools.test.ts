@@ -172,6 +172,8 @@ describe("read_file (nanobot's read cases)", () => {
     // A zip bomb: a member that says it unpacks to more than the bound is refused before it is unpacked.
     await writeFile(join(ws, "bomb.xlsx"), claimSize(zipSync({ "xl/workbook.xml": strToU8("<workbook/>") }), 200 * 1024 * 1024));
     expect(await run("read_file", { path: "bomb.xlsx" })).toMatch(/^Error: cannot read bomb.xlsx: the XLSX file is too large to read safely: xl\/workbook.xml inside it unpacks to/);
+    await writeFile(join(ws, "huge.docx"), claimSize(makeDocx(["x"]), 40 * 1024 * 1024));
+    expect(await run("read_file", { path: "huge.docx" })).toMatch(/^Error: cannot read huge.docx: the DOCX file is too large to read safely: .* is 41943040 bytes of XML \(the limit is 32 MB\)/);
     await writeFile(join(ws, "nosheets.xlsx"), zipSync({ "xl/workbook.xml": strToU8("<workbook/>") }));
     expect(await run("read_file", { path: "nosheets.xlsx" })).toBe("(XLSX has no extractable text: nosheets.xlsx)");
   });

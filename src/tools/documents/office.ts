@@ -6,6 +6,13 @@ import { DOMParser } from "linkedom";
 const MAX_MEMBERS = 10_000;
 const MAX_MEMBER_BYTES = 128 * 1024 * 1024;
 const MAX_TOTAL_BYTES = 256 * 1024 * 1024;
+/** A part read as a whole tree (DOCX's body, a slide) takes many times its size in memory: larger ones are refused. */
+const MAX_TREE_XML_BYTES = 32 * 1024 * 1024;
+
+/** Refuses a part that would be parsed into a tree and is over MAX_TREE_XML_BYTES. */
+function treeSized(name: string, size: number): void {
+  if (size > MAX_TREE_XML_BYTES) throw new DocumentError(`${name} inside it is ${size} bytes of XML (the limit is ${MAX_TREE_XML_BYTES / 1024 / 1024} MB)`);
+}
 
 export type OfficeKind = "docx" | "xlsx" | "pptx";
 
@@ -13,7 +20,7 @@ export type OfficeKind = "docx" | "xlsx" | "pptx";
 export class DocumentError extends Error {}
 
 /** The members of an Office archive that `want` accepts, after checking the whole archive against the bounds. */
-function unzipMembers(data: Uint8Array, kind: OfficeKind, want: (name: string) => boolean): Record<string, Uint8Array> {
+function unzipMembers(data: Uint8Array, kind: OfficeKind, want: (name: string, size: number) => boolean): Record<string, Uint8Array> {
   let members = 0;
   let total = 0;
   try {
@@ -24,7 +31,7 @@ function unzipMembers(data: Uint8Array, kind: OfficeKind, want: (name: string) =
         if (members > MAX_MEMBERS) throw new DocumentError(`it holds more than ${MAX_MEMBERS} files`);
         if (file.originalSize > MAX_MEMBER_BYTES) throw new DocumentError(`${file.name} inside it unpacks to ${file.originalSize} bytes`);
         if (total > MAX_TOTAL_BYTES) throw new DocumentError(`it unpacks to more than ${MAX_TOTAL_BYTES / 1024 / 1024} MB`);
-        return want(file.name);
+        return want(file.name, file.originalSize);
       },
     });
   } catch (err) {
@@ -102,7 +109,10 @@ function docxBlocks(node: HtmlNode, out: string[]): void {
 }
 
 async function docxText(data: Uint8Array): Promise<string> {
-  unzipMembers(data, "docx", () => false);
+  unzipMembers(data, "docx", (name, size) => {
+    if (name === "word/document.xml") treeSized(name, size);
+    return false;
+  });
   const mammoth = (await import("mammoth")).default;
   const { value } = await mammoth.convertToHtml({ buffer: Buffer.from(data) }, { ignoreEmptyParagraphs: true, convertImage: mammoth.images.imgElement(() => Promise.resolve({ src: "" })) });
   const { parseHTML } = await import("linkedom");
@@ -254,7 +264,11 @@ const paragraphText = (p: XmlNode): string =>
     .trim();
 
 function pptxText(data: Uint8Array): string {
-  const files = unzipMembers(data, "pptx", (name) => name.startsWith("ppt/") && (name.endsWith(".xml") || name.endsWith(".rels")) && !name.startsWith("ppt/media/"));
+  const files = unzipMembers(data, "pptx", (name, size) => {
+    const wanted = name.startsWith("ppt/") && (name.endsWith(".xml") || name.endsWith(".rels")) && !name.startsWith("ppt/media/");
+    if (wanted) treeSized(name, size);
+    return wanted;
+  });
   const rels = relationships(files, "ppt/_rels/presentation.xml.rels", "ppt");
   const order = elements(parseXml(files["ppt/presentation.xml"]), "p:sldId").flatMap((s) => rels.get(s.getAttribute("r:id") ?? "") ?? []);
   const sections: string[] = [];
