@@ -445,7 +445,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
  * resume), or a subagent it spawned runs.
  */
 async function sessionBusy(daemon: Daemon, key: string): Promise<boolean> {
-  const ref = daemon.supervisor.getSnapshot().children[sessionActorId(key)];
+  const ref = daemon.sessions.get(sessionActorId(key));
   const snapshot = ref?.getSnapshot() as { status: string; value: unknown } | undefined;
   if (snapshot?.status === "active" && snapshot.value !== "idle") return true;
   // A corrupt open-turn record names no turn that could be running; deleting the session removes it.

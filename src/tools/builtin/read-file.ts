@@ -6,6 +6,7 @@ import { z } from "zod";
 import { imagePart, MAX_IMAGE_BYTES, sniffImageMime } from "../../context/media.js";
 import { defineTool, ToolError } from "../contract.js";
 import { BUILTIN_SKILLS_DIR } from "../../context/templates.js";
+import type { FileReads } from "../file-reads.js";
 import { displayPath, isInside, resolveToolPath, type Sandbox } from "../sandbox.js";
 
 const DEFAULT_LIMIT = 2_000;
@@ -116,7 +117,7 @@ async function readOffice(full: string, shown: string, ext: string): Promise<str
   return text.length > MAX_READ_CHARS ? `${text.slice(0, MAX_READ_CHARS)}\n\n(Document text truncated at ~128K chars)` : text;
 }
 
-export function readFileTool(sandbox: Sandbox) {
+export function readFileTool(sandbox: Sandbox, reads?: FileReads) {
   return defineTool({
     name: "read_file",
     description:
@@ -126,7 +127,7 @@ export function readFileTool(sandbox: Sandbox) {
       "Reads over ~128K characters are cut.",
     parameters: params,
     readOnly: true,
-    async execute({ path, offset = 1, limit = DEFAULT_LIMIT, pages }) {
+    async execute({ path, offset = 1, limit = DEFAULT_LIMIT, pages }, ctx) {
       let full = resolveToolPath(sandbox, path, "read");
       if (!statSync(full, { throwIfNoEntry: false })) full = builtinSkillPath(sandbox, path) ?? full;
       const shown = displayPath(sandbox, full);
@@ -135,8 +136,10 @@ export function readFileTool(sandbox: Sandbox) {
       if (ext === ".pdf") return readPdf(full, shown, pages);
       if (pages !== undefined && pages.trim() !== "") throw new ToolError(`pages applies to PDF files only; for ${shown} use offset and limit`);
       if (OFFICE.has(ext)) return readOffice(full, shown, ext);
-      if (size === 0) return `(Empty file: ${shown})`;
       const buffer = await readFile(full);
+      // edit_file warns about files the model has not read in this turn.
+      reads?.saw(ctx, full, buffer);
+      if (size === 0) return `(Empty file: ${shown})`;
       const mime = sniffImageMime(buffer);
       if (mime) {
         if (size > MAX_IMAGE_BYTES) {
