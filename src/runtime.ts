@@ -1,3 +1,4 @@
+import { createTranscriber, resolveTranscription, type Transcriber } from "./channels/transcription.js";
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { mkdir } from "node:fs/promises";
@@ -41,7 +42,7 @@ import { createBus, type Bus } from "./bus/index.js";
 import type { LoadedConfig } from "./config/index.js";
 import { createLogger, type Logger } from "./log/logger.js";
 import { composeHooks, type HookChain } from "./hooks/hook.js";
-import { loadHooks } from "./hooks/load.js";
+import { loadHooks, workspaceHooksDir } from "./hooks/load.js";
 import { createRedactor, secretsOf } from "./log/redact.js";
 import { createOpenAiProvider, type LlmProvider } from "./providers/client.js";
 import { resolveProvider } from "./providers/registry.js";
@@ -97,6 +98,8 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
   chooseExecSandbox(config.tools, process.env, paths.configFile);
   const logger = createLogger({ logsDir: paths.logsDir, secrets: secretsOf(config), console: opts.consoleLogs });
   await mkdir(workspace, { recursive: true });
+  // Present from the start, so the exec sandbox binds it read-only: a command cannot create it and plant a hook.
+  await mkdir(workspaceHooksDir(workspace), { recursive: true });
   const store = await openStore(paths.storeDir, { log: logger, probe: { maxMs: config.storage.probeMaxSeconds * 1000 } });
   if (store.droppedAtOpen) {
     const { records, bytes } = store.droppedAtOpen;
@@ -200,6 +203,8 @@ export interface Daemon extends AgentRuntime {
   channels(): ChannelState[];
   /** Takes a message from a channel into the system; resolves with its id once it is routed. */
   accept(channel: string, message: ChannelInbound): Promise<string>;
+  /** Speech to text for every channel's voice and audio (channels.transcription*). */
+  transcriber: Transcriber;
   /** The store's health and the free space under the data dir (last measured), for /health and status. */
   storage(): StorageState;
   /** Runs the store's upkeep now (old seen/sent markers pruned, finished turns' journals compacted); it also runs at start and hourly. */
@@ -236,10 +241,13 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   const { bus, store, logger, conversation } = core;
   if (opts.onRestart) conversation.onRestart(opts.onRestart);
   const channels = new Map<string, Channel>([["api", createApiChannel(store)], ...extra.map((c) => [c.name, c] as const)]);
+  const transcription = resolveTranscription(loaded.config);
+  const transcriber = createTranscriber(transcription, logger);
+  logger.info(transcription.on ? { transcription: transcription.endpoint.source, model: transcription.endpoint.model } : { transcription: "off", why: transcription.why }, "voice transcription");
   if (telegram.enabled) {
     // grammy loads only when Telegram is enabled.
     const { createTelegramChannel } = await import("../actors/telegram.js");
-    channels.set("telegram", createTelegramChannel({ config: telegram, store, bus, mediaDir: loaded.paths.mediaDir, logger, ...opts.telegram }));
+    channels.set("telegram", createTelegramChannel({ config: telegram, store, bus, mediaDir: loaded.paths.mediaDir, logger, transcriber, ...opts.telegram }));
   }
   const d = loaded.config.agents.defaults;
   const limiter = createLimiter(d.maxConcurrentTurns);
@@ -558,6 +566,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
       return started;
     },
     accept,
+    transcriber,
     channels: channelStates,
     storage: () => ({ store: store.health.snapshot(), disk }),
     upkeep: prune,

@@ -67,9 +67,10 @@ export function controlClient(url: string, pid: number, token: string): DaemonCl
   const request = async (path: string, init: RequestInit = {}) => {
     const res = await fetch(`${url}${path}`, { ...init, headers: { ...headers, ...(init.headers as Record<string, string>) } }).catch((err: unknown) => gone(err, init.signal ?? undefined));
     if (!res.ok) {
-      const body = (await res.json().catch(() => ({}))) as { error?: string };
+      const body = (await res.json().catch(() => ({}))) as { error?: string; retry?: string };
       const text = `daemon answered ${res.status}: ${body.error ?? res.statusText}`;
-      throw res.status === 503 ? new DaemonGoneError(text) : new TroupeError(text);
+      // 503 is a daemon on its way out, unless it says its store is failing (retry: "later"): that is its answer.
+      throw res.status === 503 && body.retry !== "later" ? new DaemonGoneError(text) : new TroupeError(text);
     }
     return res;
   };

@@ -23,9 +23,12 @@ export interface LoadHooksOptions {
 
 const HOOK_FILE = /\.(m?js)$/;
 
+/** Where the workspace's hook modules live; the agent's tools may read it but never write it (src/tools/sandbox.ts). */
+export const workspaceHooksDir = (workspace: string) => join(workspace, "hooks");
+
 /** The workspace's hooks/ folder: its *.js and *.mjs files, by name. */
 async function workspaceHookFiles(workspace: string): Promise<string[]> {
-  const dir = join(workspace, "hooks");
+  const dir = workspaceHooksDir(workspace);
   const names = await readdir(dir).catch((err: NodeJS.ErrnoException) => {
     if (err.code === "ENOENT") return [] as string[];
     throw err;

@@ -1,3 +1,4 @@
+import { workspaceHooksDir } from "../../hooks/load.js";
 import { homedir } from "node:os";
 import type { Bus } from "../../bus/index.js";
 import type { Config } from "../../config/schema.js";
@@ -40,7 +41,13 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
   const t = deps.config.tools;
   const env = deps.env ?? process.env;
   const { mediaDir } = deps.paths;
-  const sandbox: Sandbox = { workspace: deps.workspace, restrict: t.restrictToWorkspace, readableRoots: [BUILTIN_SKILLS_DIR, mediaDir], allowHardLinks: t.allowHardLinks };
+  const sandbox: Sandbox = {
+    workspace: deps.workspace,
+    restrict: t.restrictToWorkspace,
+    readableRoots: [BUILTIN_SKILLS_DIR, mediaDir],
+    readOnlyInside: [workspaceHooksDir(deps.workspace)],
+    allowHardLinks: t.allowHardLinks,
+  };
   const choice = chooseExecSandbox(t, env, deps.paths.configFile);
   // The data dir holds config.json (api keys) and gateway.token (the control API); the home, the user's own keys.
   const home = env.HOME || homedir();
@@ -51,7 +58,7 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
   let proxy: Promise<EgressProxy> | undefined;
   const egress = () => (proxy ??= startEgressProxy(guard)).then((p) => p.socketPath);
   const isolation: ExecIsolation =
-    choice.kind === "bwrap" ? { kind: "bwrap", bin: choice.bin, hide, readable: sandbox.readableRoots, egress, node: process.execPath } : { kind: "none" };
+    choice.kind === "bwrap" ? { kind: "bwrap", bin: choice.bin, hide, readable: [...sandbox.readableRoots, ...(sandbox.readOnlyInside ?? [])], egress, node: process.execPath } : { kind: "none" };
   // What read_file and write_file saw in each turn, for edit_file's "not read in this turn" warning.
   const reads = createFileReads();
   const tools = [
@@ -67,7 +74,9 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
         deny: compilePatterns([...DEFAULT_DENY_PATTERNS, ...t.exec.denyPatterns]),
         allow: compileAllowPatterns(t.exec.allowPatterns),
         restrict: t.restrictToWorkspace,
-        roots: [deps.workspace, mediaDir],
+        // Built-in skills' scripts are run by their path; the sandbox mounts them read-only.
+        roots: [deps.workspace, mediaDir, BUILTIN_SKILLS_DIR],
+        readOnlyRoots: [BUILTIN_SKILLS_DIR],
       },
       defaultTimeout: t.exec.timeout,
       pathAppend: t.exec.pathAppend,
