@@ -180,6 +180,17 @@ function answer(context: TurnContext, response: ModelResponse) {
   };
 }
 
+/** What a model call of the turn is given (the chat and iteration are for the hooks). */
+const modelCall = (context: TurnContext): CallModelInput => ({
+  turnId: context.turnId,
+  sessionKey: context.sessionKey,
+  seq: context.seq,
+  messages: context.messages,
+  channel: context.channel,
+  chatId: context.chatId,
+  iteration: context.iteration,
+});
+
 /** The answer as assembled (continuations joined, the fallback for none), held for the hooks' finalizeContent. */
 const withDraft = (assembled: ReturnType<typeof answer>, response: ModelResponse) => ({ ...assembled, draft: { ...response, content: assembled.reply, toolCalls: [] } });
 
@@ -287,15 +298,7 @@ export const turnMachine = setup({
       entry: "bumpSeq",
       invoke: {
         src: "callModel",
-        input: ({ context }) => ({
-          turnId: context.turnId,
-          sessionKey: context.sessionKey,
-          seq: context.seq,
-          messages: context.messages,
-          channel: context.channel,
-          chatId: context.chatId,
-          iteration: context.iteration,
-        }),
+        input: ({ context }) => modelCall(context),
         onDone: [
           {
             guard: { type: "hasToolCalls", params: ({ event }) => event.output },
@@ -350,7 +353,7 @@ export const turnMachine = setup({
       entry: "bumpSeq",
       invoke: {
         src: "callModel",
-        input: ({ context }) => ({ turnId: context.turnId, sessionKey: context.sessionKey, seq: context.seq, messages: context.messages, finalize: true }),
+        input: ({ context }) => ({ ...modelCall(context), finalize: true }),
         onDone: [
           {
             guard: { type: "cutOff", params: ({ event }) => event.output },
