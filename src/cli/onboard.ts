@@ -104,7 +104,7 @@ const isHttpUrl = (s: string) => {
 
 /** Asks for the provider, its endpoint (where it has no fixed one), the key and the model. */
 export async function askProvider(current: { provider: string; model: string }): Promise<ProviderAnswers> {
-  const names = PROVIDERS.filter((p) => p.name !== "custom").map((p) => p.name);
+  const names = PROVIDERS.filter((p) => p.name !== "custom" && !p.unsupported).map((p) => p.name);
   const suggested = current.provider !== "auto" && providerSpec(current.provider) ? current.provider : "openai";
   let spec;
   while (!spec) {

@@ -40,6 +40,8 @@ const providerSchema = z.object({
   apiKey: z.string().default(""),
   apiBase: httpUrl.nullable().default(null),
   extraHeaders: z.record(z.string(), z.string()).nullable().default(null),
+  /** Azure OpenAI's api-version (providers.azure_openai); unset means 2024-10-21, as nanobot sends. */
+  apiVersion: z.string().min(1).nullish(),
 });
 export type ProviderConfig = z.infer<typeof providerSchema>;
 

@@ -6,7 +6,7 @@ import { TroupeError } from "../errors.js";
 import type { ChatMessage, ModelResponse } from "./messages.js";
 import { createThinkFilter } from "./parse.js";
 import { createRedactor } from "../log/redact.js";
-import type { ResolvedProvider } from "./registry.js";
+import { DEFAULT_AZURE_API_VERSION, type ResolvedProvider } from "./registry.js";
 import { backoffDelay, DEFAULT_BACKOFF, isRetryable, ModelTimeoutError, type BackoffPolicy } from "./retry.js";
 import { createReplyAccumulator, MAX_TOOL_CALLS } from "./wire.js";
 
@@ -152,9 +152,9 @@ const NETWORK_CAUSES: Record<string, string> = {
 };
 
 /** What went wrong, naming the endpoint and what to check: never just "Connection error." */
-export function describeModelError(err: unknown, resolved: Pick<ResolvedProvider, "spec" | "apiBase" | "model">): string {
+export function describeModelError(err: unknown, resolved: Pick<ResolvedProvider, "spec" | "apiBase" | "model" | "configKey">): string {
   const where = resolved.apiBase;
-  const key = `providers.${resolved.spec.name}`;
+  const key = `providers.${resolved.configKey ?? resolved.spec.name}`;
   // Our own timeouts already name the endpoint and which limit ran out.
   if (err instanceof ModelTimeoutError) return err.message;
   const sdk = loadedOpenAi();
@@ -190,16 +190,25 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxReplyChars = opts.maxReplyChars ?? DEFAULT_MAX_REPLY_CHARS;
   let client: OpenAI | undefined;
-  const getClient = async () =>
-    (client ??= new (await loadOpenAi()).default({
+  const azure = resolved.spec.backend === "azure";
+  const getClient = async () => {
+    if (client) return client;
+    const sdk = await loadOpenAi();
+    const common = {
       apiKey: resolved.apiKey,
-      baseURL: resolved.apiBase,
       defaultHeaders: resolved.extraHeaders,
       maxRetries: 0, // retries are ours: visible in logs, bounded, abortable
       // The SDK's timeout ends when the headers arrive; ours (below) covers the body and the retries too.
       timeout: Math.max(1, Math.ceil(timeoutMs)),
       fetch: watchedFetch(),
-    }));
+    };
+    // Azure: the deployment is the model name, in the path (/openai/deployments/<model>/…?api-version=…).
+    // baseURL rather than `endpoint`, so an OPENAI_BASE_URL in the environment cannot clash with it.
+    client = azure
+      ? new sdk.AzureOpenAI({ ...common, baseURL: `${resolved.apiBase.replace(/\/+$/, "")}/openai`, apiVersion: resolved.apiVersion ?? DEFAULT_AZURE_API_VERSION })
+      : new sdk.default({ ...common, baseURL: resolved.apiBase });
+    return client;
+  };
   const backoff = opts.backoff ?? DEFAULT_BACKOFF;
   const now = opts.now ?? Date.now;
   const sleep = opts.sleep ?? abortableSleep;
@@ -213,7 +222,8 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
     const body = {
       model: resolved.model,
       messages: req.messages as OpenAI.Chat.ChatCompletionMessageParam[],
-      max_tokens: opts.maxTokens,
+      // Azure's newer deployments (o-series, gpt-5) take only max_completion_tokens, as nanobot sends it there.
+      ...(azure ? { max_completion_tokens: opts.maxTokens } : { max_tokens: opts.maxTokens }),
       temperature: opts.temperature,
       ...(req.tools.length ? { tools: req.tools, tool_choice: "auto" as const } : {}),
       ...(opts.reasoningEffort && opts.reasoningEffort !== "none"
