@@ -32,6 +32,8 @@ export function createCallModel(deps: CallModelDeps) {
         deps.bus?.publish({ type: "progress", sessionKey: input.sessionKey, turnId: input.turnId, delta, at: now() }),
       onRetry: ({ attempt, delayMs, status }) =>
         deps.bus?.publish({ type: "model_retry", sessionKey: input.sessionKey, turnId: input.turnId, attempt, delayMs, status, at: now() }),
+      onFallback: ({ from, to, error }) =>
+        deps.bus?.publish({ type: "model_fallback", sessionKey: input.sessionKey, turnId: input.turnId, from, to, error, at: now() }),
     });
   });
 }

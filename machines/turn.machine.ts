@@ -80,6 +80,8 @@ export interface TurnContext {
   /** Inbox ids of the injected messages taken in. */
   takenIds: string[];
   usage: Usage;
+  /** Which models answered ("<provider>/<model>"), in order of first use: a fallback model shows here. Absent in older records. */
+  models?: string[];
   reply: string | null;
   error: string | null;
   seq: number;
@@ -101,6 +103,8 @@ export interface TurnOutput {
   /** Messages the turn added after the user message, in order. */
   newMessages: ChatMessage[];
   usage: Usage;
+  /** Which models answered the turn's calls, in order of first use. */
+  models: string[];
   iteration: number;
   error: string | null;
   /** How many injected messages the turn took in; the session queues the rest for the next turn. */
@@ -111,6 +115,10 @@ export interface TurnOutput {
 
 /** How many user messages a running turn takes in; the rest wait for the next turn. */
 export const MAX_INJECTED_PER_TURN = 3;
+
+/** The models that answered so far, with this response's one added if it is new. */
+const answeredBy = (models: string[] | undefined, output: ModelResponse): string[] =>
+  !output.model || models?.includes(output.model) ? (models ?? []) : [...(models ?? []), output.model];
 
 const errorText = ({ event }: { event: { error: unknown } }) => (event.error instanceof Error ? event.error.message : String(event.error));
 
@@ -164,6 +172,7 @@ export const turnMachine = setup({
     injectedTaken: 0,
     takenIds: [],
     usage: ZERO_USAGE,
+    models: [],
     reply: null,
     error: null,
     seq: 0,
@@ -189,6 +198,7 @@ export const turnMachine = setup({
               pendingToolCalls: event.output.toolCalls,
               iteration: context.iteration + 1,
               usage: addUsage(context.usage, event.output.usage),
+              models: answeredBy(context.models, event.output),
             })),
           },
           {
@@ -197,6 +207,7 @@ export const turnMachine = setup({
               messages: [...context.messages, assistantMessage(event.output)],
               reply: event.output.content || "(the model returned an empty reply)",
               usage: addUsage(context.usage, event.output.usage),
+              models: answeredBy(context.models, event.output),
             })),
           },
         ],
@@ -282,6 +293,7 @@ export const turnMachine = setup({
     reply: context.reply ?? "",
     newMessages: context.messages.slice(context.firstNewIndex),
     usage: context.usage,
+    models: context.models ?? [],
     iteration: context.iteration,
     error: context.error,
     injectedTaken: context.injectedTaken,

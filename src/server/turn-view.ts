@@ -68,7 +68,7 @@ export async function turnDetail(store: Store, turnId: string, redact: (text: st
       resultPreview: t.result === undefined ? null : cut(redact(t.result), 200),
     };
   });
-  const context = (record.snapshot as { context?: { usage?: unknown; iteration?: unknown; error?: unknown } }).context ?? {};
+  const context = (record.snapshot as { context?: { usage?: unknown; iteration?: unknown; error?: unknown; models?: unknown } }).context ?? {};
   return {
     turnId,
     sessionKey: record.sessionKey,
@@ -80,6 +80,8 @@ export async function turnDetail(store: Store, turnId: string, redact: (text: st
     updatedAt: record.updatedAt,
     iteration: context.iteration ?? null,
     usage: context.usage ?? null,
+    /** Which models answered ("<provider>/<model>"): a fallback model shows here. */
+    models: Array.isArray(context.models) ? context.models.filter((m): m is string => typeof m === "string") : [],
     error: typeof context.error === "string" ? redact(context.error) : null,
     checkpoints,
     tools,
