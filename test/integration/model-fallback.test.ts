@@ -65,6 +65,24 @@ describe("fallback models and quota errors, against fake OpenAI-compatible serve
     expect(retried).toEqual([]);
   });
 
+  it('providerRetryMode "persistent" keeps retrying a failing model past the standard limit, and /stop ends even a long wait at once', async () => {
+    // Six quick failures (past the standard mode's 5 attempts), then failures that ask for a 30 s wait.
+    const a = await startFakeOpenAi([], (_req, index): FakeStep => ({ status: 503, errorMessage: "overloaded", headers: index < 6 ? { "retry-after-ms": "50" } : { "retry-after": "30" } }));
+    fakes.push(a);
+    const d = (daemon = await startDaemon(await tmp(), a.url, { defaults: { providerRetryMode: "persistent" } }));
+    const longWait = firstValueFrom(d.bus.ofType("model_retry").pipe(filter((e) => e.delayMs >= 30_000)));
+    const id = await sendApi(d, "p", "hello");
+    const reply = replyTo(d, id);
+    expect((await longWait).attempt).toBe(7);
+    expect(a.requests).toHaveLength(7);
+    const stopped = Date.now();
+    await sendApi(d, "p", "/stop");
+    expect((await reply).content).toBe("Stopped.");
+    expect(Date.now() - stopped).toBeLessThan(15_000);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(a.requests).toHaveLength(7);
+  }, 120_000);
+
   it("when every model fails, the reply names what each said; a model answering normally is recorded as itself", async () => {
     const { d } = await start([{ status: 401, errorMessage: "bad key" }, { content: "primary is back" }], [{ status: 404, errorMessage: "no such deployment" }]);
     const reply = await replyTo(d, await sendApi(d, "all", "hello"));
