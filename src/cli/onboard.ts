@@ -40,6 +40,7 @@ class OnboardStopped extends TroupeError {
 /** A model each provider serves, offered as the default answer (none where no name is safe to guess). */
 const DEFAULT_MODELS: Record<string, string> = {
   openai: "gpt-4o-mini",
+  anthropic: "anthropic/claude-opus-4-5",
   openrouter: "openai/gpt-4o-mini",
   deepseek: "deepseek-chat",
   groq: "llama-3.3-70b-versatile",

@@ -187,7 +187,8 @@ export function resolveProvider(config: Config, configFile = "config.json", choi
   return {
     spec: acting,
     apiKey: cfg.apiKey || "no-key",
-    apiBase,
+    // Azure: the resource endpoint; a base copied with its /openai or /openai/v1 path would be doubled by the deployments path.
+    apiBase: spec.backend === "azure" ? apiBase.replace(/\/openai(\/v1)?\/*$/, "/") : apiBase,
     extraHeaders: cfg.extraHeaders ?? {},
     model: modelToSend(acting, model),
     ...(spec.backend === "azure" ? { apiVersion: cfg.apiVersion ?? DEFAULT_AZURE_API_VERSION } : {}),

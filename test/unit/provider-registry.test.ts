@@ -115,6 +115,13 @@ describe("Azure OpenAI", () => {
     });
   });
 
+  it("takes an endpoint copied with its /openai/v1 path as the resource endpoint", () => {
+    for (const base of ["https://res.openai.azure.com/openai/v1", "https://res.openai.azure.com/openai/", "https://res.openai.azure.com/"]) {
+      const r = resolveProvider(auto("dep", { azure_openai: { apiKey: "k", apiBase: base } }, "azure_openai"));
+      expect(chatEndpoint(r).url).toBe("https://res.openai.azure.com/openai/deployments/dep/chat/completions?api-version=2024-10-21");
+    }
+  });
+
   it("is found by the keyword azure, and says what is missing", () => {
     expect(() => resolveProvider(auto("azure/gpt-4o", {}))).toThrow("providers.azure_openai.apiBase is not set: give your Azure OpenAI endpoint (https://<resource>.openai.azure.com) in config.json");
     expect(() => resolveProvider(auto("gpt-4o", { azureOpenai: { apiBase: "https://r.openai.azure.com" } }, "azure_openai"))).toThrow(
