@@ -42,8 +42,10 @@ export async function statusLines({ config, paths, workspace, fromFile, unrunnab
     ([name, p]) => `${name} (${p.apiKey ? "key set" : "no key"}${p.apiBase ? `, ${p.apiBase}` : ""})`,
   );
   let provider: string;
+  let defaulted: string | undefined;
   try {
     const r = resolveProvider(config, paths.configFile);
+    defaulted = r.defaultedModel;
     provider = `${r.spec.name} at ${r.apiBase} (model sent as ${r.model})`;
   } catch (err) {
     provider = `not ready: ${(err as Error).message}`;
@@ -64,7 +66,7 @@ export async function statusLines({ config, paths, workspace, fromFile, unrunnab
     `config:    ${paths.configFile}${fromFile ? "" : " (missing: run `troupe onboard`)"}`,
     `data dir:  ${paths.dataDir}`,
     `workspace: ${workspace}${existsSync(workspace) ? "" : " (missing: run `troupe onboard`)"}`,
-    `model:     ${d.model}${d.modelPreset && d.modelPreset !== "default" ? ` (preset ${d.modelPreset})` : ""}`,
+    `model:     ${defaulted ? `${defaulted} (none configured: ${defaulted.split("/")[0]}'s default)` : d.model}${d.modelPreset && d.modelPreset !== "default" ? ` (preset ${d.modelPreset})` : ""}`,
     `provider:  ${d.provider === "auto" ? "auto → " : ""}${provider}`,
     ...(fallbacks.length ? [`fallbacks: ${fallbacks.join(", ")}`] : []),
     `providers: ${providers.length ? providers.join(", ") : "none configured (set providers.<name>.apiKey)"}`,

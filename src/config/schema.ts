@@ -84,10 +84,13 @@ const fallbackModelSchema = z.union([
 ]);
 export type FallbackModel = z.infer<typeof fallbackModelSchema>;
 
+/** agents.defaults.model when the config names none (a provider with a default model of its own uses that instead: see the registry). */
+export const DEFAULT_MODEL = "gpt-4o-mini";
+
 const agentDefaultsSchema = z.object({
   /** Empty means `<data dir>/workspace`; `~` and relative paths are resolved by the loader. */
   workspace: z.string().default(""),
-  model: z.string().default("gpt-4o-mini"),
+  model: z.string().default(DEFAULT_MODEL),
   /** A provider name from the registry, or "auto" to infer it from the model, key or apiBase. */
   provider: z.string().default("auto"),
   maxTokens: z.number().int().positive().default(8192),

@@ -1,4 +1,4 @@
-import type { Config, ProviderConfig } from "../config/schema.js";
+import { DEFAULT_MODEL, type Config, type ProviderConfig } from "../config/schema.js";
 import { TroupeError } from "../errors.js";
 import { normalizeProviderName, PROVIDERS, providerSpec, type ProviderSpec } from "./vendors.js";
 
@@ -22,6 +22,8 @@ export interface ResolvedProvider {
   apiVersion?: string;
   /** The key under `providers` this came from, when it differs from spec.name (a gateway detected by its key). */
   configKey?: string;
+  /** Set when no model was configured and the provider's own default is used (as configured, before mapping). */
+  defaultedModel?: string;
 }
 
 /** Which model and provider to use, when not agents.defaults' own (a fallback model, Dream's override). */
@@ -171,6 +173,8 @@ export function resolveProvider(config: Config, configFile = "config.json", choi
     }
     nothingRoutes(model, configFile);
   }
+  // No model configured and only, say, an Anthropic key: nanobot would use its default model (anthropic/claude-opus-4-5), not troupe's OpenAI one.
+  const sent = !choice && model === DEFAULT_MODEL && spec.defaultModel && !keywordMatches(spec, model) ? spec.defaultModel : model;
   const entry = entryOf(config, spec.name);
   const cfg = entry?.cfg ?? EMPTY;
   const configKey = entry?.key ?? spec.name;
@@ -190,9 +194,10 @@ export function resolveProvider(config: Config, configFile = "config.json", choi
     // Azure: the resource endpoint; a base copied with its /openai or /openai/v1 path would be doubled by the deployments path.
     apiBase: spec.backend === "azure" ? apiBase.replace(/\/openai(\/v1)?\/*$/, "/") : apiBase,
     extraHeaders: cfg.extraHeaders ?? {},
-    model: modelToSend(acting, model),
+    model: modelToSend(acting, sent),
     ...(spec.backend === "azure" ? { apiVersion: cfg.apiVersion ?? DEFAULT_AZURE_API_VERSION } : {}),
     ...(configKey !== acting.name ? { configKey } : {}),
+    ...(sent !== model ? { defaultedModel: sent } : {}),
   };
 }
 

@@ -32,6 +32,8 @@ export interface ProviderSpec {
   backend?: "openai" | "azure";
   /** The model name the endpoint expects, from the one configured (prefix already removed). */
   mapModel?: (model: string) => string;
+  /** The model used when the config names none and troupe's default (an OpenAI model) is not this provider's. */
+  defaultModel?: string;
   /** Known to nanobot, but needs an API troupe does not speak: why, and what to use instead. */
   unsupported?: string;
 }
@@ -61,7 +63,7 @@ export const PROVIDERS: ProviderSpec[] = [
   { name: "byteplus", displayName: "BytePlus", defaultApiBase: "https://ark.ap-southeast.bytepluses.com/api/v3", keywords: ["byteplus"], baseMarker: "bytepluses", isGateway: true, stripVendorPrefix: true, envKey: "OPENAI_API_KEY" },
   { name: "byteplus_coding_plan", displayName: "BytePlus Coding Plan", defaultApiBase: "https://ark.ap-southeast.bytepluses.com/api/coding/v3", keywords: ["byteplus-plan"], isGateway: true, stripVendorPrefix: true, envKey: "OPENAI_API_KEY" },
   // Vendors: matched by model-name keywords.
-  { name: "anthropic", displayName: "Anthropic", defaultApiBase: "https://api.anthropic.com/v1/", keywords: ["anthropic", "claude"], baseMarker: "api.anthropic.com", mapModel: anthropicModelId, envKey: "ANTHROPIC_API_KEY" },
+  { name: "anthropic", displayName: "Anthropic", defaultApiBase: "https://api.anthropic.com/v1/", keywords: ["anthropic", "claude"], baseMarker: "api.anthropic.com", mapModel: anthropicModelId, defaultModel: "anthropic/claude-opus-4-5", envKey: "ANTHROPIC_API_KEY" },
   { name: "openai", displayName: "OpenAI", defaultApiBase: "https://api.openai.com/v1", keywords: ["openai", "gpt"], baseMarker: "api.openai.com", envKey: "OPENAI_API_KEY" },
   { name: "openai_codex", displayName: "OpenAI Codex", defaultApiBase: null, keywords: ["openai-codex"], unsupported: "OpenAI Codex signs in with a ChatGPT login (OAuth), which troupe does not do; use providers.openai with an API key" },
   { name: "xai_grok", displayName: "xAI Grok", defaultApiBase: null, keywords: ["xai-grok", "xai_grok"], unsupported: "xAI Grok's subscription signs in with OAuth, which troupe does not do; use xAI's OpenAI-compatible API (https://api.x.ai/v1) as a custom provider" },

@@ -40,6 +40,16 @@ describe("providers as a nanobot user configures them (real processes, fake mode
     expect(fake.requests[0]?.headers.authorization).toBe("Bearer sk-ant-api03-test");
   });
 
+  it("with no model configured and only an Anthropic key, nanobot's default model is used (not troupe's OpenAI one)", async () => {
+    fake = await startFakeOpenAi([{ content: "Claude here." }]);
+    const dir = await home({ providers: { anthropic: { apiKey: "sk-ant-api03-test", apiBase: fake.url } } });
+    const status = await runCli(["status"], { TROUPE_HOME: dir });
+    expect(status.stdout).toContain("model:     anthropic/claude-opus-4-5 (none configured: anthropic's default)");
+    const r = await runCli(["agent", "-m", "hi"], { TROUPE_HOME: dir });
+    expect(r.stdout).toBe("Claude here.\n");
+    expect(fake.requests[0]?.body.model).toBe("claude-opus-4-5");
+  });
+
   it.each([
     ["no key at all", {}, 'no LLM provider configured for model "anthropic/claude-opus-4-5" (Anthropic\'s): set providers.anthropic.apiKey in CONFIG, or export TROUPE_PROVIDERS__ANTHROPIC__API_KEY'],
     ["only an OpenAI key", { openai: { apiKey: "sk-proj-test" } }, 'model "anthropic/claude-opus-4-5" is Anthropic\'s, but providers.anthropic.apiKey is not set (providers.openai cannot serve it): set it, or export TROUPE_PROVIDERS__ANTHROPIC__API_KEY'],

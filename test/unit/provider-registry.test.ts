@@ -26,6 +26,14 @@ describe("nanobot's default config", () => {
     ]);
   });
 
+  it("works with no model configured (nanobot's default model applies, not troupe's OpenAI one)", () => {
+    const r = resolveProvider(cfg({ providers: { anthropic: { apiKey: "sk-ant-1" } } }));
+    expect([r.spec.name, r.model]).toEqual(["anthropic", "claude-opus-4-5"]);
+    // A model the user named is sent as named; an OpenAI key keeps troupe's default.
+    expect(resolveProvider(cfg({ agents: { defaults: { model: "claude-3-5-haiku-latest" } }, providers: { anthropic: { apiKey: "k" } } })).model).toBe("claude-3-5-haiku-latest");
+    expect(resolveProvider(cfg({ providers: { openai: { apiKey: "k" }, anthropic: { apiKey: "k" } } })).model).toBe("gpt-4o-mini");
+  });
+
   it("maps OpenRouter-style dotted Claude names to Anthropic's ids, and keeps them for a gateway", () => {
     expect(route(["anthropic/claude-haiku-4.5", { anthropic: { apiKey: "k" } }])[2]).toBe("claude-haiku-4-5");
     expect(route(["claude-sonnet-4-6", { anthropic: { apiKey: "k" } }, "anthropic"])[2]).toBe("claude-sonnet-4-6");
