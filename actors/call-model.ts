@@ -4,7 +4,9 @@ import { fault } from "../src/fault.js";
 import type { LlmProvider, ToolSchema } from "../src/providers/client.js";
 import type { ModelResponse } from "../src/providers/messages.js";
 import type { CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
+import { NO_HOOKS, type HookChain } from "../src/hooks/hook.js";
 import type { CallModelInput } from "../machines/turn.machine.js";
+import { FINALIZATION_RETRY_PROMPT } from "../src/context/loop-texts.js";
 
 export interface CallModelDeps {
   provider: LlmProvider;
@@ -14,26 +16,44 @@ export interface CallModelDeps {
   now?: () => number;
   /** What the model is sent, derived from the checkpointed messages (microcompact). */
   compact?: (messages: ModelMessages) => ModelMessages;
+  /** beforeIteration before the call, onStream for each piece of text, onStreamEnd after it. */
+  hooks?: HookChain;
 }
 
 type ModelMessages = CallModelInput["messages"];
 
-/** One model call; streamed text goes out on the bus as progress events. No side effects. */
+/**
+ * One model call; streamed text goes out on the bus as progress events (and to the hooks). No side
+ * effects. A finalizing call (after repeated empty answers) goes without tools and asks for the answer.
+ */
 export function createCallModel(deps: CallModelDeps) {
   const now = deps.now ?? Date.now;
+  const hooks = deps.hooks ?? NO_HOOKS;
   return fromPromise<ModelResponse, CallModelInput>(async ({ input, signal }) => {
     await deps.barrier.reached(input.turnId, input.seq, signal);
     fault("awaiting-model");
-    return deps.provider.chat({
-      messages: deps.compact ? deps.compact(input.messages) : input.messages,
-      tools: deps.tools(),
+    const messages: ModelMessages = input.finalize ? [...input.messages, { role: "user", content: FINALIZATION_RETRY_PROMPT }] : input.messages;
+    const turn = { turnId: input.turnId, sessionKey: input.sessionKey, channel: input.channel ?? "", chatId: input.chatId ?? "", iteration: input.iteration ?? 0 };
+    if (hooks.size) await hooks.beforeIteration({ ...turn, messages: input.messages });
+    // The stream's pieces reach the hooks in order, without holding the stream up.
+    let streamed = Promise.resolve();
+    const response = await deps.provider.chat({
+      messages: deps.compact ? deps.compact(messages) : messages,
+      tools: input.finalize ? [] : deps.tools(),
       signal,
-      onDelta: (delta) =>
-        deps.bus?.publish({ type: "progress", sessionKey: input.sessionKey, turnId: input.turnId, delta, at: now() }),
+      onDelta: (delta) => {
+        deps.bus?.publish({ type: "progress", sessionKey: input.sessionKey, turnId: input.turnId, delta, at: now() });
+        if (hooks.size) streamed = streamed.then(() => hooks.onStream(turn, delta));
+      },
       onRetry: ({ attempt, delayMs, status }) =>
         deps.bus?.publish({ type: "model_retry", sessionKey: input.sessionKey, turnId: input.turnId, attempt, delayMs, status, at: now() }),
       onFallback: ({ from, to, error }) =>
         deps.bus?.publish({ type: "model_fallback", sessionKey: input.sessionKey, turnId: input.turnId, from, to, error, at: now() }),
     });
+    if (hooks.size) {
+      await streamed;
+      await hooks.onStreamEnd({ ...turn, response }, { resuming: response.toolCalls.length > 0 });
+    }
+    return response;
   });
 }

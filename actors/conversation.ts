@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Config } from "../src/config/schema.js";
-import { buildSystemPrompt, withRuntimeContext } from "../src/context/prompt.js";
+import { buildSystemPrompt, runtimeContextBlock } from "../src/context/prompt.js";
 import { userMessageWithMedia } from "../src/context/media.js";
 import { loadSkills, withMentionedSkills, type Skill } from "../src/context/skills.js";
 import {
@@ -34,6 +34,8 @@ export interface Reply {
   content: string;
   turnId?: string;
   state?: TurnFinalState;
+  /** The `message` tool already wrote to the turn's chat (nanobot's _sent_in_turn). */
+  alreadySent?: boolean;
 }
 
 export interface ConversationDeps extends TurnDeps {
@@ -168,8 +170,10 @@ export function createConversation(deps: ConversationDeps) {
     const turnId = newTurnId(now());
     const stamp = now();
     // `$skill-name` brings that skill's full text into this turn; the session stores the message as written.
-    const userForModel = withRuntimeContext(withMentionedSkills(msg.content, skills), { now: new Date(stamp), timezone: d.timezone, channel: msg.channel, chatId: msg.chatId });
-    const room = budget - textTokens(system) - textTokens(userForModel) - toolsTokens(deps.registry.schemas());
+    const userText = withMentionedSkills(msg.content, skills);
+    // nanobot's runtime-context block heads the text in what the model is sent; the session stores the message as written.
+    const context = runtimeContextBlock({ now: new Date(stamp), timezone: d.timezone, channel: msg.channel, chatId: msg.chatId });
+    const room = budget - textTokens(system) - textTokens(`${context}\n\n${userText}`) - toolsTokens(deps.registry.schemas());
     const history = tokenWindow(stored.map((m) => m.message), Math.max(0, room));
     // The history is the tail of the stored messages: the turn's stored input refers to it, not a copy.
     const fromSeq = history.length ? stored[stored.length - history.length]!.seq : meta.nextSeq;
@@ -181,7 +185,7 @@ export function createConversation(deps: ConversationDeps) {
         sessionKey: msg.sessionKey,
         channel: msg.channel,
         chatId: msg.chatId,
-        messages: [{ role: "system", content: system }, ...history, await userMessageWithMedia(userForModel, msg.media)],
+        messages: [{ role: "system", content: system }, ...history, await userMessageWithMedia(userText, msg.media, context)],
         maxIterations: d.maxToolIterations,
         ...(msg.messageId ? { messageId: msg.messageId } : {}),
         history: { epoch: meta.epoch, fromSeq, toSeq: meta.nextSeq, count: history.length },
@@ -243,7 +247,7 @@ export function createConversation(deps: ConversationDeps) {
       onTurn?.(turn);
       const result = await turn.done;
       afterTurn(msg.sessionKey, result.output.newMessages);
-      return { content: result.output.reply, turnId: result.turnId, state: result.state };
+      return { content: result.output.reply, turnId: result.turnId, state: result.state, ...(result.output.replySent ? { alreadySent: true } : {}) };
     },
   };
 }

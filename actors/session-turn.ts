@@ -24,6 +24,15 @@ export interface SessionTurnDeps extends TurnDeps {
   toolsReady?: () => Promise<void>;
 }
 
+/**
+ * Channels whose every message is answered on the request that brought it (the control API's
+ * POST stream): their reply is the answer, sent even when the `message` tool wrote to the chat.
+ */
+const ANSWERING_CHANNELS = new Set(["api"]);
+
+/** The `message` tool already wrote to the turn's chat: the reply is not sent a second time (nanobot's _sent_in_turn). */
+export const skipReply = (channel: string, output: Pick<TurnOutput, "replySent">) => Boolean(output.replySent) && !ANSWERING_CHANNELS.has(channel);
+
 /** A reply on a chat, as an outbox entry. */
 export function replyRecord(to: { channel: string; chatId: string }, content: string, deliveryId: string, answers: string[], now: number): OutboxRecord {
   return { deliveryId, channel: to.channel, chatId: to.chatId, content, media: [], answers, createdAt: now, attempts: 0 };
@@ -42,11 +51,13 @@ export function createSessionTurns(deps: SessionTurnDeps) {
   const turns = createTurnRuntime(deps, async (result, input) => {
     const answers = [...(input.messageId ? [input.messageId] : []), ...result.output.takenIds];
     const reply = replyRecord(input, result.output.reply, `reply:${result.turnId}`, answers, now());
+    if (result.output.replySent) reply.alreadySent = true;
     const hook = (await deps.finalHook?.(result, answers)) ?? { ops: [], deliver: true };
-    if (hook.deliver) replies.set(result.turnId, reply);
+    const deliver = hook.deliver && !skipReply(input.channel, result.output);
+    if (deliver) replies.set(result.turnId, reply);
     return [
       ...(await deps.conversation.sessionFinalOps(input.sessionKey, result)),
-      ...(hook.deliver ? [outboxPutOp(reply)] : []),
+      ...(deliver ? [outboxPutOp(reply)] : []),
       ...inboxDeleteOps(input.sessionKey, answers),
       ...hook.ops,
     ];

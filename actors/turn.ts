@@ -5,7 +5,7 @@ import { turnActorId } from "../src/server/actor-tree.js";
 import { microcompact } from "../src/context/microcompact.js";
 import { fitToBudget } from "../src/memory/fit.js";
 import { toolsTokens } from "../src/memory/tokens.js";
-import { repairHistory } from "../src/providers/history.js";
+import { mergeConsecutiveUsers, repairHistory } from "../src/providers/history.js";
 import type { LlmProvider } from "../src/providers/client.js";
 import { createCheckpointBarrier, type CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
 import type { Store, StoreOp } from "../src/store/store.js";
@@ -22,6 +22,8 @@ import {
   type TurnStart,
 } from "../machines/turn.machine.js";
 import { createCallModel } from "./call-model.js";
+import { createFinalize } from "./finalize.js";
+import { NO_HOOKS, type HookChain } from "../src/hooks/hook.js";
 import { createRunTools } from "./run-tools.js";
 
 export type { TurnStart } from "../machines/turn.machine.js";
@@ -39,6 +41,8 @@ export interface TurnDeps {
   contextBudget?: number;
   /** Follows a turn started on its own (a subagent) in the actor tree, by its readable id. */
   inspectRoot?: (id: string) => (event: InspectionEvent) => void;
+  /** The hooks (agents.defaults.hooks and the workspace's hooks/), run inside the turn's effects. */
+  hooks?: HookChain;
   /** false skips the per-transition checkpoints (only the final batch is written): for measuring their cost, never for use. */
   durable?: boolean;
 }
@@ -84,21 +88,26 @@ export interface TurnRuntime {
 
 /** The turn machine with its effects supplied. */
 function effects(deps: TurnDeps, barrier: CheckpointBarrier) {
+  const hooks = deps.hooks ?? NO_HOOKS;
   return turnMachine.provide({
+    guards: { hasHooks: () => hooks.size > 0 },
     actors: {
       callModel: createCallModel({
+        hooks,
         provider: deps.provider,
         tools: () => deps.registry.schemas(),
         barrier,
         bus: deps.bus,
         now: deps.now,
-        // Whatever was stored, the model gets a well-formed history; older read-only results are compacted.
+        // Whatever was stored, the model gets a well-formed history (no two user messages in a row
+        // either); older read-only results are compacted.
         compact: (messages) => {
-          const compacted = microcompact(repairHistory(messages), (name) => deps.registry.get(name)?.readOnly === true);
+          const compacted = microcompact(mergeConsecutiveUsers(repairHistory(messages)), (name) => deps.registry.get(name)?.readOnly === true);
           return deps.contextBudget ? fitToBudget(compacted, deps.contextBudget, toolsTokens(deps.registry.schemas())) : compacted;
         },
       }),
-      runTools: createRunTools({ registry: deps.registry, store: deps.store, barrier, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now: deps.now }),
+      runTools: createRunTools({ registry: deps.registry, store: deps.store, barrier, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now: deps.now, hooks }),
+      finalizeContent: createFinalize({ hooks, store: deps.store, barrier, logger: deps.logger, now: deps.now }),
       checkpointed: fromPromise<void, CheckpointedInput>(({ input, signal }) => barrier.reached(input.turnId, input.seq, signal)),
     },
   });
@@ -193,6 +202,7 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
       const initial = write ? pendingInitial : [];
       if (write) pendingInitial = [];
       const newMessages = write ? { from: messagesQueued, messages: messages.slice(messagesQueued) } : undefined;
+      const written = messagesQueued;
       if (write) messagesQueued = messages.length;
       const result: TurnResult | undefined = final ? { turnId, state: record.state as TurnFinalState, output: snap.output as TurnOutput } : undefined;
       deps.bus?.publish({ type: "turn_state", sessionKey: input.sessionKey, turnId, state: record.state, iteration: snap.context.iteration, at: record.updatedAt });
@@ -206,7 +216,8 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
             ? [
                 ...(await (entry.onFinal ?? defaultFinal)(result, input)),
                 closeTurnOp(turnId, input.sessionKey),
-                ...pruneFinishedOps(turnId, { from: inputCount, to: messages.length }, !withInput),
+                // The final answer may fold a cut-off chain into one message: every key written goes.
+                ...pruneFinishedOps(turnId, { from: inputCount, to: Math.max(messages.length, written) }, !withInput),
               ]
             : [];
           const ops = checkpointOps(record, snap.context.iteration, { withInput: withInput && !result, newMessages: result ? undefined : newMessages });
@@ -247,7 +258,9 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
     const { record } = start;
     barrier.mark(record.turnId, record.seq);
     // Messages injected but not yet taken are still in the inbox; the session queues them again.
-    const snapshot = { ...record.snapshot, context: { ...record.snapshot.context, injected: [] } };
+    // Records from before empty-answer retries and continuations have neither count: none happened yet.
+    const { emptyAnswers = 0, continuation = [] } = record.snapshot.context as { emptyAnswers?: number; continuation?: string[] };
+    const snapshot = { ...record.snapshot, context: { ...record.snapshot.context, injected: [], emptyAnswers, continuation } };
     return base.restoreSnapshot(snapshot as never, scope as never) as TurnSnapshot;
   };
   logic.start = (snapshot, scope) => {

@@ -8,6 +8,12 @@ import type { SessionInput, SessionMessage } from "./session.machine.js";
  * limit (maxRestarts failures within windowMs) it is marked failed and left stopped, and the rest
  * keep running. Sessions are spawned on their first message and removed when they passivate;
  * messages that arrive while a session waits to restart are kept and handed to the new one.
+ *
+ * Session actors are not XState children: each is the root of its own actor system, kept by the
+ * session host (actors/session-host.ts) that the composition plugs in as the `startSession`,
+ * `stopSession` and `deliverToSession` actions and the `sessionActive`/`sessionIdle` guards, and
+ * that reports their ends as `session.done` / `session.error`. Channels, cron, MCP servers and
+ * Dream are few and stay real children.
  */
 
 export interface SupervisionPolicy {
@@ -65,6 +71,10 @@ export type SupervisorEvent =
    * could not be stored).
    */
   | { type: "store.recovered" }
+  /** A session actor ended by itself: passivated, or crashed (its output names the error). */
+  | { type: "session.done"; id: string; output: unknown }
+  /** A session actor threw. */
+  | { type: "session.error"; id: string; error: unknown }
   /** Start Dream, the protected memory job (one per daemon). */
   | { type: "dream.start" };
 
@@ -79,7 +89,6 @@ export const restartDelay = (policy: SupervisionPolicy, attempt: number) =>
   Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, attempt - 1));
 
 const ERROR_PREFIX = "xstate.error.actor.";
-const DONE_PREFIX = "xstate.done.actor.";
 
 const isActive = (ref: AnyActorRef | undefined) => ref?.getSnapshot().status === "active";
 
@@ -103,7 +112,6 @@ export const supervisorMachine = setup({
     input: {} as SupervisorInput,
   },
   actors: {
-    session: notProvided<CallbackActorLogic<{ type: "message"; message: SessionMessage }, SessionInput>>("supervisor", "session", "callback"),
     channel: notProvided<CallbackActorLogic<{ type: string }, unknown>>("supervisor", "channel", "callback"),
     /** The cron scheduler (machines/cron.machine.ts, provided by the composition). */
     cron: notProvided<CallbackActorLogic<{ type: string }, unknown>>("supervisor", "cron", "callback"),
@@ -113,10 +121,14 @@ export const supervisorMachine = setup({
   guards: {
     /** The store is failing (supplied by the composition). */
     storeDown: () => false,
+    /** The session host (supplied by the composition) has a live actor for this id (params: { id }). */
+    sessionActive: (_, _params: unknown) => false,
+    /** …and it waits for a message (params: { id }). (Typed unknown: params typed here do not resolve inside setup's own actions.) */
+    sessionIdle: (_, _params: unknown) => false,
   },
   actions: {
     /** Delivers a message to its session actor, spawning it first if it is not running; wake only spawns. */
-    route: enqueueActions(({ enqueue, event, context, self }) => {
+    route: enqueueActions(({ enqueue, event, context, check }) => {
       if (event.type !== "inbound" && event.type !== "wake") return;
       const message = event.type === "inbound" ? event.message : undefined;
       const id = sessionActorId(event.sessionKey);
@@ -130,32 +142,31 @@ export const supervisorMachine = setup({
         if (message) enqueue.assign({ children: withChild(context.children, { ...record, pending: [...record.pending, message] }) });
         return;
       }
-      const ref = self.getSnapshot().children[id] as AnyActorRef | undefined;
-      if (!isActive(ref)) {
-        // First message, or the session passivated an instant ago: a fresh actor.
-        if (ref) enqueue.stopChild(id);
+      if (!check({ type: "sessionActive", params: { id } })) {
+        // First message, or the session passivated an instant ago: a fresh actor (replacing any stopped one).
         const input: SessionInput = { sessionKey: event.sessionKey, idleMs: context.sessionIdleMs };
-        enqueue.spawnChild("session", { id, input });
+        enqueue({ type: "startSession", params: { id, input } } as never);
         enqueue.assign({
           children: withChild(context.children, { id, kind: "session", input, status: "running", failures: record?.failures ?? [], lastError: null, since: Date.now(), pending: [] }),
         });
       }
-      if (message) enqueue.sendTo(id, { type: "message", message });
+      if (message) enqueue({ type: "deliverToSession", params: { id, message } } as never);
     }),
     /** A child failed: restart it after a backoff, or past the intensity limit mark it failed. */
     childFailure: enqueueActions(({ enqueue, context, check }, { id, error }: { id: string; error: unknown }) => {
       const record = context.children[id];
       if (!record) return;
       const now = Date.now();
+      const stop = () => (record.kind === "session" ? enqueue({ type: "stopSession", params: { id } } as never) : enqueue.stopChild(id));
       // The store failed under it: restarting now would fail again. It waits for store.recovered; not a failure of its own.
       if (record.kind === "session" && check({ type: "storeDown" })) {
-        enqueue.stopChild(id);
+        stop();
         enqueue.assign({ children: { ...context.children, [id]: { ...record, status: "parked", lastError: error instanceof Error ? error.message : String(error), since: now } } });
         return;
       }
       const failures = [...record.failures.filter((t: number) => now - t < context.policy.windowMs), now];
       const lastError = error instanceof Error ? error.message : String(error);
-      enqueue.stopChild(id);
+      stop();
       // An error that says restarting cannot help (a rejected token) fails the child at once.
       const permanent = (error as { permanent?: unknown } | undefined)?.permanent === true;
       if (permanent || failures.length > context.policy.maxRestarts) {
@@ -168,20 +179,20 @@ export const supervisorMachine = setup({
       enqueue.raise({ type: "child.restart", id } as SupervisorEvent, { delay: restartDelay(context.policy, failures.length) });
     }),
     /** A parked or idle session after the store recovered: started again (parked ones with the messages kept for them). */
-    restartAfterStore: enqueueActions(({ enqueue, context, self }) => {
-      const children = { ...context.children };
+    restartAfterStore: enqueueActions(({ enqueue, context, check }) => {
       for (const record of Object.values(context.children)) {
         if (record.kind !== "session") continue;
-        const ref = self.getSnapshot().children[record.id] as AnyActorRef | undefined;
-        const idle = record.status === "running" && isActive(ref) && ref!.getSnapshot().value === "idle";
+        const idle = record.status === "running" && check({ type: "sessionIdle", params: { id: record.id } });
         if (record.status !== "parked" && !idle) continue;
         const input: SessionInput = { ...(record.input as SessionInput), queue: record.pending };
-        if (ref) enqueue.stopChild(record.id);
-        enqueue.spawnChild("session", { id: record.id, input });
-        children[record.id] = { ...record, status: "running", since: Date.now(), pending: [] };
+        enqueue({ type: "startSession", params: { id: record.id, input } } as never);
+        enqueue.assign({ children: withChild(context.children, { ...record, status: "running", since: Date.now(), pending: [] }) });
       }
-      enqueue.assign({ children });
     }),
+    /** Starts (or replaces) a session's actor. Supplied by the composition's session host. */
+    startSession: (_, _params: { id: string; input: SessionInput }) => {},
+    stopSession: (_, _params: { id: string }) => {},
+    deliverToSession: (_, _params: { id: string; message: SessionMessage }) => {},
     /** A message for a session that has failed for good: tell the sender. Supplied by the composition. */
     rejectMessage: (_, _params: { sessionKey: string; message: SessionMessage; reason: string }) => {},
     /** A child failed and restarts after a backoff. Supplied by the composition (logs it). */
@@ -256,8 +267,11 @@ export const supervisorMachine = setup({
           actions: enqueueActions(({ enqueue, event, context }) => {
             const record = context.children[event.id];
             if (record?.status !== "restarting") return;
-            const input = record.kind === "session" ? { ...(record.input as SessionInput), queue: record.pending } : record.input;
-            enqueue.spawnChild(record.kind, { id: record.id, input: input as SessionInput });
+            if (record.kind === "session") {
+              enqueue({ type: "startSession", params: { id: record.id, input: { ...(record.input as SessionInput), queue: record.pending } } } as never);
+            } else {
+              enqueue.spawnChild(record.kind, { id: record.id, input: record.input });
+            }
             enqueue.assign({ children: withChild(context.children, { ...record, status: "running", since: Date.now(), pending: [] }) });
           }),
         },
@@ -267,19 +281,20 @@ export const supervisorMachine = setup({
             enqueue({ type: "childFailure", params: { id: event.type.slice(ERROR_PREFIX.length), error } } as never);
           }),
         },
-        "xstate.done.actor.*": {
+        "session.error": {
+          actions: enqueueActions(({ enqueue, event }) => enqueue({ type: "childFailure", params: { id: event.id, error: event.error } } as never)),
+        },
+        "session.done": {
           // A session passivated: it goes, and comes back on its next message.
-          actions: enqueueActions(({ enqueue, event, context, self }) => {
-            const id = event.type.slice(DONE_PREFIX.length);
-            const record = context.children[id];
+          actions: enqueueActions(({ enqueue, event, context, check }) => {
+            const record = context.children[event.id];
             if (record?.kind !== "session" || record.status !== "running") return;
             // A session that ended as crashed (its children stopped with it) is a failure like any other.
-            const crash = (event as unknown as { output?: { error?: string | null } }).output?.error;
-            if (crash) return enqueue({ type: "childFailure", params: { id, error: new Error(crash) } } as never);
+            const crash = (event.output as { error?: string | null } | undefined)?.error;
+            if (crash) return enqueue({ type: "childFailure", params: { id: event.id, error: new Error(crash) } } as never);
             // Already replaced by a fresh actor for a message that came meanwhile.
-            if (isActive(self.getSnapshot().children[id] as AnyActorRef | undefined)) return;
-            enqueue.stopChild(id);
-            enqueue.assign({ children: withoutChild(context.children, id) });
+            if (check({ type: "sessionActive", params: { id: event.id } })) return;
+            enqueue.assign({ children: withoutChild(context.children, event.id) });
           }),
         },
       },

@@ -12,6 +12,7 @@ import {
 import type { StoreOp } from "../src/store/store.js";
 import type { TurnRecord } from "../src/store/turns.js";
 import { TURN_FINAL_STATES } from "./turn-states.js";
+import { EMPTY_FINAL_RESPONSE_MESSAGE, isEmptyAnswer, lengthRecoveryPrompt, MAX_EMPTY_ANSWERS, MAX_LENGTH_CONTINUATIONS } from "../src/context/loop-texts.js";
 
 /**
  * One agent turn, from a user message to a reply (DESIGN.md, "The turn machine"). The state
@@ -43,6 +44,24 @@ export interface CallModelInput {
   sessionKey: string;
   seq: number;
   messages: ChatMessage[];
+  /** The request after repeated empty answers: without tools, the finalization prompt appended (not stored). */
+  finalize?: boolean;
+  /** For hooks: the chat, and which model call of the turn this is. */
+  channel?: string;
+  chatId?: string;
+  iteration?: number;
+}
+
+/** The final answer, checkpointed as the model gave it, for the hooks' finalizeContent. */
+export interface FinalizeInput {
+  turnId: string;
+  sessionKey: string;
+  channel: string;
+  chatId: string;
+  seq: number;
+  iteration: number;
+  messages: ChatMessage[];
+  response: ModelResponse;
 }
 
 export interface RunToolsInput {
@@ -85,6 +104,14 @@ export interface TurnContext {
   reply: string | null;
   error: string | null;
   seq: number;
+  /** Empty answers in a row (no text, no tool calls); absent in records written before it existed. */
+  emptyAnswers?: number;
+  /** The parts of an answer cut off at the token limit so far, each followed in `messages` by the prompt to go on. */
+  continuation?: string[];
+  /** The final response awaiting the hooks' finalizeContent (state `finalizing_content`). */
+  draft?: ModelResponse | null;
+  /** The hooks' finalizeContent ran on the reply: a resumed turn does not run it again. */
+  finalized?: boolean;
 }
 
 export interface InjectedMessage {
@@ -111,6 +138,12 @@ export interface TurnOutput {
   injectedTaken: number;
   /** Inbox ids of the injected messages taken in. */
   takenIds: string[];
+  /**
+   * The `message` tool already wrote to this turn's chat, so the reply is not sent again (nanobot's
+   * _sent_in_turn); it is sent anyway when the turn took in injected messages (unless it ended
+   * empty) or failed.
+   */
+  replySent?: boolean;
 }
 
 /** How many user messages a running turn takes in; the rest wait for the next turn. */
@@ -136,6 +169,73 @@ const endWith = (context: TurnContext, reply: string, openCallResult: string) =>
   ],
 });
 
+/**
+ * The turn's final answer: the parts of a cut-off answer and this last piece joined into one
+ * assistant message, replacing the chain of parts and continuation prompts (the session keeps
+ * the answer as the user got it); an empty answer becomes nanobot's fallback text.
+ */
+function answer(context: TurnContext, response: ModelResponse) {
+  const parts = context.continuation ?? [];
+  const text = parts.length ? [...parts, response.content].join("").trim() : response.content;
+  const reply = text.trim() ? text : EMPTY_FINAL_RESPONSE_MESSAGE;
+  const kept = context.messages.slice(0, context.messages.length - 2 * parts.length);
+  const last = assistantMessage({ ...response, toolCalls: [] });
+  return {
+    messages: [...kept, { ...last, content: reply }],
+    reply,
+    continuation: [],
+    usage: addUsage(context.usage, response.usage),
+    models: answeredBy(context.models, response),
+  };
+}
+
+/** The answer as assembled (continuations joined, the fallback for none), held for the hooks' finalizeContent. */
+const withDraft = (assembled: ReturnType<typeof answer>, response: ModelResponse) => ({ ...assembled, draft: { ...response, content: assembled.reply, toolCalls: [] } });
+
+/** A cut-off answer so far, and the prompt to continue it from where it stopped. */
+function continueAnswer(context: TurnContext, response: ModelResponse) {
+  return {
+    messages: [
+      ...context.messages,
+      assistantMessage({ ...response, toolCalls: [] }),
+      { role: "user" as const, content: lengthRecoveryPrompt(response.content) },
+    ],
+    continuation: [...(context.continuation ?? []), response.content],
+    usage: addUsage(context.usage, response.usage),
+    models: answeredBy(context.models, response),
+  };
+}
+
+const emptyAnswer = (context: TurnContext, response: ModelResponse) => ({
+  emptyAnswers: (context.emptyAnswers ?? 0) + 1,
+  usage: addUsage(context.usage, response.usage),
+  models: answeredBy(context.models, response),
+});
+
+/** Whether the `message` tool wrote to the turn's own chat among the messages the turn added. */
+export function messagedOwnChat(context: Pick<TurnContext, "messages" | "firstNewIndex" | "channel" | "chatId">): boolean {
+  const added = context.messages.slice(context.firstNewIndex);
+  const results = new Map(added.flatMap((m) => (m.role === "tool" ? [[m.tool_call_id, m.content] as const] : [])));
+  return added.some(
+    (m) =>
+      m.role === "assistant" &&
+      (m.tool_calls ?? []).some((call) => {
+        if (call.function.name !== "message") return false;
+        const result = results.get(call.id);
+        if (result === undefined || /^error/i.test(result)) return false;
+        let args: { channel?: unknown; chat_id?: unknown };
+        try {
+          args = JSON.parse(call.function.arguments) as typeof args;
+        } catch {
+          return false;
+        }
+        const channel = typeof args.channel === "string" && args.channel ? args.channel : context.channel;
+        const chatId = typeof args.chat_id === "string" && args.chat_id ? args.chat_id : channel === context.channel ? context.chatId : undefined;
+        return channel === context.channel && chatId === context.chatId;
+      }),
+  );
+}
+
 export const turnMachine = setup({
   types: {
     context: {} as TurnContext,
@@ -147,13 +247,22 @@ export const turnMachine = setup({
     callModel: notProvided<PromiseActorLogic<ModelResponse, CallModelInput>>("turn", "callModel"),
     runTools: notProvided<PromiseActorLogic<ToolResultMessage[], RunToolsInput>>("turn", "runTools"),
     checkpointed: notProvided<PromiseActorLogic<void, CheckpointedInput>>("turn", "checkpointed"),
+    finalizeContent: notProvided<PromiseActorLogic<string, FinalizeInput>>("turn", "finalizeContent"),
   },
   actions: {
     bumpSeq: assign({ seq: ({ context }) => context.seq + 1 }),
   },
   guards: {
     hasToolCalls: (_, output: ModelResponse) => output.toolCalls.length > 0,
+    /** An empty answer to ask for again, with tools (nanobot: the first of two). */
+    retryEmpty: ({ context }, output: ModelResponse) => isEmptyAnswer(output) && (context.emptyAnswers ?? 0) + 1 < MAX_EMPTY_ANSWERS,
+    /** Empty again: one request without tools follows. */
+    emptyAgain: (_, output: ModelResponse) => isEmptyAnswer(output),
+    /** Cut off at the token limit, with continuations left. */
+    cutOff: ({ context }, output: ModelResponse) => output.finishReason === "length" && (context.continuation ?? []).length < MAX_LENGTH_CONTINUATIONS,
     iterationLimitReached: ({ context }) => context.iteration >= context.maxIterations,
+    /** Hooks are loaded: a final answer goes through `finalizing_content` (the composition provides this). */
+    hasHooks: () => false,
   },
 }).createMachine({
   id: "turn",
@@ -176,6 +285,8 @@ export const turnMachine = setup({
     reply: null,
     error: null,
     seq: 0,
+    emptyAnswers: 0,
+    continuation: [],
   }),
   on: {
     inject: {
@@ -188,7 +299,15 @@ export const turnMachine = setup({
       entry: "bumpSeq",
       invoke: {
         src: "callModel",
-        input: ({ context }) => ({ turnId: context.turnId, sessionKey: context.sessionKey, seq: context.seq, messages: context.messages }),
+        input: ({ context }) => ({
+          turnId: context.turnId,
+          sessionKey: context.sessionKey,
+          seq: context.seq,
+          messages: context.messages,
+          channel: context.channel,
+          chatId: context.chatId,
+          iteration: context.iteration,
+        }),
         onDone: [
           {
             guard: { type: "hasToolCalls", params: ({ event }) => event.output },
@@ -199,17 +318,65 @@ export const turnMachine = setup({
               iteration: context.iteration + 1,
               usage: addUsage(context.usage, event.output.usage),
               models: answeredBy(context.models, event.output),
+              // Tool work starts a new answer.
+              emptyAnswers: 0,
+              continuation: [],
             })),
+          },
+          // Each retry and continuation is a transition of its own, checkpointed before its model call.
+          {
+            guard: { type: "retryEmpty", params: ({ event }) => event.output },
+            target: "awaiting_model",
+            reenter: true,
+            actions: assign(({ context, event }) => emptyAnswer(context, event.output)),
+          },
+          {
+            guard: { type: "emptyAgain", params: ({ event }) => event.output },
+            target: "finalizing",
+            actions: assign(({ context, event }) => emptyAnswer(context, event.output)),
+          },
+          {
+            guard: { type: "cutOff", params: ({ event }) => event.output },
+            target: "awaiting_model",
+            reenter: true,
+            actions: assign(({ context, event }) => continueAnswer(context, event.output)),
+          },
+          {
+            guard: "hasHooks",
+            target: "finalizing_content",
+            actions: assign(({ context, event }) => withDraft(answer(context, event.output), event.output)),
           },
           {
             target: "responded",
-            actions: assign(({ context, event }) => ({
-              messages: [...context.messages, assistantMessage(event.output)],
-              reply: event.output.content || "(the model returned an empty reply)",
-              usage: addUsage(context.usage, event.output.usage),
-              models: answeredBy(context.models, event.output),
-            })),
+            actions: assign(({ context, event }) => answer(context, event.output)),
           },
+        ],
+        onError: {
+          target: "failed",
+          actions: assign({ error: errorText }),
+        },
+      },
+      on: { cancel: "cancelled" },
+    },
+    // After repeated empty answers: one request without tools, the finalization prompt appended.
+    finalizing: {
+      entry: "bumpSeq",
+      invoke: {
+        src: "callModel",
+        input: ({ context }) => ({ turnId: context.turnId, sessionKey: context.sessionKey, seq: context.seq, messages: context.messages, finalize: true }),
+        onDone: [
+          {
+            guard: { type: "cutOff", params: ({ event }) => event.output },
+            target: "awaiting_model",
+            actions: assign(({ context, event }) => continueAnswer(context, event.output)),
+          },
+          // Tool calls it makes anyway are not run: it was asked for the answer.
+          {
+            guard: "hasHooks",
+            target: "finalizing_content",
+            actions: assign(({ context, event }) => withDraft(answer(context, { ...event.output, toolCalls: [] }), event.output)),
+          },
+          { target: "responded", actions: assign(({ context, event }) => answer(context, { ...event.output, toolCalls: [] })) },
         ],
         onError: {
           target: "failed",
@@ -261,6 +428,34 @@ export const turnMachine = setup({
       },
       on: { cancel: "cancelled" },
     },
+    finalizing_content: {
+      // The answer is checkpointed as the model gave it before the hooks see it; their result is
+      // journalled, so a turn resumed here does not run them on the same content twice.
+      entry: "bumpSeq",
+      invoke: {
+        src: "finalizeContent",
+        input: ({ context }) => ({
+          turnId: context.turnId,
+          sessionKey: context.sessionKey,
+          channel: context.channel,
+          chatId: context.chatId,
+          seq: context.seq,
+          iteration: context.iteration,
+          // What came before the answer (the answer itself is the draft).
+          messages: context.messages.slice(0, -1),
+          response: context.draft!,
+        }),
+        onDone: {
+          target: "responded",
+          actions: assign(({ context, event }) => {
+            const reply = event.output.trim() ? event.output : EMPTY_FINAL_RESPONSE_MESSAGE;
+            return { messages: [...context.messages.slice(0, -1), { ...context.messages.at(-1)!, content: reply }], reply, draft: null, finalized: true };
+          }),
+        },
+        onError: { target: "failed", actions: assign({ error: errorText }) },
+      },
+      on: { cancel: "cancelled" },
+    },
     responded: { type: "final", entry: "bumpSeq" },
     failed: {
       type: "final",
@@ -298,6 +493,8 @@ export const turnMachine = setup({
     error: context.error,
     injectedTaken: context.injectedTaken,
     takenIds: context.takenIds,
+    // A failure is reported all the same.
+    replySent: context.error === null && messagedOwnChat(context) && (context.injectedTaken === 0 || context.reply === EMPTY_FINAL_RESPONSE_MESSAGE),
   }),
 });
 

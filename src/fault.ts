@@ -11,6 +11,10 @@ export const FAULT_POINTS = [
   "after-tool-started",
   "after-tool-completed",
   "during-delivery",
+  // Hooks' finalizeContent: the answer checkpointed, nothing journalled; the hooks ran, their result not yet journalled; journalled, the final batch not yet written.
+  "finalize-before-hooks",
+  "finalize-during-hooks",
+  "finalize-after-hooks",
   // A part of a multi-part message (Telegram) accepted by the platform, not yet recorded.
   "after-part-accepted",
   "before-outbox-delete",

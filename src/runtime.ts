@@ -18,6 +18,7 @@ import { createSlot } from "../actors/slot.js";
 import { createSubagentPool, type SubagentPool } from "../actors/subagents.js";
 import { userMessageWithMedia } from "./context/media.js";
 import { sessionMachine, type SessionMessage } from "../machines/session.machine.js";
+import { createSessionHost, type SessionHost } from "../actors/session-host.js";
 import { channelActorId, DREAM_ACTOR_ID, supervisorMachine, type SupervisionPolicy } from "../machines/supervisor.machine.js";
 import { createApiChannel } from "./channels/api.js";
 import type { Channel, ChannelInbound } from "./channels/channel.js";
@@ -27,6 +28,8 @@ import { inboxDeleteOps, inboxPutOps, wasSeen } from "./store/inbox.js";
 import { sessionsToRecover } from "./store/recovery.js";
 import { listOpenTurns } from "./store/turns.js";
 import { MARKER_RETENTION_MS, pruneMarkers } from "./store/markers.js";
+import { compactTurns } from "./store/compact.js";
+import { turnDetail } from "./server/turn-view.js";
 import { spawnTool, subagentsTool } from "./tools/builtin/spawn.js";
 import { ConfigError, TroupeError } from "./errors.js";
 import { createLimiter, type Limiter } from "./limiter.js";
@@ -37,7 +40,9 @@ import { createConversation, type Conversation } from "../actors/conversation.js
 import { createBus, type Bus } from "./bus/index.js";
 import type { LoadedConfig } from "./config/index.js";
 import { createLogger, type Logger } from "./log/logger.js";
-import { secretsOf } from "./log/redact.js";
+import { composeHooks, type HookChain } from "./hooks/hook.js";
+import { loadHooks, workspaceHooksDir } from "./hooks/load.js";
+import { createRedactor, secretsOf } from "./log/redact.js";
 import { createOpenAiProvider, type LlmProvider } from "./providers/client.js";
 import { resolveProvider } from "./providers/registry.js";
 import { fallbackChoices, withFallbacks } from "./providers/fallback.js";
@@ -66,6 +71,8 @@ export interface AgentRuntime {
   mcp?: McpHub;
   /** Dream (run in process until the daemon's supervisor takes it over). */
   memory: DreamRuntime;
+  /** The hooks every turn runs (agents.defaults.hooks, then the workspace's hooks/). */
+  hooks: HookChain;
   close(): Promise<void>;
 }
 
@@ -90,6 +97,8 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
   chooseExecSandbox(config.tools, process.env, paths.configFile);
   const logger = createLogger({ logsDir: paths.logsDir, secrets: secretsOf(config), console: opts.consoleLogs });
   await mkdir(workspace, { recursive: true });
+  // Present from the start, so the exec sandbox binds it read-only: a command cannot create it and plant a hook.
+  await mkdir(workspaceHooksDir(workspace), { recursive: true });
   const store = await openStore(paths.storeDir, { log: logger, probe: { maxMs: config.storage.probeMaxSeconds * 1000 } });
   if (store.droppedAtOpen) {
     const { records, bytes } = store.droppedAtOpen;
@@ -138,7 +147,8 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
   const connectTimeoutMs = opts.mcpConnectTimeoutMs ?? 30_000;
   const mcp = Object.keys(mcpServers).length ? createMcpHub({ servers: mcpServers, registry, logger, connectTimeoutMs }) : undefined;
   const mcpGate = mcp && { ready: () => mcp.firstAttempts(connectTimeoutMs), note: () => mcp.note() };
-  const conversation = createConversation({ config, store, provider, registry, workspace, bus, logger, durable: opts.durable, mcp: mcpGate, dream: memory.control });
+  const hooks = composeHooks(await loadHooks({ configured: d.hooks, workspace, logger }), logger);
+  const conversation = createConversation({ config, store, provider, registry, workspace, bus, logger, durable: opts.durable, mcp: mcpGate, dream: memory.control, hooks });
   // troupe agent: each server's actor runs on its own (the daemon spawns them under its supervisor).
   const mcpActors =
     mcp && !opts.superviseMcp
@@ -153,6 +163,7 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
     conversation,
     mcp,
     memory,
+    hooks,
     async close() {
       mcpActors.forEach((a) => a.stop());
       await mcp?.close();
@@ -178,6 +189,8 @@ export interface DaemonOptions extends RuntimeOptions {
 export interface Daemon extends AgentRuntime {
   loaded: LoadedConfig;
   supervisor: Actor<typeof supervisorMachine>;
+  /** The live session actors (each its own actor system; the supervisor keeps their records). */
+  sessions: SessionHost;
   subagents: SubagentPool;
   tree: ActorTree;
   /** The last minutes of actor events, for `/api/events?since=`. */
@@ -193,6 +206,8 @@ export interface Daemon extends AgentRuntime {
   accept(channel: string, message: ChannelInbound): Promise<string>;
   /** The store's health and the free space under the data dir (last measured), for /health and status. */
   storage(): StorageState;
+  /** Runs the store's upkeep now (old seen/sent markers pruned, finished turns' journals compacted); it also runs at start and hourly. */
+  upkeep(): Promise<void>;
   /** Stops taking work, lets running turns reach a checkpoint, stops every actor, closes the store. */
   shutdown(): Promise<void>;
 }
@@ -280,6 +295,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     registry: core.registry,
     workspace: loaded.workspace,
     durable: opts.durable,
+    hooks: core.hooks,
     // A cron run's turn records how the run ended in its own final batch (atomically with the reply).
     finalHook: (result, answers) => cronFinalOps(store, answers, result.state === "responded", result.output.reply, Date.now()),
     contextBudget: inputBudget(d.contextWindowTokens, d.maxTokens),
@@ -362,11 +378,16 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     logger,
     onStarted: (name) => void started.add(name),
   });
+  // Sessions are roots of their own actor systems (O(1) to start and stop); the tree shows them under the supervisor.
+  const sessions = createSessionHost({
+    logic: session,
+    inspect: (id) => tree.inspectRoot(id, "supervisor"),
+    onEnd: (end) => supervisor.send(end),
+  });
   const supervisor = createActor(
     supervisorMachine.provide({
-      guards: { storeDown },
+      guards: { storeDown, ...sessions.provided.guards },
       actors: {
-        session: session as never,
         channel: channelActor.logic as never,
         cron: createCronScheduler({ store, logger, start: startRun }) as never,
         ...(mcpHub && {
@@ -380,6 +401,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
         dream: core.memory.logic as never,
       },
       actions: {
+        ...sessions.provided.actions,
         rejectMessage: (_, { sessionKey, message, reason }) => void notice(sessionKey, message, `This session is unavailable: it failed repeatedly (${reason}). Restart troupe to try again.`),
         childFailed: (_, { id, error }) => logger.error({ actor: id, error }, "actor failed past its restart limit; marked failed"),
         childRestarting: (_, { id, error, restarts, delayMs }) => logger.warn({ actor: id, error, restarts, delayMs }, "actor failed; restarting"),
@@ -489,13 +511,22 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   };
   await checkDisk();
   const diskTimer = setInterval(() => void checkDisk(), DISK_CHECK_MS).unref();
-  // Bounded storage: duplicate-detection markers past their window go, at start and then hourly.
+  // Bounded storage: duplicate-detection markers past their window go, and finished turns' journals
+  // are folded into their summaries, at start and then hourly.
+  const compaction = { afterDays: loaded.config.storage.compactTurnsAfterDays, keepTurns: loaded.config.storage.keepTurnJournals };
+  const redactView = createRedactor(secretsOf(loaded.config));
   let pruning = Promise.resolve();
   const prune = () =>
     (pruning = pruning
       .then(() => pruneMarkers(store, Date.now(), opts.markerRetentionMs ?? MARKER_RETENTION_MS))
       .then((n) => void (n && logger.info({ markers: n }, "pruned old seen/sent markers")))
-      .catch((err) => logger.warn({ err }, "pruning seen/sent markers failed; will try again")));
+      .then(() => compactTurns(store, Date.now(), compaction, (turnId) => turnDetail(store, turnId, redactView)))
+      .then(async (n) => {
+        if (!n) return;
+        logger.info({ turns: n }, "compacted finished turns' journals into their summaries");
+        await store.reclaim();
+      })
+      .catch((err) => logger.warn({ err }, "pruning old records failed; will try again")));
   void prune();
   const pruneTimer = setInterval(prune, 3600_000).unref();
 
@@ -503,6 +534,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     ...core,
     loaded,
     supervisor,
+    sessions,
     subagents,
     tree,
     events,
@@ -519,6 +551,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     accept,
     channels: channelStates,
     storage: () => ({ store: store.health.snapshot(), disk }),
+    upkeep: prune,
     async shutdown() {
       accepting = false;
       lastChatSub.unsubscribe();
@@ -530,6 +563,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
       await Promise.race([settled, new Promise((r) => setTimeout(r, grace).unref())]);
       // Whatever still runs stops at its last durable checkpoint (the sessions stop their turns) and resumes from it at the next start.
       await subagents.stop();
+      sessions.stopAll();
       supervisor.stop();
       await sessionTurns.turns.drain();
       await channelActor.drain();

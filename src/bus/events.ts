@@ -32,6 +32,11 @@ export const outboundEvent = z.object({
   answers: z.array(z.string()).default([]),
   /** Stable id so a retried delivery can be recognised. */
   deliveryId: z.string().min(1),
+  /**
+   * A reply on a channel that answers every message (the control API) after the `message` tool
+   * already wrote to the chat in the same turn: a client that shows those messages need not show it.
+   */
+  alreadySent: z.boolean().optional(),
   at,
 });
 

@@ -6,6 +6,8 @@ import type { Printer } from "./printer.js";
 export interface Answer {
   content: string;
   state?: string;
+  /** The message tool already wrote to this chat in the turn (nanobot's _sent_in_turn): the reply is not shown again. */
+  alreadySent?: boolean;
 }
 export const succeeded = (a: Answer) => a.state === undefined || a.state === "responded";
 

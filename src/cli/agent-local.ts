@@ -8,7 +8,7 @@ import { inboxDeleteOps } from "../store/inbox.js";
 import { outboxDeliveredOps, outboxPutOp, pendingOutbox } from "../store/outbox.js";
 import type { Store, StoreOp } from "../store/store.js";
 import { getTurn, listOpenTurns, type TurnRecord } from "../store/turns.js";
-import { replyRecord } from "../../actors/session-turn.js";
+import { replyRecord, skipReply } from "../../actors/session-turn.js";
 import type { TurnHandle, TurnResult } from "../../actors/turn.js";
 import type { TurnInput } from "../../machines/turn.machine.js";
 import { isStop, NOTHING_RUNS, type AgentIo, type Answer, type Backend, type ChatOptions, type RemoteOptions } from "./agent-backend.js";
@@ -39,7 +39,8 @@ async function interruptedTurns(store: Store, sessionKey: string): Promise<TurnR
 const channelReplyOps = (input: TurnInput) => (result: TurnResult): StoreOp[] => {
   if (!input.messageId) return [];
   const answers = [input.messageId, ...result.output.takenIds];
-  return [outboxPutOp(replyRecord(input, result.output.reply, `reply:${result.turnId}`, answers, Date.now())), ...inboxDeleteOps(input.sessionKey, answers)];
+  const reply = skipReply(input.channel, result.output) ? [] : [outboxPutOp(replyRecord(input, result.output.reply, `reply:${result.turnId}`, answers, Date.now()))];
+  return [...reply, ...inboxDeleteOps(input.sessionKey, answers)];
 };
 
 /**
@@ -162,7 +163,7 @@ export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: 
         await finishInterrupted(sessionKey, out, track, ctl);
         if (ctl.cancelWanted) return { content: "Stopped.", state: "cancelled" };
         const reply = await runtime.conversation.handle({ sessionKey, ...sessionParts(sessionKey), content }, track);
-        return { content: reply.content, state: reply.state };
+        return { content: reply.content, state: reply.state, alreadySent: reply.alreadySent };
       } finally {
         running.delete(sessionKey);
         if (out) {

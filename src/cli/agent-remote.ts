@@ -130,7 +130,7 @@ export function remoteBackend(paths: DataPaths, first: DaemonClient | undefined,
               },
               { idempotencyKey: key },
             );
-            return { content: reply, state: state && TURN_FINAL_STATES.includes(state as never) ? state : undefined };
+            return { content: reply.content, state: state && TURN_FINAL_STATES.includes(state as never) ? state : undefined, alreadySent: reply.alreadySent };
           } catch (err) {
             if (!(err instanceof DaemonGoneError) || closed.signal.aborted) throw err;
             progress.stop();

@@ -134,7 +134,9 @@ async function askOnce(backend: Backend, content: string, printer: Printer): Pro
       printer.reset();
       return 130;
     }
-    printer.finish(answer.content, succeeded(answer) ? process.stdout : process.stderr);
+    // The message tool already wrote to this chat: the reply is not shown a second time (as nanobot).
+    if (answer.alreadySent) printer.reset();
+    else printer.finish(answer.content, succeeded(answer) ? process.stdout : process.stderr);
     return succeeded(answer) ? 0 : 1;
   } finally {
     process.off("SIGINT", onSigint);
@@ -174,7 +176,8 @@ async function interactive(backend: Backend, opts: AgentOptions, where: string, 
     current = printer;
     try {
       const answer = await backend.ask(content, printer);
-      printer.finish(answer.content);
+      if (answer.alreadySent) printer.reset();
+      else printer.finish(answer.content);
     } catch (err) {
       printer.reset();
       process.stderr.write(`error: ${(err as Error).message}\n`);

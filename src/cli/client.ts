@@ -32,7 +32,7 @@ export interface DaemonClient {
   delete<T>(path: string): Promise<T>;
   post<T>(path: string, body?: unknown): Promise<T>;
   /** Sends a message to a session; events (progress, tool hints, messages) go to onEvent; resolves with the reply. */
-  send(sessionKey: string, content: string, onEvent?: (event: string, data: Record<string, unknown>) => void, opts?: SendOptions): Promise<string>;
+  send(sessionKey: string, content: string, onEvent?: (event: string, data: Record<string, unknown>) => void, opts?: SendOptions): Promise<{ content: string; alreadySent: boolean }>;
   /**
    * Follows what reaches a session's API chat (GET /api/sessions/:key/events), from `since` on;
    * resolves when the stream is open, and `ended` when it ends (the daemon went away).
@@ -99,7 +99,7 @@ export function controlClient(url: string, pid: number, token: string): DaemonCl
         signal: opts.signal,
       });
       for await (const { event, data } of events(res, opts.signal)) {
-        if (event === "reply") return String(data.content);
+        if (event === "reply") return { content: String(data.content), alreadySent: data.alreadySent === true };
         if (event === "error") throw new TroupeError(String(data.error));
         onEvent?.(event, data);
       }

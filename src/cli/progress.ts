@@ -2,7 +2,7 @@ import { TURN_FINAL_STATES } from "../../machines/turn-states.js";
 import type { Printer } from "./printer.js";
 
 const FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏";
-const LABELS: Record<string, string> = { awaiting_model: "thinking", awaiting_tools: "running tools", tools_completed: "thinking" };
+const LABELS: Record<string, string> = { awaiting_model: "thinking", finalizing: "thinking", awaiting_tools: "running tools", tools_completed: "thinking", finalizing_content: "finishing the reply" };
 
 /**
  * The spinner `troupe agent` shows on a terminal while a person waits: the turn's state, each tool

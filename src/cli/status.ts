@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { dirname } from "node:path";
+import { dirname, relative } from "node:path";
 import { diskSpace, formatBytes, lowSpaceLine, type SpaceFloor } from "../store/disk.js";
 import { storeStateLine } from "./storage-lines.js";
 import type { LoadedConfig } from "../config/index.js";
@@ -8,6 +8,7 @@ import { connectDaemon } from "./client.js";
 import type { ActorsResponse } from "./daemon.js";
 import { checkGateway } from "./pidfile.js";
 import { loadSkills } from "../context/skills.js";
+import { hookFiles } from "../hooks/load.js";
 import { resolveProvider } from "../providers/registry.js";
 import { fallbackChoices } from "../providers/fallback.js";
 import { VERSION } from "../version.js";
@@ -61,6 +62,7 @@ export async function statusLines({ config, paths, workspace, fromFile, unrunnab
   const skills = await loadSkills(workspace, process.env, { disabled: config.agents.defaults.disabledSkills, onWarning: (w) => console.error(`warning: ${w}`) });
   const unavailable = skills.filter((s) => s.missing.length && !s.broken.length).map((s) => `${s.name} (${s.missing.join(", ")})`);
   const broken = skills.filter((s) => s.broken.length).map((s) => `${s.name} (${s.broken.join("; ")})`);
+  const hooks = await hookFiles(d.hooks, workspace).catch(() => []);
   return [
     `troupe ${VERSION}`,
     `config:    ${paths.configFile}${fromFile ? "" : " (missing: run `troupe onboard`)"}`,
@@ -75,6 +77,8 @@ export async function statusLines({ config, paths, workspace, fromFile, unrunnab
     `disk:      ${await diskLine(paths, config.storage)}`,
     `daemon:    ${await daemonLine(paths)}`,
     `skills:    ${skills.length}${unavailable.length ? `; unavailable: ${unavailable.join(", ")}` : ""}${broken.length ? `; broken: ${broken.join(", ")}` : ""}`,
+    // Only listed: a module is imported (and checked) when a turn runtime starts; its errors are in the log.
+    ...(hooks.length ? [`hooks:     ${hooks.map((h) => `${relative(workspace, h.path).startsWith("..") ? h.path : relative(workspace, h.path)}${h.exists ? "" : " (missing)"}`).join(", ")}`] : []),
     `channels:  api${config.channels.telegram.enabled ? ", telegram" : " (telegram disabled)"}`,
     ...(unrunnableChannels.length
       ? [`not run:   ${unrunnableChannels.join(", ")} enabled, but troupe cannot run ${unrunnableChannels.length > 1 ? "them" : "it"} yet (set enabled to false to silence this)`]

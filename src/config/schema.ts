@@ -110,6 +110,8 @@ const agentDefaultsSchema = z.object({
   modelPreset: z.string().nullable().default(null),
   /** Skills (folder names) left out of the prompt, as nanobot's agents.defaults.disabledSkills. */
   disabledSkills: z.array(z.string()).default([]),
+  /** Hook modules (ESM, default export a hook object or a factory); `~` expands, relative paths are taken against the workspace. The workspace's hooks/ files run after them. */
+  hooks: z.array(z.string().min(1, "a hook path is empty; give the module's path, e.g. hooks/reply-footer.mjs")).default([]),
   /** IANA timezone for cron expressions and times given without one. */
   timezone: z
     .string()
@@ -184,6 +186,13 @@ const storageSchema = z.object({
   freeSpaceFloorPercent: z.number().min(0).max(100).default(5),
   /** A failing store is probed after 1 s, then at doubling waits up to this many seconds. */
   probeMaxSeconds: z.number().positive().default(15),
+  /**
+   * A finished turn's journal (each checkpoint, each tool call's arguments and result) is folded into
+   * the summary the inspector shows once the turn is this many days old, or once this many newer
+   * turns have finished. The turn's record and the session's messages are kept.
+   */
+  compactTurnsAfterDays: z.number().nonnegative().default(7),
+  keepTurnJournals: z.number().int().nonnegative().default(1_000),
 });
 
 /**
@@ -219,12 +228,21 @@ const toolsSchema = z.object({
     .object({
       /** false leaves web_fetch and web_search out (nanobot's tools.web.enable). */
       enable: z.boolean().default(true),
+      /** Every web_search and web_fetch request goes through this http(s) proxy. */
       proxy: z.string().nullable().default(null),
+      /** The User-Agent of web_search and web_fetch requests (nanobot's browser-like one when null). */
+      userAgent: z.string().nullable().default(null),
       search: z
         .object({
+          /** brave, tavily, searxng (baseUrl), jina or duckduckgo; without its key (or on failure) DuckDuckGo answers. */
           provider: z.string().default("brave"),
           apiKey: z.string().default(""),
-          maxResults: z.number().int().positive().default(5),
+          /** SearXNG's address (or SEARXNG_BASE_URL). */
+          baseUrl: z.string().default(""),
+          /** Results per search; clamped to 1–10 as nanobot does. */
+          maxResults: z.number().int().default(5),
+          /** Seconds a search provider may take. */
+          timeout: z.number().positive().default(30),
         })
         .prefault({}),
     })

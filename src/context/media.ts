@@ -7,10 +7,11 @@ const IMAGE_TYPES: Record<string, string> = { ".jpg": "image/jpeg", ".jpeg": "im
 const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
 
 /**
- * The user message a model sees: the text, plus every attached image as an image part (data URL)
- * for vision models. Other files stay as the paths named in the text.
+ * The user message a model sees, as nanobot builds it: the runtime-context block (`context`) and
+ * then the text; with attached images, the block, every image as an image part (data URL) for
+ * vision models, then the text. Other files stay as the paths named in the text.
  */
-export async function userMessageWithMedia(text: string, media: string[] = []): Promise<Extract<ChatMessage, { role: "user" }>> {
+export async function userMessageWithMedia(text: string, media: string[] = [], context?: string): Promise<Extract<ChatMessage, { role: "user" }>> {
   const images: Array<{ type: "image_url"; image_url: { url: string } }> = [];
   for (const path of media) {
     const type = IMAGE_TYPES[extname(path).toLowerCase()];
@@ -18,5 +19,6 @@ export async function userMessageWithMedia(text: string, media: string[] = []): 
     if (!type || size === undefined || size > MAX_IMAGE_BYTES) continue;
     images.push({ type: "image_url", image_url: { url: `data:${type};base64,${(await readFile(path)).toString("base64")}` } });
   }
-  return images.length ? { role: "user", content: [{ type: "text", text }, ...images] } : { role: "user", content: text };
+  if (!images.length) return { role: "user", content: context ? `${context}\n\n${text}` : text };
+  return { role: "user", content: [...(context ? [{ type: "text" as const, text: context }] : []), ...images, { type: "text", text }] };
 }

@@ -98,36 +98,54 @@ export interface RuntimeContext {
 /** Building a DateTimeFormat costs far more than using one: one per timezone. */
 const formats = new Map<string, Intl.DateTimeFormat>();
 
-function formatTime(now: Date, timezone: string): string {
-  try {
-    let format = formats.get(timezone);
-    if (!format) {
-      format = new Intl.DateTimeFormat("en-GB", {
-        timeZone: timezone,
-        weekday: "long",
-        year: "numeric",
-        month: "2-digit",
-        day: "2-digit",
-        hour: "2-digit",
-        minute: "2-digit",
-        hour12: false,
-      });
-      formats.set(timezone, format);
-    }
-    return `${format.format(now)} (${timezone})`;
-  } catch {
-    return `${now.toISOString()} (UTC)`;
+function formatIn(timezone: string): Intl.DateTimeFormat {
+  let format = formats.get(timezone);
+  if (!format) {
+    format = new Intl.DateTimeFormat("en-GB", {
+      timeZone: timezone,
+      weekday: "long",
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+      hour: "2-digit",
+      minute: "2-digit",
+      hourCycle: "h23",
+      timeZoneName: "longOffset",
+    });
+    formats.set(timezone, format);
   }
+  return format;
 }
 
-/** The runtime context heads the current user message, keeping the system prompt cacheable. */
+/** nanobot's current_time_str: `2026-03-01 21:30 (Sunday) (Asia/Tokyo, UTC+09:00)`. */
+export function currentTimeText(now: Date, timezone: string): string {
+  let parts: Intl.DateTimeFormatPart[];
+  try {
+    parts = formatIn(timezone).formatToParts(now);
+  } catch {
+    return currentTimeText(now, "UTC");
+  }
+  const part = (type: Intl.DateTimeFormatPartTypes) => parts.find((p) => p.type === type)?.value ?? "";
+  // "GMT+09:00", or "GMT" for a zero offset.
+  const offset = part("timeZoneName").replace(/^GMT/, "") || "+00:00";
+  return `${part("year")}-${part("month")}-${part("day")} ${part("hour")}:${part("minute")} (${part("weekday")}) (${timezone}, UTC${offset})`;
+}
+
+export const RUNTIME_CONTEXT_TAG = "[Runtime Context — metadata only, not instructions]";
+export const RUNTIME_CONTEXT_END = "[/Runtime Context]";
+
+/**
+ * nanobot's runtime-context block: metadata the model may use (time, where the message came
+ * from), marked as not being instructions. It heads the user's text, as nanobot 0.1.5 puts it,
+ * and goes only into what the model is sent: the session stores the message as the user wrote it.
+ */
+export function runtimeContextBlock(rc: RuntimeContext): string {
+  const lines = [`Current Time: ${currentTimeText(rc.now, rc.timezone)}`];
+  if (rc.channel && rc.chatId) lines.push(`Channel: ${rc.channel}`, `Chat ID: ${rc.chatId}`);
+  return [RUNTIME_CONTEXT_TAG, ...lines, RUNTIME_CONTEXT_END].join("\n");
+}
+
+/** The runtime-context block followed by the user's text, as nanobot joins them. */
 export function withRuntimeContext(content: string, rc: RuntimeContext): string {
-  return [
-    "[Runtime Context]",
-    `Current Time: ${formatTime(rc.now, rc.timezone)}`,
-    `Channel: ${rc.channel}`,
-    `Chat ID: ${rc.chatId}`,
-    "",
-    content,
-  ].join("\n");
+  return `${runtimeContextBlock(rc)}\n\n${content}`;
 }

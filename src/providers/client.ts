@@ -4,7 +4,7 @@ import { loadedOpenAi, loadOpenAi } from "./openai-sdk.js";
 import type { Logger } from "pino";
 import { TroupeError } from "../errors.js";
 import type { ChatMessage, ModelResponse } from "./messages.js";
-import { createThinkFilter } from "./parse.js";
+import { createThinkFilter } from "./think.js";
 import { createRedactor } from "../log/redact.js";
 import { DEFAULT_AZURE_API_VERSION, type ResolvedProvider } from "./registry.js";
 import { backoffDelay, DEFAULT_BACKOFF, isQuotaError, isRetryable, ModelTimeoutError, PERSISTENT_MAX_DELAY_MS, type BackoffPolicy, type RetryMode } from "./retry.js";
@@ -259,12 +259,15 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
       const visible = createThinkFilter();
       for await (const chunk of chunks as AsyncIterable<unknown>) {
         const added = reply.chunk(chunk);
-        const text = added && visible(added);
+        const text = added && visible.push(added);
         if (text) req.onDelta?.(text);
       }
       idle.stop();
       // The SDK ends a stream quietly when it is aborted: a cut-off reply must not pass for a whole one.
       if (controller.signal.aborted) throw controller.signal.reason;
+      // What the filter held back (a tag that turned out to be prose, a trailing partial tag) is decided now.
+      const rest = visible.flush();
+      if (rest) req.onDelta?.(rest);
       return warnDropped(reply.finish(), reply.droppedCalls);
     } catch (err) {
       throw controller.signal.aborted ? controller.signal.reason : err;

@@ -30,3 +30,29 @@ export function repairHistory(messages: ChatMessage[]): ChatMessage[] {
   closeOpen();
   return out;
 }
+
+type UserContent = Extract<ChatMessage, { role: "user" }>["content"];
+type ContentPart = Exclude<UserContent, string>[number];
+
+const parts = (content: UserContent): ContentPart[] => (typeof content === "string" ? (content ? [{ type: "text", text: content }] : []) : content);
+
+/** Two user contents as one, as nanobot merges them: texts joined by a blank line, otherwise parts in order. */
+export function mergeUserContent(left: UserContent, right: UserContent): UserContent {
+  if (typeof left === "string" && typeof right === "string") return left && right ? `${left}\n\n${right}` : left || right;
+  return [...parts(left), ...parts(right)];
+}
+
+/**
+ * No two user messages in a row (some providers refuse them): a user message that follows
+ * another is merged into it. A turn after one that left no reply (its failure notice is shown,
+ * not stored) would otherwise send the new message after the unanswered one.
+ */
+export function mergeConsecutiveUsers(messages: ChatMessage[]): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  for (const m of messages) {
+    const last = out[out.length - 1];
+    if (m.role === "user" && last?.role === "user") out[out.length - 1] = { role: "user", content: mergeUserContent(last.content, m.content) };
+    else out.push(m);
+  }
+  return out;
+}

@@ -1,6 +1,7 @@
 import { TroupeError } from "../errors.js";
 import { modelResponseSchema, type ModelResponse, type ParsedToolCall, type Usage } from "./messages.js";
-import { parseToolArguments, stripThink } from "./parse.js";
+import { parseToolArguments } from "./parse.js";
+import { stripThink } from "./think.js";
 
 /**
  * What an OpenAI-compatible server sends, read as untrusted input. The SDK types say `number` and
@@ -215,7 +216,8 @@ export function createReplyAccumulator(maxChars: number): ReplyAccumulator {
           };
         });
       const response = {
-        content: stripThink(content.text) + cutNote(content, maxChars),
+        // A reply cut at the token limit is continued and joined: its outer whitespace is part of it (nanobot's _restore_outer_whitespace).
+        content: (finishReason === "length" ? withOuterWhitespace(stripThink(content.text), content.text) : stripThink(content.text)) + cutNote(content, maxChars),
         toolCalls,
         ...(reasoning.text ? { reasoningContent: reasoning.text + cutNote(reasoning, maxChars) } : {}),
         finishReason,
@@ -230,4 +232,12 @@ export function createReplyAccumulator(maxChars: number): ReplyAccumulator {
       return checked.data;
     },
   };
+}
+
+/** `text` with the whitespace `original` starts and ends with (cleaning a reply trims it). */
+function withOuterWhitespace(text: string, original: string): string {
+  if (!text) return text;
+  const leading = /^\s*/.exec(original)?.[0] ?? "";
+  const trailing = /\s*$/.exec(original)?.[0] ?? "";
+  return `${leading}${text}${trailing}`;
 }

@@ -90,7 +90,8 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
       const id = turnActorId(turn.sessionKey, turn.turnId);
       return { id, kind: id.startsWith("subagent:") ? "subagent" : "turn" };
     }
-    if (isRoot) return { id: systemRoot ?? "supervisor", kind: systemRoot ? "actor" : "supervisor" };
+    // The root of another system: a session (`session:<key>`) is named and kinded by its id.
+    if (isRoot) return { id: systemRoot ?? "supervisor", kind: systemRoot ? (systemRoot.includes(":") ? systemRoot.slice(0, systemRoot.indexOf(":")) : "actor") : "supervisor" };
     if (ref.id.includes(":")) return { id: ref.id, kind: ref.id.slice(0, ref.id.indexOf(":")) };
     // The supervisor's own children (cron, dream) are named by their ids, as it names them.
     if (parent?.kind === "supervisor") return { id: ref.id, kind: ref.id };
@@ -99,7 +100,7 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
     return { id: `${parent?.id ?? "?"}/${src}`, kind: "effect" };
   }
 
-  function onEvent(event: InspectionEvent, systemRoot?: string) {
+  function onEvent(event: InspectionEvent, systemRoot?: string, under?: string) {
     const ref = event.actorRef as Internals;
     if (event.type === "@xstate.actor") {
       const parent = ref._parent;
@@ -112,7 +113,7 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
         ref,
         id,
         parent: parent?.sessionId ?? null,
-        attach: isRoot && systemRoot ? opts.attachTo?.(id) : undefined,
+        attach: isRoot && systemRoot ? (under ?? opts.attachTo?.(id)) : undefined,
         kind,
         // A state machine's logic has a config; its id is the machine's name. Other logic is named by its key.
         machine: logic?.config && logic.id ? logic.id : null,
@@ -182,8 +183,8 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
 
   return {
     inspect: (event: InspectionEvent) => onEvent(event),
-    /** An inspection observer for an actor system of its own (a subagent's turn), named `id` in the tree. */
-    inspectRoot: (id: string) => (event: InspectionEvent) => onEvent(event, id),
+    /** An inspection observer for an actor system of its own (a session, a subagent's turn), named `id` in the tree, under `under` (else where `attachTo` says). */
+    inspectRoot: (id: string, under?: string) => (event: InspectionEvent) => onEvent(event, id, under),
     /** The live tree, rooted at the supervisor; actors of other systems hang under the actor they attach to (else the supervisor). */
     tree(extra: (root: ActorNode) => void = () => {}): ActorNode | undefined {
       const root = rootSession ? actors.get(rootSession) : undefined;
@@ -193,7 +194,9 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
       for (const t of actors.values()) {
         if (t.parent || t === root) continue;
         const under = t.attach && ids.has(t.attach) ? t.attach : root.id;
-        attached.set(under, [...(attached.get(under) ?? []), t]);
+        const list = attached.get(under);
+        if (list) list.push(t);
+        else attached.set(under, [t]);
       }
       const node = toNode(root, attached);
       extra(node);

@@ -203,11 +203,11 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     const send = (event: string, data: unknown) => (sse ? sse.send(event, data) : void held.push([event, data]));
     let id: string | undefined;
     let answered = false;
-    const early: Array<{ content: string; answers: string[]; deliveryId: string }> = [];
-    const reply = (e: { content: string; answers: string[]; deliveryId: string }) => {
+    const early: Array<{ content: string; answers: string[]; deliveryId: string; alreadySent?: boolean }> = [];
+    const reply = (e: { content: string; answers: string[]; deliveryId: string; alreadySent?: boolean }) => {
       if (answered) return;
       answered = true;
-      send("reply", { content: e.content, answers: e.answers, deliveryId: e.deliveryId });
+      send("reply", { content: e.content, answers: e.answers, deliveryId: e.deliveryId, ...(e.alreadySent ? { alreadySent: true } : {}) });
       stop();
       sse?.done();
     };
@@ -445,7 +445,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
  * resume), or a subagent it spawned runs.
  */
 async function sessionBusy(daemon: Daemon, key: string): Promise<boolean> {
-  const ref = daemon.supervisor.getSnapshot().children[sessionActorId(key)];
+  const ref = daemon.sessions.get(sessionActorId(key));
   const snapshot = ref?.getSnapshot() as { status: string; value: unknown } | undefined;
   if (snapshot?.status === "active" && snapshot.value !== "idle") return true;
   // A corrupt open-turn record names no turn that could be running; deleting the session removes it.

@@ -1,6 +1,7 @@
 import { INTERRUPTED_RESULT } from "../../actors/run-tools.js";
+import { compactedView } from "../store/compact.js";
 import type { Store } from "../store/store.js";
-import { getTurn, stateJournal, toolJournal } from "../store/turns.js";
+import { getTurnRecord, stateJournal, toolJournal } from "../store/turns.js";
 
 export interface Checkpoint {
   seq: number;
@@ -34,7 +35,15 @@ const cut = (text: string, n: number) => (text.length > n ? `${text.slice(0, n -
  * tool journal. Nothing here carries a tool's full arguments or result.
  */
 export async function turnDetail(store: Store, turnId: string, redact: (text: string) => string) {
-  const record = await getTurn(store, turnId);
+  // A compacted turn's journal is gone; its view was kept when it went.
+  const compacted = await compactedView(store, turnId);
+  if (compacted) return compacted as Awaited<ReturnType<typeof journalView>>;
+  return journalView(store, turnId, redact);
+}
+
+/** The view computed from the turn's record and its journal. */
+async function journalView(store: Store, turnId: string, redact: (text: string) => string) {
+  const record = await getTurnRecord(store, turnId);
   if (!record) return undefined;
   const states = await stateJournal(store, turnId);
   const checkpoints: Checkpoint[] = states.map((s, i) => {

@@ -65,6 +65,7 @@ export function announce(bus: Bus | undefined, record: OutboxRecord): void {
     replyTo: record.replyTo,
     answers: record.answers,
     deliveryId: record.deliveryId,
+    ...(record.alreadySent ? { alreadySent: true } : {}),
     at: record.createdAt,
   });
 }

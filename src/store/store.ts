@@ -55,6 +55,8 @@ export interface Store {
    * failure interrupted; the state becomes `ok` when it resolves.
    */
   onRecovered(handler: () => Promise<void>): void;
+  /** Asks LevelDB to compact its files now, so space freed by deletions is given back to the disk. */
+  reclaim(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -294,6 +296,13 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
       if (ops.length === 0) return;
       if (batchOpts.sync) return synced.commit(ops);
       await write(ops, false);
+    },
+    async reclaim() {
+      if (opts.readOnly) return;
+      // Every sublevel's keys start with "!"; "~" sorts after them all.
+      // (`level` is classic-level in Node; its types are the browser's and Node's common part.)
+      const classic = db as unknown as { compactRange(start: string, end: string): Promise<void> };
+      await reading(() => classic.compactRange("!", "~"));
     },
     async close() {
       closed = true;

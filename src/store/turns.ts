@@ -90,9 +90,30 @@ export const journalRecordSchema = z.discriminatedUnion("kind", [
     /** When a completed call started (absent in older records). */
     startedAt: z.number().optional(),
   }),
+  z.object({
+    /** The hooks' finalizeContent on the turn's final answer: started (synced before they run), then completed with their result. */
+    kind: z.literal("finalize"),
+    turnId: z.string(),
+    /** The seq of the `finalizing_content` checkpoint it belongs to. */
+    seq: z.number().int().nonnegative(),
+    status: z.enum(["started", "completed"]),
+    content: z.string().optional(),
+    at: z.number(),
+  }),
 ]);
 export type JournalRecord = z.infer<typeof journalRecordSchema>;
 export type ToolJournalRecord = Extract<JournalRecord, { kind: "tool" }>;
+export type FinalizeJournalRecord = Extract<JournalRecord, { kind: "finalize" }>;
+
+const finalizeKey = (turnId: string, seq: number) => `${turnId}:finalize:${pad(seq)}`;
+
+export const finalizeJournalOp = (record: FinalizeJournalRecord): StoreOp => ({ type: "put", sublevel: "journal", key: finalizeKey(record.turnId, record.seq), value: record });
+
+/** What the journal says of the finalisation at a `finalizing_content` checkpoint (undefined: it never started). */
+export async function finalizeJournal(store: Store, turnId: string, seq: number): Promise<FinalizeJournalRecord | undefined> {
+  const record = await store.get("journal", finalizeKey(turnId, seq), journalRecordSchema);
+  return record?.kind === "finalize" ? record : undefined;
+}
 
 const pad = (n: number) => String(n).padStart(6, "0");
 
@@ -207,12 +228,20 @@ export function toolJournalOp(record: ToolJournalRecord): StoreOp {
 
 /** A turn's record with its input, as recovery needs it. A record from a newer troupe is refused, not guessed at. */
 export async function getTurn(store: Store, turnId: string): Promise<TurnRecord | undefined> {
+  const record = await getTurnRecord(store, turnId);
+  return record && withMessages(store, record);
+}
+
+/**
+ * The record alone, as stored (a format-3 snapshot without its messages): one read, so it never
+ * sees a turn half pruned by its final batch. For views that show the state, not the messages.
+ */
+export async function getTurnRecord(store: Store, turnId: string): Promise<TurnRecord | undefined> {
   const record = await store.get("turns", turnId, turnRecordSchema);
   if (record && record.format > TURN_FORMAT) {
     throw new CorruptRecordError(`turn ${turnId} was written by a newer troupe (format ${record.format}; this one reads up to ${TURN_FORMAT}): upgrade troupe to resume it`);
   }
-  if (!record) return record;
-  return withMessages(store, record);
+  return record;
 }
 
 /**

@@ -19,9 +19,27 @@ export interface ReadablePage {
   extractor: "readability" | "full";
 }
 
+/** The readable part of an HTML page as plain text (web_fetch's extractMode "text"). */
+export async function htmlToText(html: string): Promise<ReadablePage> {
+  const { parseHTML } = await htmlLibs();
+  const page = await readableHtml(html);
+  // Block ends become line breaks, so paragraphs do not run together.
+  const lined = page.html.replace(/<\/(p|div|section|article|header|footer|h[1-6]|li|tr|blockquote|pre|table|ul|ol)>/gi, "$&\n").replace(/<br\s*\/?>/gi, "\n");
+  const { document } = parseHTML(`<html><body>${lined}</body></html>`);
+  for (const node of document.querySelectorAll("script, style, noscript, template")) node.remove();
+  const text = (document.body?.textContent ?? "").replace(/[ \t]+/g, " ").replace(/\s*\n\s*(\n\s*)+/g, "\n\n").trim();
+  return { title: page.title, markdown: text, extractor: page.extractor };
+}
+
 /** The readable part of an HTML page as markdown; falls back to the whole body when no article is found. */
 export async function htmlToMarkdown(html: string): Promise<ReadablePage> {
-  const { parseHTML, Readability, turndown } = await htmlLibs();
+  const { turndown } = await htmlLibs();
+  const page = await readableHtml(html);
+  return { title: page.title, markdown: turndown.turndown(page.html).trim(), extractor: page.extractor };
+}
+
+async function readableHtml(html: string): Promise<{ title: string; html: string; extractor: ReadablePage["extractor"] }> {
+  const { parseHTML, Readability } = await htmlLibs();
   const { document } = parseHTML(html);
   const title = document.title?.trim() ?? "";
   let article: { title?: string | null; content?: string | null } | null = null;
@@ -32,9 +50,6 @@ export async function htmlToMarkdown(html: string): Promise<ReadablePage> {
   } catch {
     article = null;
   }
-  if (article?.content) {
-    return { title: article.title?.trim() || title, markdown: turndown.turndown(article.content).trim(), extractor: "readability" };
-  }
-  const body = document.body?.innerHTML ?? html;
-  return { title, markdown: turndown.turndown(body).trim(), extractor: "full" };
+  if (article?.content) return { title: article.title?.trim() || title, html: article.content, extractor: "readability" };
+  return { title, html: document.body?.innerHTML ?? html, extractor: "full" };
 }

@@ -3,6 +3,7 @@ import { request as httpsRequest } from "node:https";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import { ToolError } from "./contract.js";
 import type { SsrfGuard } from "./ssrf.js";
+import { webProxyAgent } from "./web-proxy.js";
 
 export interface FetchedPage {
   url: string;
@@ -21,6 +22,8 @@ export interface GuardedFetchOptions {
   maxBytes?: number;
   timeoutMs?: number;
   userAgent?: string;
+  /** tools.web.proxy: requests go through it (every hop's address is still checked first). */
+  proxy?: string | null;
 }
 
 const DEFAULT_UA = "Mozilla/5.0 (compatible; troupe/0.1; +https://github.com/troupe)";
@@ -36,11 +39,14 @@ function decoded(res: IncomingMessage): NodeJS.ReadableStream {
 function once(url: URL, opts: GuardedFetchOptions): Promise<{ res: IncomingMessage; body?: Buffer; cut: boolean }> {
   const request = url.protocol === "https:" ? httpsRequest : httpRequest;
   const maxBytes = opts.maxBytes ?? 5 * 1024 * 1024;
+  const agent = webProxyAgent(opts.proxy, url);
   return new Promise((resolve, reject) => {
     const req = request(url, {
       method: "GET",
       headers: { "user-agent": opts.userAgent ?? DEFAULT_UA, accept: "text/html,application/xhtml+xml,application/json,text/plain;q=0.9,*/*;q=0.5", "accept-encoding": "gzip, deflate, br" },
-      lookup: opts.guard.lookup,
+      // Through a proxy the connection is to the proxy (the target was checked above); direct, the
+      // guard's lookup refuses an internal answer at connect time.
+      ...(agent ? { agent } : { lookup: opts.guard.lookup }),
       signal: opts.signal,
       timeout: opts.timeoutMs ?? 30_000,
     });

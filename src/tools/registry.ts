@@ -1,5 +1,6 @@
 import type { ToolSchema } from "../providers/client.js";
 import { jsonSchemaOf, TOOL_ERROR_HINT, ToolError, type Tool, type ToolContext } from "./contract.js";
+import { castArguments, describeUnknown, unknownArguments } from "./arguments.js";
 import { persistLongResult } from "./persist-result.js";
 
 export interface ToolRegistry {
@@ -16,24 +17,13 @@ export interface ToolRegistry {
 
 const withHint = (message: string) => `Error: ${message}\n\n${TOOL_ERROR_HINT}`;
 
-/** Fixes obvious slips before validation: "60" for a number, "true" for a boolean. */
-export function castArguments(args: Record<string, unknown>, schema: Record<string, unknown>): Record<string, unknown> {
-  const props = (schema.properties ?? {}) as Record<string, { type?: string | string[] }>;
-  const out: Record<string, unknown> = { ...args };
-  for (const [key, value] of Object.entries(out)) {
-    const types = ([] as string[]).concat(props[key]?.type ?? []);
-    if (typeof value !== "string") continue;
-    const trimmed = value.trim();
-    if ((types.includes("integer") || types.includes("number")) && !types.includes("string") && trimmed !== "" && Number.isFinite(Number(trimmed))) {
-      out[key] = Number(trimmed);
-    } else if (types.includes("boolean") && !types.includes("string") && /^(true|false)$/i.test(trimmed)) {
-      out[key] = trimmed.toLowerCase() === "true";
-    }
-  }
-  return out;
-}
+export { castArguments } from "./arguments.js";
 
-function validate(tool: Tool, args: Record<string, unknown>): { ok: true; args: Record<string, unknown> } | { ok: false; error: string } {
+function validate(tool: Tool, schema: Record<string, unknown>, args: Record<string, unknown>): { ok: true; args: Record<string, unknown> } | { ok: false; error: string } {
+  // Built-in tools take only what they name (their zod schemas would drop the rest unseen);
+  // an MCP tool's schema decides for itself with additionalProperties.
+  const unknown = unknownArguments(args, schema, !("jsonSchema" in tool.parameters));
+  if (unknown.length) return { ok: false, error: `${describeUnknown(tool.name, unknown)}. Call it again with only the accepted arguments.` };
   if ("jsonSchema" in tool.parameters) {
     const required = (tool.parameters.jsonSchema.required ?? []) as string[];
     const missing = required.filter((k) => args[k] === undefined);
@@ -88,7 +78,8 @@ export function createToolRegistry(tools: Tool[] = [], opts: ToolRegistryOptions
       const tool = byName.get(name);
       if (!tool) return fail(`tool "${name}" not found. Available tools: ${registry.names().join(", ")}`);
       if (argumentsError || args === null) return fail(`could not parse the arguments for ${name}: ${argumentsError ?? "no arguments"}`);
-      const checked = validate(tool, castArguments(args, schemaOf(tool)));
+      const schema = schemaOf(tool);
+      const checked = validate(tool, schema, castArguments(args, schema));
       if (!checked.ok) return fail(checked.error);
       let result: unknown;
       try {

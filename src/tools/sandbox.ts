@@ -11,6 +11,11 @@ export interface Sandbox {
   /** Directories that are readable (never writable) even when restricted: built-in skills, media. */
   readableRoots: string[];
   /**
+   * Directories inside the workspace the tools may read but not write when restricted: the
+   * workspace's hooks/, whose modules troupe runs with its own rights, outside any sandbox.
+   */
+  readOnlyInside?: string[];
+  /**
    * tools.allowHardLinks. A hard link is a second name for a file, wherever the first one is: when
    * restricted, a regular file with more than one name is refused unless this is on.
    */
@@ -90,6 +95,14 @@ export function resolveToolPath(sandbox: Sandbox, input: string, access: "read" 
   if (!allowedRoots(sandbox, access).some((root) => isInside(real, root))) {
     const via = real === path ? "" : ` (it resolves to ${real})`;
     throw new ToolError(`access denied: ${input} is outside the workspace ${sandbox.workspace}${via}. ${RESTRICTED}; use a path inside it.`);
+  }
+  if (access === "write") {
+    const locked = (sandbox.readOnlyInside ?? []).map((d) => realpathLoose(resolve(d))).find((d) => isInside(real, d));
+    if (locked) {
+      throw new ToolError(
+        `access denied: ${input} is in ${locked}, which holds hook modules troupe runs with its own rights, outside the sandbox; tools may read it but not write it. A person adds hooks there (or in agents.defaults.hooks).`,
+      );
+    }
   }
   assertSingleName(sandbox, path, input);
   return path;

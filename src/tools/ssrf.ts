@@ -38,7 +38,10 @@ export function parseWhitelist(entries: string[]): Cidr[] {
   });
 }
 
-export function createSsrfGuard(whitelist: string[] = []): SsrfGuard {
+/** How names are resolved (node's dns.lookup; tests hand in their own answers). */
+export type Resolver = (hostname: string, options: { all: true }, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+
+export function createSsrfGuard(whitelist: string[] = [], resolver: Resolver = dnsLookup): SsrfGuard {
   const allowed = parseWhitelist(whitelist);
   const blocked = (ip: string) => {
     if (!ipaddr.isValid(ip)) return "not a valid IP address";
@@ -55,7 +58,7 @@ export function createSsrfGuard(whitelist: string[] = []): SsrfGuard {
     );
 
   const lookup: LookupFunction = (hostname, options, callback) => {
-    dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
+    resolver(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err, "", 4);
       for (const a of addresses) {
         const why = blocked(a.address);

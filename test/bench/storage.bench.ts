@@ -1,27 +1,50 @@
 /**
- * The store's growth per turn (part of `npm run bench`), so the free-space floor
- * (storage.freeSpaceFloorMB / freeSpaceFloorPercent) can be reasoned about: how many turns the
- * floor leaves room for. Turns are those of the durability bench (2 model calls, 1 tool call).
+ * The store's growth per turn and its size after 10,000 turns, before and after compaction (part
+ * of `npm run bench`), so the free-space floor (storage.freeSpaceFloorMB / freeSpaceFloorPercent)
+ * can be reasoned about. Turns are those of the durability bench (2 model calls, 1 tool call).
  */
 import { rm } from "node:fs/promises";
 import { storeSize } from "../../src/store/repair.js";
 import { burst, daemonFor, fakeModel } from "./harness.js";
+import { record } from "./summary.js";
 
 const MB = 1024 * 1024;
+const total = Number(process.env.TROUPE_BENCH_TURNS ?? 10_000);
+const sessions = 500;
 const model = await fakeModel(0);
-const { daemon, dir } = await daemonFor(model.url, { maxConcurrentTurns: 10 });
+// Compaction only when asked (upkeep below), with every finished turn past the threshold then.
+const { daemon, dir } = await daemonFor(model.url, { maxConcurrentTurns: 100 }, {});
 await burst(daemon, ["warm-up"]);
 const before = await storeSize(daemon.store.path);
-const sessions = 10;
-const total = 500;
-for (let done = 0; done < total; done += sessions) await burst(daemon, Array.from({ length: sessions }, (_, i) => `s${i}`));
+const t0 = performance.now();
+for (let done = 0; done < total; done += sessions) await burst(daemon, Array.from({ length: Math.min(sessions, total - done) }, (_, i) => `s${i}`));
+const elapsed = performance.now() - t0;
+await daemon.store.reclaim();
 const after = await storeSize(daemon.store.path);
 await daemon.shutdown();
-const closed = await storeSize(daemon.store.path);
+
+// The same store under a policy that compacts every finished turn: its upkeep at start folds them.
+const { loadConfig } = await import("../../src/config/index.js");
+const { createDaemon } = await import("../../src/runtime.js");
+const { writeHome } = await import("../helpers/daemon.js");
+await writeHome(dir, model.url, { defaults: { maxConcurrentTurns: 100 }, config: { storage: { compactTurnsAfterDays: 0, keepTurnJournals: 0 } } });
+const again = await createDaemon(await loadConfig({ TROUPE_HOME: dir }), { stream: false });
+const c0 = performance.now();
+await again.upkeep();
+const compactMs = performance.now() - c0;
+const compacted = await storeSize(again.store.path);
+await again.shutdown();
 await rm(dir, { recursive: true, force: true });
 model.stop();
 
 const perTurn = (after - before) / total;
-console.log("## store growth per turn (2 model calls, 1 tool call, a short message)");
-console.log(`${total} turns in ${sessions} sessions: ${((after - before) / 1024).toFixed(0)} KB on disk while running (${(perTurn / 1024).toFixed(1)} KB/turn), ${(closed / 1024).toFixed(0)} KB after close`);
-console.log(`the default floor (200 MB) leaves room for about ${Math.floor((200 * MB) / perTurn).toLocaleString("en")} such turns before the disk is full`);
+console.log(`## store size: ${total.toLocaleString("en")} turns (2 model calls, 1 tool call, a short message) in ${sessions} sessions`);
+console.log(`${(elapsed / 1000).toFixed(1)} s of turns; ${((after - before) / MB).toFixed(1)} MB on disk (${(perTurn / 1024).toFixed(1)} KB/turn)`);
+console.log(`after compaction of every finished turn: ${(compacted / MB).toFixed(1)} MB (${((compacted - before) / total / 1024).toFixed(2)} KB/turn; compaction took ${(compactMs / 1000).toFixed(1)} s)`);
+console.log(`the default floor (200 MB) leaves room for about ${Math.floor((200 * MB) / perTurn).toLocaleString("en")} uncompacted turns before the disk is full`);
+record({ figure: `store size after ${total.toLocaleString("en")} turns`, target: "—", measured: `${(after / MB).toFixed(1)} MB (${(perTurn / 1024).toFixed(1)} KB/turn)` });
+record({
+  figure: "store size after compaction vs before",
+  target: "— (small tool results: the journal is already near its summary's size)",
+  measured: `${(compacted / after).toFixed(2)}× (${(compacted / MB).toFixed(1)} MB)`,
+});

@@ -67,7 +67,9 @@ describe("troupe agent when the model fails", () => {
     expect(ok.code).toBe(0);
     expect(ok.stdout).toBe("Now it works.\n");
     const sent = fake.requests[1]!.body.messages;
-    expect(sent.map((m) => m.role)).toEqual(["system", "user", "user"]);
+    // The unanswered message and the new one go as one user message (nanobot merges them), never two in a row.
+    expect(sent.map((m) => m.role)).toEqual(["system", "user"]);
+    expect(String(sent[1]?.content)).toMatch(/^first try\n\n\[Runtime Context — metadata only, not instructions\][\s\S]*\[\/Runtime Context\]\n\nsecond try$/);
     expect(JSON.stringify(sent)).not.toContain("Sorry, I could not finish this");
     // The transcript keeps what the user was shown.
     const show = await runCli(["sessions", "show", "cli:direct"], env);

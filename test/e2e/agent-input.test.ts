@@ -5,7 +5,7 @@ import { useTempDirs } from "../helpers/tmp.js";
 import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtures/fake-openai.js";
 
 /** The user's message as sent, without the runtime context that heads it. */
-const sentText = (req: RecordedRequest) => String(req.body.messages.findLast((m) => m.role === "user")?.content).replace(/^\[Runtime Context\][\s\S]*?\n\n/, "");
+const sentText = (req: RecordedRequest) => String(req.body.messages.findLast((m) => m.role === "user")?.content).replace(/^\[Runtime Context — metadata only, not instructions\][\s\S]*?\[\/Runtime Context\]\n\n/, "");
 
 /** `troupe agent` takes input as people give it: piped, from a file, long. */
 describe("troupe agent input without a terminal", () => {

@@ -58,8 +58,11 @@ describe("troupe agent (real process, fake model over loopback)", () => {
     expect(sent.map((m) => m.role)).toEqual(["system", "user", "assistant", "user"]);
     expect(sent[1]?.content).toBe("hi");
     expect(sent[2]?.content).toBe("Hello there!");
-    // The runtime context heads the current user message only, never the system prompt.
-    expect(String(sent[3]?.content)).toMatch(/^\[Runtime Context\]\nCurrent Time: .*\(Europe\/Paris\)\nChannel: cli\nChat ID: direct\n\nwhat did I say\?$/);
+    // nanobot's runtime-context block heads the current user message only, never the system prompt
+    // nor the stored history (the first message came back as written).
+    expect(String(sent[3]?.content)).toMatch(
+      /^\[Runtime Context — metadata only, not instructions\]\nCurrent Time: \d{4}-\d\d-\d\d \d\d:\d\d \(\w+day\) \(Europe\/Paris, UTC\+0[12]:00\)\nChannel: cli\nChat ID: direct\n\[\/Runtime Context\]\n\nwhat did I say\?$/,
+    );
     expect(String(sent[0]?.content)).not.toContain("Current Time");
     expect(fake.requests[0]?.body.model).toBe("fake-model");
   });

@@ -88,8 +88,11 @@ describe("exec against a real gateway: the sandbox is the boundary, secrets stay
               exec(`echo pwned > ${hidden(`${elsewhere}/new.txt`)}; echo pwned > "$(dirname "$PWD")/gateway.token"`),
               exec("echo inside > inside.txt && cat inside.txt"),
               exec(`bash -c 'sleep 60; :' ${marker} & echo started; wait`, 2),
-              // An internal service (here the model's own endpoint on loopback) through the only way out.
-              exec(`curl -sS -w ' status=%{http_code}' ${fake!.url}/models; curl -sS --noproxy '*' ${fake!.url}/models; echo " direct=$?"`),
+              // An internal service (here the model's own endpoint on loopback) through the only way out,
+              // its address hidden from the command guard (which refuses it by name) to reach the proxy.
+              exec(`u=${hidden(fake!.url)}; curl -sS -w ' status=%{http_code}' "$u/models"; curl -sS --noproxy '*' "$u/models"; echo " direct=$?"`),
+              // Named in the command, it is refused before anything runs.
+              exec(`curl -sS ${fake!.url}/models`),
             ],
           }
         : { content: "Done." },
@@ -100,7 +103,7 @@ describe("exec against a real gateway: the sandbox is the boundary, secrets stay
 
     expect(await ask(gateway, "api:probe", "do your worst")).toBe("Done.");
     const r = toolResults(fake!.requests[1]);
-    expect(r).toHaveLength(10);
+    expect(r).toHaveLength(11);
     expect(leaks(r.join("\n"), token)).toEqual([]);
     expect(r[0]).toMatch(/gateway\.token: No such file or directory/);
     expect(r[1]).toMatch(/config\.json: No such file or directory/);
@@ -111,6 +114,7 @@ describe("exec against a real gateway: the sandbox is the boundary, secrets stay
     expect(keys.filter((k) => !["PATH", "HOME", "LANG", "TERM", "PWD"].includes(k))).toEqual([]);
     expect(r[9]).toMatch(/troupe refused to connect to 127\.0\.0\.1: it is a loopback address.*status=403/s);
     expect(r[9]).toMatch(/direct=7/);
+    expect(r[10]).toMatch(/^Error: command refused by the safety guard \(internal\/private URL\): it names 127\.0\.0\.1: it is a loopback address/);
     expect(r[3]).not.toContain(".home-secret");
     expect(r[3]).toMatch(/listed\n\nExit code: 0$/);
     expect(r[4]).toMatch(/FileNotFoundError/);

@@ -182,7 +182,9 @@ describe("MCP in troupe agent and the CLI", () => {
     expect(r.stdout).toContain("tool said: echo: from the cli");
     expect(r.code).toBe(0);
     const system = String(fake.requests[0]!.body.messages[0]!.content);
-    expect(system).toMatch(/MCP servers not ready[\s\S]*- gone: reconnecting \(last error: .*ENOENT/);
+    // Under load the backoff may already have elapsed when the prompt is built: the server is then
+    // connecting again, still named with the error of its failed first attempt.
+    expect(system).toMatch(/MCP servers not ready[\s\S]*- gone: (reconnecting|connecting) \(last error: .*ENOENT/);
     expect(system).not.toMatch(/- fx:/);
   }, 120_000);
 

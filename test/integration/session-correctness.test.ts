@@ -126,8 +126,8 @@ describe("sessions: correctness across recovery, /stop and failures", () => {
     const injected = fake.requests[1]!.body.messages.at(-1)!;
     expect(injected.role).toBe("user");
     expect(injected.content).toEqual([
-      { type: "text", text: "this one" },
       { type: "image_url", image_url: { url: `data:image/png;base64,${Buffer.from("89504e470d0a1a0a", "hex").toString("base64")}` } },
+      { type: "text", text: "this one" },
     ]);
   });
 });

@@ -53,7 +53,7 @@ describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () =
     ]);
     expect(tg!.calls.some((c) => c.method === "sendChatAction" && c.body.action === "typing")).toBe(true);
     const userMessage = fake!.requests[0]?.body.messages.at(-1)?.content;
-    expect(String(userMessage)).toMatch(/Channel: telegram\nChat ID: 42\n\nhi there$/);
+    expect(String(userMessage)).toMatch(/Channel: telegram\nChat ID: 42\n\[\/Runtime Context\]\n\nhi there$/);
   });
 
   it("streams a reply by editing one message, at most once a second, ending with the final HTML", async () => {
@@ -322,9 +322,11 @@ describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () =
     expect(String(fake.requests[1]?.body.messages.at(-1)?.content)).toContain(`\n\nand this\n[file report.pdf: ${join(home, "media/telegram/udoc1.pdf")}]`);
     const saved = join(home, "media/telegram/uph1.jpg");
     expect(await readFile(saved, "utf8")).toBe("JPEGDATA");
-    // The image reaches the model as an image part; the text names the saved file.
+    // The image reaches the model as an image part, before the text (nanobot's order); the text names the saved file.
     const content = fake.requests[0]?.body.messages.at(-1)?.content as Array<{ type: string; text?: string; image_url?: { url: string } }>;
-    expect(content[0]?.text).toMatch(new RegExp(`\\n\\nlook\\n\\[image: ${saved.replace(/[/.]/g, "\\$&")}\\]$`));
+    expect(content.map((p) => p.type)).toEqual(["text", "image_url", "text"]);
+    expect(content[0]?.text).toMatch(/^\[Runtime Context — metadata only, not instructions\][\s\S]*\[\/Runtime Context\]$/);
     expect(content[1]).toEqual({ type: "image_url", image_url: { url: `data:image/jpeg;base64,${Buffer.from("JPEGDATA").toString("base64")}` } });
+    expect(content[2]?.text).toMatch(new RegExp(`^look\\n\\[image: ${saved.replace(/[/.]/g, "\\$&")}\\]$`));
   });
 });

@@ -9,6 +9,8 @@ import { resolveProvider } from "../../src/providers/registry.js";
 import { openStore } from "../../src/store/store.js";
 import { createBuiltinTools } from "../../src/tools/builtin/index.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
+import { startFakeWeb } from "../fixtures/fake-web.js";
+import { toolCtx } from "../helpers/tools.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
 /** The config a nanobot user copies over, as nanobot writes and reads it. */
@@ -219,6 +221,32 @@ describe("nanobot configs: what the values do", () => {
       expect(off).not.toContain("web_search");
       expect(off).toContain("read_file");
     } finally {
+      await store.close();
+    }
+  });
+
+  it("tools.web.search (provider, apiKey, baseUrl, maxResults, timeout), tools.web.proxy and userAgent reach the web tools", async () => {
+    const raw = { tools: { web: { proxy: null, userAgent: "ua-from-config", search: { provider: "searxng", baseUrl: "", maxResults: 3, timeout: 10 } } } };
+    expect(parseConfig(raw, "c.json").warnings).toEqual([]);
+    const dir = await tempDir();
+    const store = await openStore(join(dir, "store"));
+    const agents: string[] = [];
+    const web = await startFakeWeb({
+      "/searx/search": (req, res) => {
+        agents.push(String(req.headers["user-agent"]));
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ results: [1, 2, 3, 4].map((i) => ({ title: `R${i}`, url: `https://r/${i}`, content: "" })) }));
+      },
+    });
+    try {
+      raw.tools.web.search.baseUrl = `${web.origin}/searx`;
+      const tools = createBuiltinTools({ config: parseConfig(raw, "c.json").config, workspace: dir, paths: { dataDir: dir, mediaDir: join(dir, "media"), configFile: join(dir, "c.json") }, store, channels: () => [], env: {} });
+      const search = tools.find((t) => t.name === "web_search")!;
+      const out = await search.execute({ query: "q" }, toolCtx(dir));
+      expect(out).toBe("Results for: q\n\n1. R1\n   https://r/1\n2. R2\n   https://r/2\n3. R3\n   https://r/3");
+      expect(agents).toEqual(["ua-from-config"]);
+      expect(web.hits).toEqual(["/searx/search?q=q&format=json"]);
+    } finally {
+      await web.close();
       await store.close();
     }
   });

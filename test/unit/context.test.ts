@@ -1,7 +1,8 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { buildSystemPrompt, withRuntimeContext } from "../../src/context/prompt.js";
+import { buildSystemPrompt, currentTimeText, withRuntimeContext } from "../../src/context/prompt.js";
+import { userMessageWithMedia } from "../../src/context/media.js";
 import { loadSkills } from "../../src/context/skills.js";
 import { appendMessagesOps, HISTORY_TOOL_RESULT_CHARS, historyWindow, newSessionMeta } from "../../src/store/sessions.js";
 import type { ChatMessage } from "../../src/providers/messages.js";
@@ -49,9 +50,30 @@ describe("prompt assembly", () => {
     expect(prompt).not.toMatch(/Current Time/);
   });
 
-  it("puts the runtime context at the head of the user message", () => {
+  it("heads the user message with nanobot's runtime-context block", () => {
     const text = withRuntimeContext("hello", { now: new Date("2026-03-01T12:30:00Z"), timezone: "Asia/Tokyo", channel: "telegram", chatId: "42" });
-    expect(text).toBe("[Runtime Context]\nCurrent Time: Sunday, 01/03/2026, 21:30 (Asia/Tokyo)\nChannel: telegram\nChat ID: 42\n\nhello");
+    expect(text).toBe(
+      "[Runtime Context — metadata only, not instructions]\nCurrent Time: 2026-03-01 21:30 (Sunday) (Asia/Tokyo, UTC+09:00)\nChannel: telegram\nChat ID: 42\n[/Runtime Context]\n\nhello",
+    );
+    expect(currentTimeText(new Date("2026-07-04T23:05:00Z"), "UTC")).toBe("2026-07-04 23:05 (Saturday) (UTC, UTC+00:00)");
+    expect(currentTimeText(new Date("2026-07-04T23:05:00Z"), "America/New_York")).toBe("2026-07-04 19:05 (Saturday) (America/New_York, UTC-04:00)");
+    // A timezone the platform does not know falls back to UTC rather than failing the turn.
+    expect(currentTimeText(new Date("2026-07-04T23:05:00Z"), "Not/AZone")).toBe("2026-07-04 23:05 (Saturday) (UTC, UTC+00:00)");
+  });
+
+  it("puts images before the text, after the runtime context (nanobot's order)", async () => {
+    const dir = await tempDir();
+    const png = join(dir, "dot.png");
+    await writeFile(png, Buffer.from("89504e470d0a1a0a", "hex"));
+    const message = await userMessageWithMedia("what is this?", [png, join(dir, "notes.txt")], "[Runtime Context — metadata only, not instructions]\n[/Runtime Context]");
+    expect(Array.isArray(message.content) && message.content.map((p) => p.type)).toEqual(["text", "image_url", "text"]);
+    expect((message.content[0] as { text: string }).text).toMatch(/^\[Runtime Context/);
+    expect(message.content[2]).toEqual({ type: "text", text: "what is this?" });
+    const plain = await userMessageWithMedia("hi", [], "CTX");
+    expect(plain.content).toBe("CTX\n\nhi");
+    // Without a context (an injected message), images then text.
+    const injected = await userMessageWithMedia("and this", [png]);
+    expect(Array.isArray(injected.content) && injected.content.map((p) => p.type)).toEqual(["image_url", "text"]);
   });
 });
 

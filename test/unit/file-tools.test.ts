@@ -53,7 +53,7 @@ describe("file tools", () => {
     expect(await run("edit_file", { path: "c.ts", old_text: "const b = 2;", new_text: "const b = 3;" })).toBe("Edited c.ts: replaced 1 occurrence(s) at line 2.");
     expect(await readFile(join(ws, "c.ts"), "utf8")).toBe("const a = 1;\r\nconst b = 3;\r\nconst a2 = 1;\r\n");
     expect(await run("edit_file", { path: "c.ts", old_text: "= 1;", new_text: "= 9;" })).toMatch(
-      /old_text occurs 2 times in c.ts \(at lines 1, 3\)\. Include more surrounding lines to make it unique, or pass occurrence/,
+      /old_text appears 2 times in c.ts \(at lines 1, 3\)\. Include more surrounding lines to make it unique, or pass line_hint \(the line to edit\), occurrence/,
     );
     expect(await run("edit_file", { path: "c.ts", old_text: "= 1;", new_text: "= 9;", occurrence: 2 })).toMatch(/at line 3/);
     expect(await readFile(join(ws, "c.ts"), "utf8")).toBe("const a = 1;\r\nconst b = 3;\r\nconst a2 = 9;\r\n");

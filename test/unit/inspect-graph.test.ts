@@ -6,13 +6,21 @@ import { graphMermaid, graphText, machineGraph, machineGraphs } from "../../src/
 describe("machine graphs come from the machine definitions", () => {
   it("the turn machine: every state and transition, by the spec's names", () => {
     const g = machineGraph("turn", machines.turn);
-    expect(g.states.map((s) => s.key).sort()).toEqual(["awaiting_model", "awaiting_tools", "cancelled", "failed", "max_iterations", "responded", "tools_completed"]);
+    expect(g.states.map((s) => s.key).sort()).toEqual(["awaiting_model", "awaiting_tools", "cancelled", "failed", "finalizing", "finalizing_content", "max_iterations", "responded", "tools_completed"]);
     expect(g.states.filter((s) => s.type === "final").map((s) => s.key).sort()).toEqual(["cancelled", "failed", "max_iterations", "responded"]);
     expect(g.events).toEqual(["cancel", "inject"]);
     expect(g.initial).toBe("turn.awaiting_model");
     expect(g.transitions).toContainEqual({ source: "turn.awaiting_model", target: "turn.awaiting_tools", event: "done: callModel", guard: "hasToolCalls" });
     expect(g.transitions).toContainEqual({ source: "turn.tools_completed", target: "turn.max_iterations", event: "done: checkpointed", guard: "iterationLimitReached" });
     expect(g.states.find((s) => s.key === "awaiting_tools")?.invokes).toEqual(["runTools"]);
+    // An empty answer is asked for again, a cut-off one continued: transitions of their own.
+    expect(g.transitions).toContainEqual({ source: "turn.awaiting_model", target: "turn.awaiting_model", event: "done: callModel", guard: "retryEmpty" });
+    expect(g.transitions).toContainEqual({ source: "turn.awaiting_model", target: "turn.awaiting_model", event: "done: callModel", guard: "cutOff" });
+    expect(g.transitions).toContainEqual({ source: "turn.awaiting_model", target: "turn.finalizing", event: "done: callModel", guard: "emptyAgain" });
+    expect(g.states.find((s) => s.key === "finalizing")?.invokes).toEqual(["callModel"]);
+    expect(g.transitions).toContainEqual({ source: "turn.awaiting_model", target: "turn.finalizing_content", event: "done: callModel", guard: "hasHooks" });
+    expect(g.transitions).toContainEqual({ source: "turn.finalizing", target: "turn.finalizing_content", event: "done: callModel", guard: "hasHooks" });
+    expect(g.transitions).toContainEqual({ source: "turn.finalizing_content", target: "turn.responded", event: "done: finalizeContent", guard: null });
   });
 
   it("nested states keep their parent and initial child; after and always are named", () => {

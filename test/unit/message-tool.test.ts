@@ -51,6 +51,15 @@ describe("message tool", () => {
     await store.close();
   });
 
+  it("takes inline reasoning out of the message, and refuses one that is only reasoning", async () => {
+    const { store, run } = await setup();
+    expect(await run("message", { content: "<think>they want news</think>Halfway: the model emits <think> at the start." })).toBe("Message queued for delivery to cli:direct.");
+    expect((await pendingOutbox(store))[0]?.content).toBe("Halfway: the model emits <think> at the start.");
+    expect(await run("message", { content: "<thinking>only this" }, { callId: "c2" })).toMatch(/^Error: the message is empty once its <think> reasoning is removed/);
+    expect(await pendingOutbox(store)).toHaveLength(1);
+    await store.close();
+  });
+
   it("a repeated call after delivery is recognised and not queued again", async () => {
     const { store, run } = await setup();
     await run("message", { content: "once" });

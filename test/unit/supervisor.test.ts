@@ -1,6 +1,7 @@
-import { createActor, fromCallback } from "xstate";
+import { createActor, createMachine, fromCallback } from "xstate";
 import { describe, expect, it } from "vitest";
 import type { SessionInput, SessionMessage } from "../../machines/session.machine.js";
+import { createSessionHost } from "../../actors/session-host.js";
 import { restartDelay, supervisorMachine, type SupervisorEvent } from "../../machines/supervisor.machine.js";
 
 const msg = (content: string, id = content): SessionMessage => ({ id, channel: "test", chatId: "1", content, at: 0 });
@@ -25,11 +26,12 @@ function start(policy = { maxRestarts: 3, windowMs: 10_000, baseDelayMs: 40, max
   const rejected: string[] = [];
   const failed: string[] = [];
   const restarting: Array<{ id: string; error: string; restarts: number; delayMs: number }> = [];
+  const host = createSessionHost({ logic: sessions.logic, onEnd: (end) => actor.send(end) });
   const actor = createActor(
     supervisorMachine.provide({
-      guards: { storeDown },
-      actors: { session: sessions.logic },
+      guards: { storeDown, ...host.provided.guards },
       actions: {
+        ...host.provided.actions,
         rejectMessage: (_, p) => rejected.push(`${p.message.content} (${p.reason})`),
         childFailed: (_, p) => failed.push(`${p.id}: ${p.error}`),
         childRestarting: (_, p) => restarting.push(p),
@@ -38,7 +40,7 @@ function start(policy = { maxRestarts: 3, windowMs: 10_000, baseDelayMs: 40, max
     { input: { policy, sessionIdleMs: 60_000 } },
   ).start();
   const send = (sessionKey: string, content: string) => actor.send({ type: "inbound", sessionKey, message: msg(content) } satisfies SupervisorEvent);
-  return { actor, send, rejected, failed, restarting, ...sessions };
+  return { actor, host, send, rejected, failed, restarting, ...sessions };
 }
 
 describe("supervisor", () => {
@@ -49,7 +51,7 @@ describe("supervisor", () => {
     s.send("a", "three");
     expect(s.starts.map((x) => x.key)).toEqual(["a", "b"]);
     expect(s.received).toEqual(["a:one", "b:two", "a:three"]);
-    expect(Object.keys(s.actor.getSnapshot().children).sort()).toEqual(["session:a", "session:b"]);
+    expect(s.host.ids().sort()).toEqual(["session:a", "session:b"]);
     s.actor.stop();
   });
 
@@ -117,6 +119,28 @@ describe("supervisor", () => {
     expect(a[1]!.queue).toEqual(["crash", "crash", "kept"]);
     expect(s.actor.getSnapshot().context.children["session:a"]?.status).toBe("running");
     s.actor.stop();
+  });
+
+  it("a session that passivates leaves: its record goes, and its next message starts a fresh actor", () => {
+    const starts: string[] = [];
+    const session = createMachine({
+      types: {} as { input: SessionInput; events: { type: "message"; message: SessionMessage } },
+      initial: "idle",
+      entry: ({ self }) => void starts.push(self.id),
+      states: { idle: { on: { message: { guard: ({ event }) => event.message.content === "bye", target: "passivated" } } }, passivated: { type: "final" } },
+      output: { error: null },
+    });
+    const host = createSessionHost({ logic: session, onEnd: (end) => actor.send(end) });
+    const actor = createActor(supervisorMachine.provide({ guards: host.provided.guards, actions: host.provided.actions }), { input: { sessionIdleMs: 60_000 } }).start();
+    actor.send({ type: "inbound", sessionKey: "a", message: msg("bye") });
+    expect(host.size()).toBe(0);
+    expect(actor.getSnapshot().context.children["session:a"]).toBeUndefined();
+    actor.send({ type: "inbound", sessionKey: "a", message: msg("hello") });
+    expect(starts).toEqual(["session:a", "session:a"]);
+    expect(host.active("session:a")).toBe(true);
+    expect(actor.getSnapshot().context.children["session:a"]?.status).toBe("running");
+    actor.stop();
+    host.stopAll();
   });
 
   it("computes the backoff: doubling from the base, capped", () => {

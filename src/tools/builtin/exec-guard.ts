@@ -1,6 +1,9 @@
+import { readFileSync } from "node:fs";
+import { homedir } from "node:os";
 import { resolve } from "node:path";
-import { expandHome } from "../../paths.js";
 import { isInside, realpathLoose } from "../sandbox.js";
+import { SsrfError, type SsrfGuard } from "../ssrf.js";
+import { commandPaths, commandSegments } from "./shell-parse.js";
 
 /** Commands refused whatever the configuration says (tools.exec.denyPatterns adds to these). */
 export const DEFAULT_DENY_PATTERNS = [
@@ -8,7 +11,8 @@ export const DEFAULT_DENY_PATTERNS = [
   String.raw`\brm\s+.*--recursive\b`,
   String.raw`\bdel\s+/[fqs]\b`,
   String.raw`\brmdir\s+/s\b`,
-  String.raw`(?:^|[;&|]\s*)format\b`,
+  // The Windows disk command, not a `&format=` in a URL's query.
+  String.raw`(?:^|[;&|]\s*)format(?!=)\b`,
   String.raw`\b(mkfs|diskpart|wipefs)\b`,
   String.raw`\bdd\b.*\bif=`,
   String.raw`>\s*/dev/(sd|hd|vd|nvme|xvd)`,
@@ -19,38 +23,83 @@ export const DEFAULT_DENY_PATTERNS = [
   String.raw`>>?\s*\S*(history\.jsonl|\.dream_cursor|memory/\.cursor)`,
   String.raw`\btee\b[^|;&<>]*(history\.jsonl|\.dream_cursor|memory/\.cursor)`,
   String.raw`\b(cp|mv|ln)\b[^|;&<>]*\s\S*(history\.jsonl|\.dream_cursor|memory/\.cursor)\s*($|[|;&])`,
+  String.raw`\bdd\b[^|;&<>]*\bof=\S*(history\.jsonl|\.dream_cursor|memory/\.cursor)`,
   String.raw`\bsed\s+(-[a-z]*\s+)*-i[^|;&<>]*(history\.jsonl|\.dream_cursor|memory/\.cursor)`,
 ];
 
 /** Paths every command may name: the harmless device files. */
-const ALWAYS_ALLOWED = ["/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/urandom", "/dev/random", "/dev/zero"];
+const ALWAYS_ALLOWED = ["/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/urandom", "/dev/random", "/dev/zero", "/dev/full"];
+const isDevice = (p: string) => ALWAYS_ALLOWED.includes(p) || p.startsWith("/dev/fd/");
 
 export interface ExecPolicy {
   deny: RegExp[];
+  /** Whole-command patterns (compileAllowPatterns): every command of a line must match one. */
   allow: RegExp[];
   restrict: boolean;
   /** Directories a restricted command may name besides its working directory (the workspace, media). */
   roots: string[];
+  /** Where user homes are looked up for `~name` (tests point it at their own file). */
+  passwdFile?: string;
 }
 
 export function compilePatterns(patterns: string[]): RegExp[] {
   return patterns.map((p) => new RegExp(p, "i"));
 }
 
-/** Absolute and `~` paths a command names (URLs are not paths: `//` after a colon is skipped). */
-export function pathsIn(command: string): string[] {
-  const found: string[] = [];
-  for (const m of command.matchAll(/(?:^|[\s|>'"=(])((?:\/|~\/|~(?=$|[\s"'>;|<)]))[^\s"'>;|<)]*)/g)) found.push(m[1]!);
-  return found;
+/** Allow patterns match a whole command (nanobot's fullmatch), case-insensitively. */
+export function compileAllowPatterns(patterns: string[]): RegExp[] {
+  return patterns.map((p) => new RegExp(`^(?:${p})$`, "i"));
 }
 
-/** Why a command is refused, or undefined when it may run. */
+/** Absolute, `~` and `file://` paths a command names (URLs and `host:/path` are not paths). */
+export function pathsIn(command: string): string[] {
+  return commandPaths(command);
+}
+
+/** The home directory of user `name` from the passwd file, if there is one. */
+function homeOf(name: string, passwdFile = "/etc/passwd"): string | undefined {
+  try {
+    for (const line of readFileSync(passwdFile, "utf8").split("\n")) {
+      const fields = line.split(":");
+      if (fields[0] === name && fields[5]) return fields[5];
+    }
+  } catch {
+    // No passwd file: the user is unknown.
+  }
+  return undefined;
+}
+
+const OUTSIDE_HINT = "(tools.restrictToWorkspace is on); use relative paths inside it. This is a policy boundary, not a transient failure: do not retry with shell tricks";
+
+/** Where a `~` form points, or a refusal for the shell's directory-stack forms, which can point anywhere. */
+function expandTilde(raw: string, cwd: string, passwdFile?: string): string | { refusal: string } {
+  const m = /^~([^/]*)(\/.*)?$/.exec(raw);
+  if (!m) return raw;
+  const [, who = "", rest = ""] = m;
+  if (who === "") return homedir() + rest;
+  if (who === "+") return cwd + rest;
+  if (/^(?:-|[+-]\d+)$/.test(who)) {
+    return { refusal: `command refused: ${raw} names a directory from the shell's directory stack, which can be outside the workspace ${OUTSIDE_HINT}` };
+  }
+  const home = homeOf(who, passwdFile);
+  if (!home) return { refusal: `command refused: ${raw} names the home of user ${who}, which troupe cannot place inside the workspace ${OUTSIDE_HINT}` };
+  return home + rest;
+}
+
+/** Why a command is refused by its patterns and paths, or undefined when it may run. */
 export function refusalOf(command: string, cwd: string, policy: ExecPolicy): string | undefined {
   const cmd = command.trim();
-  const denied = policy.deny.find((re) => re.test(cmd));
-  if (denied) return `command refused by the safety guard: it matches the deny pattern /${denied.source}/`;
-  if (policy.allow.length && !policy.allow.some((re) => re.test(cmd))) {
-    return "command refused by the safety guard: it matches none of tools.exec.allowPatterns";
+  // nanobot's rule: a line whose every command matches an allow pattern skips the deny list (the way to
+  // permit one specific command it would refuse); with allow patterns, any other line is refused.
+  const segments = commandSegments(cmd);
+  const unmatched = segments.find((s) => !policy.allow.some((re) => re.test(s)));
+  const allowed = policy.allow.length > 0 && segments.length > 0 && unmatched === undefined;
+  if (!allowed) {
+    const denied = policy.deny.find((re) => re.test(cmd));
+    if (denied) return `command refused by the safety guard: it matches the deny pattern /${denied.source}/`;
+    if (policy.allow.length) {
+      return `command refused by the safety guard: \`${unmatched ?? cmd}\` matches none of tools.exec.allowPatterns (each command of a line, joined by && || ; | & or inside $(…), must match one)`;
+    }
   }
   if (!policy.restrict) return undefined;
   if (/(?:^|[\s/'"=])\.\.(?:$|[\s/\\'";&|)])/.test(cmd)) {
@@ -58,12 +107,54 @@ export function refusalOf(command: string, cwd: string, policy: ExecPolicy): str
   }
   const roots = [cwd, ...policy.roots].map((r) => realpathLoose(resolve(r)));
   for (const raw of pathsIn(cmd)) {
-    const path = resolve(expandHome(raw));
-    if (ALWAYS_ALLOWED.includes(path)) continue;
+    const expanded = expandTilde(raw, cwd, policy.passwdFile);
+    if (typeof expanded !== "string") return expanded.refusal;
+    const path = resolve(cwd, expanded);
+    if (isDevice(expanded) || isDevice(path)) continue;
     const real = realpathLoose(path);
     if (!roots.some((root) => isInside(real, root))) {
-      return `command refused: ${raw} is outside the workspace (tools.restrictToWorkspace is on); use relative paths inside it`;
+      return `command refused: ${raw} is outside the workspace ${OUTSIDE_HINT}`;
     }
   }
   return undefined;
 }
+
+/** URLs a command names: any scheme but file (a path, checked above), and bare `address:port` or `address/path`. */
+export function urlsIn(command: string): URL[] {
+  const found: URL[] = [];
+  const add = (text: string) => {
+    try {
+      found.push(new URL(text));
+    } catch {
+      // Not a URL after all.
+    }
+  };
+  for (const m of command.matchAll(/\b([a-z][a-z0-9+.-]*):\/\/[^\s"'`;|<>()]+/gi)) if (m[1]!.toLowerCase() !== "file") add(m[0]);
+  // curl, wget and nc take a host without a scheme: an IP literal or localhost with a port or a path.
+  const bare = /(?:^|[\s"'=@(])((?:\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-f:.]+\]|localhost)(?::\d+)?(?:\/[^\s"'`;|<>()]*)?)(?=$|[\s"'`;|<>()])/gi;
+  for (const m of command.matchAll(bare)) {
+    if (/[:/]/.test(m[1]!.replace(/^\[[^\]]*\]/, ""))) add(`http://${m[1]}`);
+  }
+  return found;
+}
+
+/** Refuses a command naming an internal address, by the rules web_fetch follows (tools.ssrfWhitelist included). */
+export async function internalUrlRefusal(command: string, guard: SsrfGuard, timeoutMs = 3_000): Promise<string | undefined> {
+  for (const url of urlsIn(command)) {
+    const host = url.hostname.replace(/^\[|\]$/g, "").replace(/\.$/, "").toLowerCase();
+    const why = host === "localhost" || host.endsWith(".localhost") ? guard.blocked("127.0.0.1") : undefined;
+    if (why) return refusedUrl(url.host, why);
+    try {
+      // Only the address matters here: a scheme web_fetch would not take is still checked by its host.
+      const probe = new URL(`http://${url.host}/`);
+      await Promise.race([guard.assertPublicUrl(probe), new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+    } catch (err) {
+      if (err instanceof SsrfError) return `command refused by the safety guard (internal/private URL): ${err.message.replace(/^refused to fetch/, "it names").replace("can be fetched", "can be reached")}`;
+      // A name that does not resolve reaches nothing; the command will fail on its own.
+    }
+  }
+  return undefined;
+}
+
+const refusedUrl = (host: string, why: string) =>
+  `command refused by the safety guard (internal/private URL): it names ${host}: it is ${why}. Commands may reach only public addresses; add it to tools.ssrfWhitelist if this is deliberate.`;

@@ -5,7 +5,8 @@ import { z } from "zod";
 import { bwrapArgs, sandboxedCommand, type ExecIsolation } from "../bwrap.js";
 import { defineTool, ToolError } from "../contract.js";
 import { resolveToolPath, type Sandbox } from "../sandbox.js";
-import { refusalOf, type ExecPolicy } from "./exec-guard.js";
+import type { SsrfGuard } from "../ssrf.js";
+import { internalUrlRefusal, refusalOf, type ExecPolicy } from "./exec-guard.js";
 
 export const MAX_EXEC_OUTPUT_CHARS = 10_000;
 export const MAX_EXEC_TIMEOUT_S = 600;
@@ -22,6 +23,8 @@ export interface ExecOptions {
   env?: NodeJS.ProcessEnv;
   /** The real boundary when the workspace is restricted; the policy's patterns are a second line. */
   isolation: ExecIsolation;
+  /** web_fetch's SSRF guard: a command naming an internal address is refused before it runs. */
+  urlGuard?: SsrfGuard;
 }
 
 /** The child's environment: only what a shell needs, never the daemon's keys and tokens. */
@@ -91,7 +94,7 @@ export function execTool(opts: ExecOptions) {
     async execute({ command, working_dir, timeout }, ctx) {
       const cwd = working_dir ? resolveToolPath(opts.sandbox, working_dir, "write") : opts.sandbox.workspace;
       if (!existsSync(cwd)) throw new ToolError(`working_dir ${working_dir} does not exist`);
-      const refusal = refusalOf(command, cwd, opts.policy);
+      const refusal = refusalOf(command, cwd, opts.policy) ?? (opts.urlGuard ? await internalUrlRefusal(command, opts.urlGuard) : undefined);
       if (refusal) throw new ToolError(refusal);
       const seconds = timeout ?? opts.defaultTimeout;
       const env = scrubbedEnv(opts.env ?? process.env, opts.allowedEnvKeys, opts.pathAppend);

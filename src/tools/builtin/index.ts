@@ -1,3 +1,4 @@
+import { workspaceHooksDir } from "../../hooks/load.js";
 import { homedir } from "node:os";
 import type { Bus } from "../../bus/index.js";
 import type { Config } from "../../config/schema.js";
@@ -9,16 +10,17 @@ import type { Tool } from "../contract.js";
 import type { Sandbox } from "../sandbox.js";
 import { startEgressProxy, type EgressProxy } from "../egress-proxy.js";
 import { createSsrfGuard } from "../ssrf.js";
+import { createFileReads } from "../file-reads.js";
 import { editFileTool } from "./edit-file.js";
 import { execTool } from "./exec.js";
-import { compilePatterns, DEFAULT_DENY_PATTERNS } from "./exec-guard.js";
+import { compileAllowPatterns, compilePatterns, DEFAULT_DENY_PATTERNS } from "./exec-guard.js";
 import { globTool } from "./glob.js";
 import { grepTool } from "./grep.js";
 import { listDirTool } from "./list-dir.js";
 import { messageTool } from "./message.js";
 import { readFileTool } from "./read-file.js";
 import { webFetchTool } from "./web-fetch.js";
-import { webSearchTool } from "./web-search.js";
+import { testEndpoints, webSearchTool } from "./web-search.js";
 import { writeFileTool } from "./write-file.js";
 
 export interface BuiltinToolDeps {
@@ -39,7 +41,13 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
   const t = deps.config.tools;
   const env = deps.env ?? process.env;
   const { mediaDir } = deps.paths;
-  const sandbox: Sandbox = { workspace: deps.workspace, restrict: t.restrictToWorkspace, readableRoots: [BUILTIN_SKILLS_DIR, mediaDir], allowHardLinks: t.allowHardLinks };
+  const sandbox: Sandbox = {
+    workspace: deps.workspace,
+    restrict: t.restrictToWorkspace,
+    readableRoots: [BUILTIN_SKILLS_DIR, mediaDir],
+    readOnlyInside: [workspaceHooksDir(deps.workspace)],
+    allowHardLinks: t.allowHardLinks,
+  };
   const choice = chooseExecSandbox(t, env, deps.paths.configFile);
   // The data dir holds config.json (api keys) and gateway.token (the control API); the home, the user's own keys.
   const home = env.HOME || homedir();
@@ -50,11 +58,13 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
   let proxy: Promise<EgressProxy> | undefined;
   const egress = () => (proxy ??= startEgressProxy(guard)).then((p) => p.socketPath);
   const isolation: ExecIsolation =
-    choice.kind === "bwrap" ? { kind: "bwrap", bin: choice.bin, hide, readable: sandbox.readableRoots, egress, node: process.execPath } : { kind: "none" };
+    choice.kind === "bwrap" ? { kind: "bwrap", bin: choice.bin, hide, readable: [...sandbox.readableRoots, ...(sandbox.readOnlyInside ?? [])], egress, node: process.execPath } : { kind: "none" };
+  // What read_file and write_file saw in each turn, for edit_file's "not read in this turn" warning.
+  const reads = createFileReads();
   const tools = [
-    readFileTool(sandbox),
-    writeFileTool(sandbox),
-    editFileTool(sandbox),
+    readFileTool(sandbox, reads),
+    writeFileTool(sandbox, reads),
+    editFileTool(sandbox, reads),
     listDirTool(sandbox),
     globTool(sandbox),
     grepTool(sandbox),
@@ -62,7 +72,7 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
       sandbox,
       policy: {
         deny: compilePatterns([...DEFAULT_DENY_PATTERNS, ...t.exec.denyPatterns]),
-        allow: compilePatterns(t.exec.allowPatterns),
+        allow: compileAllowPatterns(t.exec.allowPatterns),
         restrict: t.restrictToWorkspace,
         roots: [deps.workspace, mediaDir],
       },
@@ -71,9 +81,17 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
       allowedEnvKeys: t.exec.allowedEnvKeys,
       env,
       isolation,
+      urlGuard: guard,
     }),
-    webFetchTool({ guard }),
-    webSearchTool({ braveApiKey: t.web.search.apiKey || env.BRAVE_API_KEY || "", maxResults: t.web.search.maxResults }),
+    webFetchTool({ guard, proxy: t.web.proxy, userAgent: t.web.userAgent }),
+    webSearchTool({
+      ...t.web.search,
+      timeoutS: t.web.search.timeout,
+      proxy: t.web.proxy,
+      userAgent: t.web.userAgent,
+      env,
+      endpoints: testEndpoints(env),
+    }),
     messageTool({ store: deps.store, bus: deps.bus, sandbox, channels: deps.channels, now: deps.now }),
   ];
   // nanobot's tools.exec.enable / tools.web.enable switch those tools off.

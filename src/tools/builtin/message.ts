@@ -1,6 +1,7 @@
 import { stat } from "node:fs/promises";
 import { z } from "zod";
 import type { Bus } from "../../bus/index.js";
+import { stripThink } from "../../providers/think.js";
 import { queueDelivery, wasDelivered, type OutboxRecord } from "../../store/outbox.js";
 import type { Store } from "../../store/store.js";
 import { defineTool, ToolError } from "../contract.js";
@@ -21,7 +22,7 @@ export function messageTool(opts: MessageToolOptions) {
     name: "message",
     description:
       "Send a message to the user now, on the current chat or another channel/chat, optionally with files (media paths). " +
-      "Use it for updates during long work or to reach another chat; your final reply is sent anyway.",
+      "Use it for updates during long work or to reach another chat. Once it has written to the current chat, your final reply is not sent there again.",
     parameters: z.object({
       content: z.string().min(1),
       channel: z.string().optional().describe("Target channel (default: the current one)"),
@@ -30,7 +31,10 @@ export function messageTool(opts: MessageToolOptions) {
     }),
     // Keyed by the call's idempotency key: a repeat after a crash is the same delivery, never a second one.
     idempotent: true,
-    async execute({ content, channel, chat_id, media = [] }, ctx) {
+    async execute({ content: raw, channel, chat_id, media = [] }, ctx) {
+      // Reasoning a model wrote inline is not for the user, here as in its replies.
+      const content = stripThink(raw);
+      if (content === "" && media.length === 0) throw new ToolError("the message is empty once its <think> reasoning is removed; write the text to send");
       const target = { channel: channel ?? ctx.channel, chatId: chat_id ?? (channel && channel !== ctx.channel ? undefined : ctx.chatId) };
       if (!target.channel || !target.chatId) throw new ToolError("no target chat: give channel and chat_id");
       const known = opts.channels();

@@ -2,6 +2,7 @@ import { readFile, stat } from "node:fs/promises";
 import { isBinaryFile } from "isbinaryfile";
 import { z } from "zod";
 import { defineTool, ToolError } from "../contract.js";
+import type { FileReads } from "../file-reads.js";
 import { displayPath, resolveToolPath, type Sandbox } from "../sandbox.js";
 
 const DEFAULT_LIMIT = 2_000;
@@ -27,19 +28,21 @@ export async function assertReadableFile(path: string, shown: string): Promise<n
   return info.size;
 }
 
-export function readFileTool(sandbox: Sandbox) {
+export function readFileTool(sandbox: Sandbox, reads?: FileReads) {
   return defineTool({
     name: "read_file",
     description:
       "Read a text file. Lines come numbered (`N| text`). Use offset and limit to page through long files.",
     parameters: params,
     readOnly: true,
-    async execute({ path, offset = 1, limit = DEFAULT_LIMIT }) {
+    async execute({ path, offset = 1, limit = DEFAULT_LIMIT }, ctx) {
       const full = resolveToolPath(sandbox, path, "read");
       const shown = displayPath(sandbox, full);
       const size = await assertReadableFile(full, shown);
       if (size === 0) return `(${shown} is empty)`;
       const buffer = await readFile(full);
+      // edit_file warns about files the model has not read in this turn.
+      reads?.saw(ctx, full, buffer);
       if (await isBinaryFile(buffer, size)) {
         throw new ToolError(`${shown} is a binary file (${size} bytes); read_file only reads text`);
       }

@@ -2,9 +2,10 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { z } from "zod";
 import { defineTool } from "../contract.js";
+import type { FileReads } from "../file-reads.js";
 import { displayPath, resolveToolPath, type Sandbox } from "../sandbox.js";
 
-export function writeFileTool(sandbox: Sandbox) {
+export function writeFileTool(sandbox: Sandbox, reads?: FileReads) {
   return defineTool({
     name: "write_file",
     description: "Write a file (whole content), creating parent directories as needed. Overwrites an existing file.",
@@ -14,10 +15,11 @@ export function writeFileTool(sandbox: Sandbox) {
     }),
     // The same call twice leaves the same file: safe to repeat after a crash.
     idempotent: true,
-    async execute({ path, content }) {
+    async execute({ path, content }, ctx) {
       const full = resolveToolPath(sandbox, path, "write");
       await mkdir(dirname(full), { recursive: true });
       await writeFile(full, content, "utf8");
+      reads?.saw(ctx, full, content);
       return `Wrote ${Buffer.byteLength(content)} bytes to ${displayPath(sandbox, full)}`;
     },
   });
