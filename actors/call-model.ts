@@ -5,6 +5,7 @@ import type { LlmProvider, ToolSchema } from "../src/providers/client.js";
 import type { ModelResponse } from "../src/providers/messages.js";
 import type { CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
 import { NO_HOOKS, type HookChain } from "../src/hooks/hook.js";
+import { chatWithImageFallback } from "../src/tools/tool-images.js";
 import type { CallModelInput } from "../machines/turn.machine.js";
 import { FINALIZATION_RETRY_PROMPT } from "../src/context/loop-texts.js";
 
@@ -16,6 +17,8 @@ export interface CallModelDeps {
   now?: () => number;
   /** What the model is sent, derived from the checkpointed messages (microcompact). */
   compact?: (messages: ModelMessages) => ModelMessages;
+  /** Then what is read for the request alone: images that tool results name (src/tools/tool-images.ts). */
+  attach?: (messages: ModelMessages) => Promise<ModelMessages>;
   /** beforeIteration before the call, onStream for each piece of text, onStreamEnd after it. */
   hooks?: HookChain;
 }
@@ -37,19 +40,24 @@ export function createCallModel(deps: CallModelDeps) {
     if (hooks.size) await hooks.beforeIteration({ ...turn, messages: input.messages });
     // The stream's pieces reach the hooks in order, without holding the stream up.
     let streamed = Promise.resolve();
-    const response = await deps.provider.chat({
-      messages: deps.compact ? deps.compact(messages) : messages,
-      tools: input.finalize ? [] : deps.tools(),
-      signal,
-      onDelta: (delta) => {
-        deps.bus?.publish({ type: "progress", sessionKey: input.sessionKey, turnId: input.turnId, delta, at: now() });
-        if (hooks.size) streamed = streamed.then(() => hooks.onStream(turn, delta));
-      },
-      onRetry: ({ attempt, delayMs, status }) =>
-        deps.bus?.publish({ type: "model_retry", sessionKey: input.sessionKey, turnId: input.turnId, attempt, delayMs, status, at: now() }),
-      onFallback: ({ from, to, error }) =>
-        deps.bus?.publish({ type: "model_fallback", sessionKey: input.sessionKey, turnId: input.turnId, from, to, error, at: now() }),
-    });
+    const compacted = deps.compact ? deps.compact(messages) : messages;
+    const sent = deps.attach ? await deps.attach(compacted) : compacted;
+    const chat = (messages: ModelMessages) =>
+      deps.provider.chat({
+        messages,
+        tools: input.finalize ? [] : deps.tools(),
+        signal,
+        onDelta: (delta) => {
+          deps.bus?.publish({ type: "progress", sessionKey: input.sessionKey, turnId: input.turnId, delta, at: now() });
+          if (hooks.size) streamed = streamed.then(() => hooks.onStream(turn, delta));
+        },
+        onRetry: ({ attempt, delayMs, status }) =>
+          deps.bus?.publish({ type: "model_retry", sessionKey: input.sessionKey, turnId: input.turnId, attempt, delayMs, status, at: now() }),
+        onFallback: ({ from, to, error }) =>
+          deps.bus?.publish({ type: "model_fallback", sessionKey: input.sessionKey, turnId: input.turnId, from, to, error, at: now() }),
+      });
+    // A model without vision refuses image parts: then once more without them.
+    const response = await chatWithImageFallback(chat, sent, signal);
     if (hooks.size) {
       await streamed;
       await hooks.onStreamEnd({ ...turn, response }, { resuming: response.toolCalls.length > 0 });

@@ -1,4 +1,3 @@
-import { createReadStream } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { extname, join } from "node:path";
 import { Api, GrammyError, InputFile } from "grammy";
@@ -15,7 +14,7 @@ import type { Config } from "../src/config/schema.js";
 import type { OutboxRecord } from "../src/store/outbox.js";
 import type { Store } from "../src/store/store.js";
 import { telegramPollerMachine, type PollError } from "../machines/telegram.machine.js";
-import { loadOpenAi } from "../src/providers/openai-sdk.js";
+import type { Transcriber } from "../src/channels/transcription.js";
 
 export interface TelegramDeps {
   config: Config["channels"]["telegram"];
@@ -23,6 +22,8 @@ export interface TelegramDeps {
   bus: Bus;
   mediaDir: string;
   logger?: Logger;
+  /** Voice notes and audio go through it (src/channels/transcription.ts); without it they stay files. */
+  transcriber?: Transcriber;
   /** getUpdates long-poll seconds (tests shorten it). */
   pollTimeoutS?: number;
   /** How long past its long-poll window a getUpdates may hang before the watchdog gives it up. */
@@ -76,19 +77,6 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
     return path;
   }
 
-  /** Speech to text through the configured OpenAI-compatible endpoint; undefined if it fails (the file path stays). */
-  async function transcribe(path: string): Promise<string | undefined> {
-    try {
-      const { default: OpenAI } = await loadOpenAi();
-      const client = new OpenAI({ baseURL: cfg.transcription.apiBase!, apiKey: cfg.transcription.apiKey || "none", maxRetries: 1 });
-      const result = await client.audio.transcriptions.create({ file: createReadStream(path), model: cfg.transcription.model });
-      return result.text.trim() || undefined;
-    } catch (err) {
-      log?.warn({ err }, "voice transcription failed; passing the file instead");
-      return undefined;
-    }
-  }
-
   /** The text and files of a message; media are downloaded to <data dir>/media/telegram. */
   async function contentOf(m: TelegramMessage): Promise<{ content: string; media: string[] }> {
     const parts = [m.text ?? m.caption ?? ""];
@@ -105,13 +93,22 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
     };
     if (m.photo?.length) await attach(m.photo.at(-1)!.file_id, "photo.jpg", "image");
     if (m.document) await attach(m.document.file_id, m.document.file_name ?? "file", `file ${m.document.file_name ?? ""}`.trim());
-    if (m.voice) {
-      await attach(m.voice.file_id, "voice.ogg", "voice message");
-      const path = media.at(-1);
-      const text = path && cfg.transcription.apiBase ? await transcribe(path) : undefined;
+    // Voice notes and audio files are transcribed as on every channel (the file stays attached).
+    const transcribed = async (count: number) => {
+      const path = media.length > count ? media.at(-1) : undefined;
+      const text = path && deps.transcriber ? await deps.transcriber.transcribe(path) : undefined;
       if (text) parts.push(`[transcription: ${text}]`);
+    };
+    if (m.voice) {
+      const before = media.length;
+      await attach(m.voice.file_id, "voice.ogg", "voice message");
+      await transcribed(before);
     }
-    if (m.audio) await attach(m.audio.file_id, m.audio.file_name ?? "audio.mp3", "audio");
+    if (m.audio) {
+      const before = media.length;
+      await attach(m.audio.file_id, m.audio.file_name ?? "audio.mp3", "audio");
+      await transcribed(before);
+    }
     return { content: parts.filter(Boolean).join("\n"), media };
   }
 

@@ -11,6 +11,7 @@ import { createCheckpointBarrier, type CheckpointBarrier } from "../src/store/ch
 import type { Store, StoreOp } from "../src/store/store.js";
 import { checkpointOps, closeTurnOp, openTurnOp, packSnapshot, pruneFinishedOps, TURN_FORMAT, turnSummaryOps, type TurnRecord } from "../src/store/turns.js";
 import type { ToolRegistry } from "../src/tools/registry.js";
+import { attachToolImages } from "../src/tools/tool-images.js";
 import {
   turnMachine,
   type CheckpointedInput,
@@ -105,6 +106,7 @@ function effects(deps: TurnDeps, barrier: CheckpointBarrier) {
           const compacted = microcompact(mergeConsecutiveUsers(repairHistory(messages)), (name) => deps.registry.get(name)?.readOnly === true);
           return deps.contextBudget ? fitToBudget(compacted, deps.contextBudget, toolsTokens(deps.registry.schemas())) : compacted;
         },
+        attach: (messages) => attachToolImages(messages, (name) => deps.registry.get(name)),
       }),
       runTools: createRunTools({ registry: deps.registry, store: deps.store, barrier, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now: deps.now, hooks }),
       finalizeContent: createFinalize({ hooks, store: deps.store, barrier, logger: deps.logger, now: deps.now }),

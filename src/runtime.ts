@@ -1,3 +1,4 @@
+import { createTranscriber, resolveTranscription, type Transcriber } from "./channels/transcription.js";
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { mkdir } from "node:fs/promises";
@@ -204,6 +205,8 @@ export interface Daemon extends AgentRuntime {
   channels(): ChannelState[];
   /** Takes a message from a channel into the system; resolves with its id once it is routed. */
   accept(channel: string, message: ChannelInbound): Promise<string>;
+  /** Speech to text for every channel's voice and audio (channels.transcription*). */
+  transcriber: Transcriber;
   /** The store's health and the free space under the data dir (last measured), for /health and status. */
   storage(): StorageState;
   /** Runs the store's upkeep now (old seen/sent markers pruned, finished turns' journals compacted); it also runs at start and hourly. */
@@ -239,10 +242,13 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   const core = await createAgentRuntime(loaded, { ...opts, channelNames: names, superviseMcp: true });
   const { bus, store, logger, conversation } = core;
   const channels = new Map<string, Channel>([["api", createApiChannel(store)], ...extra.map((c) => [c.name, c] as const)]);
+  const transcription = resolveTranscription(loaded.config);
+  const transcriber = createTranscriber(transcription, logger);
+  logger.info(transcription.on ? { transcription: transcription.endpoint.source, model: transcription.endpoint.model } : { transcription: "off", why: transcription.why }, "voice transcription");
   if (telegram.enabled) {
     // grammy loads only when Telegram is enabled.
     const { createTelegramChannel } = await import("../actors/telegram.js");
-    channels.set("telegram", createTelegramChannel({ config: telegram, store, bus, mediaDir: loaded.paths.mediaDir, logger, ...opts.telegram }));
+    channels.set("telegram", createTelegramChannel({ config: telegram, store, bus, mediaDir: loaded.paths.mediaDir, logger, transcriber, ...opts.telegram }));
   }
   const d = loaded.config.agents.defaults;
   const limiter = createLimiter(d.maxConcurrentTurns);
@@ -549,6 +555,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
       return started;
     },
     accept,
+    transcriber,
     channels: channelStates,
     storage: () => ({ store: store.health.snapshot(), disk }),
     upkeep: prune,

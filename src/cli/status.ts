@@ -1,3 +1,4 @@
+import { resolveTranscription } from "../channels/transcription.js";
 import { existsSync } from "node:fs";
 import { dirname, relative } from "node:path";
 import { diskSpace, formatBytes, lowSpaceLine, type SpaceFloor } from "../store/disk.js";
@@ -34,6 +35,12 @@ async function diskLine(paths: DataPaths, floor: SpaceFloor): Promise<string> {
   } catch (err) {
     return `could not be measured: ${(err as Error).message}`;
   }
+}
+
+/** Where voice and audio go to be transcribed, or why they stay files (never the key). */
+function voiceLine(config: LoadedConfig["config"]): string {
+  const t = resolveTranscription(config);
+  return t.on ? `transcribed by ${t.endpoint.source} at ${t.endpoint.apiBase} (model ${t.endpoint.model})` : `not transcribed: ${t.why}`;
 }
 
 /** What `troupe status` prints: where things are, what is configured (never a key), and whether the daemon runs. */
@@ -80,6 +87,7 @@ export async function statusLines({ config, paths, workspace, fromFile, unrunnab
     // Only listed: a module is imported (and checked) when a turn runtime starts; its errors are in the log.
     ...(hooks.length ? [`hooks:     ${hooks.map((h) => `${relative(workspace, h.path).startsWith("..") ? h.path : relative(workspace, h.path)}${h.exists ? "" : " (missing)"}`).join(", ")}`] : []),
     `channels:  api${config.channels.telegram.enabled ? ", telegram" : " (telegram disabled)"}`,
+    `voice:     ${voiceLine(config)}`,
     ...(unrunnableChannels.length
       ? [`not run:   ${unrunnableChannels.join(", ")} enabled, but troupe cannot run ${unrunnableChannels.length > 1 ? "them" : "it"} yet (set enabled to false to silence this)`]
       : []),

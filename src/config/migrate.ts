@@ -32,5 +32,57 @@ export function migrateConfig(raw: Record<string, unknown>, notes: string[]): Re
       delete defaults[key];
     }
   }
+  migrateTranscription(raw, notes);
   return raw;
+}
+
+const present = (v: unknown) => v !== undefined && v !== null;
+
+/**
+ * Transcription serves every channel from `channels` (nanobot's transcriptionProvider and
+ * transcriptionLanguage, with troupe's endpoint settings in channels.transcription). Read there:
+ * troupe's earlier channels.telegram.transcription, and nanobot's top-level `transcription` block
+ * (whose provider and language win over the channels keys, as in nanobot).
+ */
+function migrateTranscription(raw: Record<string, unknown>, notes: string[]): void {
+  const channels = isPlainObject(raw.channels) ? raw.channels : undefined;
+  const telegram = channels && isPlainObject(channels.telegram) ? channels.telegram : undefined;
+  if (channels && telegram && isPlainObject(telegram.transcription)) {
+    if (!isPlainObject(channels.transcription)) {
+      channels.transcription = telegram.transcription;
+      notes.push("channels.telegram.transcription is read as channels.transcription (transcription now serves every channel)");
+    } else {
+      notes.push("channels.telegram.transcription is ignored: channels.transcription is set (transcription serves every channel)");
+    }
+    delete telegram.transcription;
+  }
+  const top = raw.transcription;
+  if (!isPlainObject(top)) return;
+  const target = channels ?? (raw.channels = {});
+  if (!isPlainObject(target)) return;
+  const moved: string[] = [];
+  const take = (keys: string[], to: (v: unknown) => void) => {
+    for (const key of keys) {
+      if (!(key in top)) continue;
+      if (present(top[key])) {
+        to(top[key]);
+        moved.push(`transcription.${key}`);
+      }
+      delete top[key];
+    }
+  };
+  take(["provider"], (v) => {
+    delete target.transcription_provider;
+    target.transcriptionProvider = v;
+  });
+  take(["language"], (v) => {
+    delete target.transcription_language;
+    target.transcriptionLanguage = v;
+  });
+  const endpoint = () => (isPlainObject(target.transcription) ? target.transcription : (target.transcription = {})) as Record<string, unknown>;
+  take(["model"], (v) => (endpoint().model = v));
+  take(["enabled"], (v) => (endpoint().enabled = v));
+  take(["maxUploadMb", "max_upload_mb"], (v) => (endpoint().maxUploadMb = v));
+  if (moved.length) notes.push(`${moved.join(", ")} ${moved.length > 1 ? "are" : "is"} read from channels (transcription serves every channel there)`);
+  if (Object.keys(top).length === 0) delete raw.transcription;
 }

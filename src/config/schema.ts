@@ -154,15 +154,29 @@ const telegramSchema = z.object({
   groupPolicy: z.enum(["mention", "open"]).default("mention"),
   streaming: z.boolean().default(false),
   apiRoot: httpUrl.default("https://api.telegram.org"),
-  /** Voice messages are transcribed by this OpenAI-compatible endpoint when apiBase is set; else passed as a file. */
-  transcription: z
-    .object({ apiBase: httpUrl.nullable().default(null), apiKey: z.string().default(""), model: z.string().default("whisper-1") })
-    .prefault({}),
+});
+
+/**
+ * Speech to text for voice and audio on every channel (src/channels/transcription.ts). The endpoint is
+ * the provider's (its providers.<name> key and apiBase, or its default), or apiBase: any
+ * OpenAI-compatible /audio/transcriptions (a local whisper server needs no key).
+ */
+const transcriptionSchema = z.object({
+  enabled: z.boolean().default(true),
+  apiBase: httpUrl.nullable().default(null),
+  apiKey: z.string().default(""),
+  /** null: the provider's default (whisper-large-v3 on Groq, whisper-1 on OpenAI and other endpoints). */
+  model: z.preprocess((v) => (v === "" ? null : v), z.string().nullable().default(null)),
+  maxUploadMb: z.number().positive().default(25),
 });
 
 const channelsSchema = z.object({
   sendProgress: z.boolean().default(true),
   sendToolHints: z.boolean().default(false),
+  /** nanobot's keys: which provider transcribes (groq or openai), and in which language (null: detected). */
+  transcriptionProvider: z.string().default("groq"),
+  transcriptionLanguage: z.preprocess((v) => (v === "" ? null : v), z.string().nullable().default(null)),
+  transcription: transcriptionSchema.prefault({}),
   telegram: telegramSchema.prefault({}),
 });
 

@@ -65,7 +65,9 @@ function metadataPayload(raw: unknown, warnings: string[]): Record<string, unkno
 /** A requirement list, or the reason it is not one. */
 function requirementList(value: unknown, where: string, broken: string[]): string[] {
   if (value === undefined || value === null) return [];
-  if (Array.isArray(value) && value.every((v) => typeof v === "string")) return value;
+  // nanobot skips null and empty entries (`bins: [null, ""]`): they name nothing, so nothing is missing.
+  const named = Array.isArray(value) ? value.filter((v) => v !== null && v !== "") : value;
+  if (Array.isArray(named) && named.every((v) => typeof v === "string")) return named.map((v) => v.trim()).filter(Boolean);
   const got = Array.isArray(value) ? "a list with non-text items" : typeof value === "string" ? `the text ${JSON.stringify(value)}` : `a ${typeof value}`;
   const fix = typeof value === "string" ? ` (write [${value}])` : "";
   broken.push(`${where} must be a list of names, not ${got}${fix}`);
@@ -167,8 +169,10 @@ export const usable = (s: Skill) => s.missing.length === 0 && s.broken.length ==
 export function mentionedSkills(text: string, skills: Skill[]): Skill[] {
   const byName = new Map(skills.map((s) => [s.name, s]));
   const found: Skill[] = [];
-  for (const m of text.matchAll(/(?:^|[\s([{"'`])\$([A-Za-z0-9][\w.-]*[\w])/g)) {
-    const skill = byName.get(m[1] as string);
+  // As nanobot: a `$` not preceded by a letter, digit, `_` or `$`; a name ending a sentence ("$weather.") loses the stop.
+  for (const m of text.matchAll(/(?<![\p{L}\p{N}_$])\$([A-Za-z0-9][\w.-]*)/gu)) {
+    const word = m[1] as string;
+    const skill = byName.get(word) ?? byName.get(word.replace(/[.-]+$/, ""));
     if (skill && !found.includes(skill)) found.push(skill);
   }
   return found;
@@ -176,7 +180,8 @@ export function mentionedSkills(text: string, skills: Skill[]): Skill[] {
 
 /** The user's message with the full text of each skill it names with `$name`, for this turn only. */
 export function withMentionedSkills(text: string, skills: Skill[]): string {
-  const named = mentionedSkills(text, skills);
+  // An always-on skill is in the system prompt already (nanobot leaves it out here too).
+  const named = mentionedSkills(text, skills).filter((s) => !(s.always && usable(s)));
   if (named.length === 0) return text;
   const blocks = named.map((s) => {
     const note = s.broken.length ? ` (broken: ${s.broken.join("; ")})` : s.missing.length ? ` (unavailable: ${s.missing.join(", ")})` : "";

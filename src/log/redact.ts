@@ -29,7 +29,7 @@ export function createRedactor(knownSecrets: Iterable<string>): (text: string) =
 /** Every api key and token in a config, for createRedactor. */
 export function secretsOf(config: {
   providers: Record<string, { apiKey: string }>;
-  channels: { telegram: { token: string; transcription: { apiKey: string } } };
+  channels: { telegram: { token: string }; transcription: { apiKey: string } };
   tools: { web: { search: { apiKey: string } }; mcpServers?: Record<string, { env: Record<string, string>; headers: Record<string, string> }> };
 }): string[] {
   // An MCP server's credentials: env and header values whose names say they are secret.
@@ -40,7 +40,7 @@ export function secretsOf(config: {
   return [
     ...Object.values(config.providers).map((p) => p.apiKey),
     config.channels.telegram.token,
-    config.channels.telegram.transcription.apiKey,
+    config.channels.transcription.apiKey,
     config.tools.web.search.apiKey,
     ...mcp,
   ].filter(Boolean);

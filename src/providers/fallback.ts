@@ -55,12 +55,14 @@ export function withFallbacks(primary: LlmProvider, candidates: FallbackCandidat
     model: primary.model,
     async chat(req: ChatRequest): Promise<ModelResponse> {
       const failures: string[] = [];
+      let last: ModelCallError | undefined;
       let current = label(primary);
       try {
         return await primary.chat(req);
       } catch (err) {
         if (req.signal?.aborted || !(err instanceof ModelCallError)) throw err;
         failures.push(err.message);
+        last = err;
       }
       for (const [index, candidate] of candidates.entries()) {
         let provider = built.get(index);
@@ -84,9 +86,11 @@ export function withFallbacks(primary: LlmProvider, candidates: FallbackCandidat
         } catch (err) {
           if (req.signal?.aborted || !(err instanceof ModelCallError)) throw err;
           failures.push(err.message);
+          last = err;
         }
       }
-      throw new ModelCallError(`every model failed (${candidates.length + 1} tried in order): ${failures.join("; then ")}`);
+      // The last failure's cause stays reachable (its HTTP status: a refused image request is sent again without images).
+      throw new ModelCallError(`every model failed (${candidates.length + 1} tried in order): ${failures.join("; then ")}`, { cause: last?.cause ?? last });
     },
   };
 }

@@ -6,6 +6,7 @@ import type { AddressInfo } from "node:net";
 import { filter, merge } from "rxjs";
 import { z } from "zod";
 import { apiReplies } from "../channels/api.js";
+import { apiAttachmentSchema, AttachmentError, takeAttachments } from "../channels/api-media.js";
 import { TroupeError } from "../errors.js";
 import type { Daemon } from "../runtime.js";
 import { sessionActorId } from "../../machines/supervisor.machine.js";
@@ -42,6 +43,11 @@ export class HttpError extends Error {
 }
 
 export const messageBody = z.object({ content: z.string().trim().min(1, "content must not be empty") }).strict();
+/** The daemon's messages also take files (`media`); audio among them is transcribed. */
+export const apiMessageBody = z
+  .object({ content: z.string().trim().default(""), media: z.array(apiAttachmentSchema).max(10, "at most 10 media files per message").default([]) })
+  .strict()
+  .refine((b) => b.content || b.media.length, "content must not be empty (or send media)");
 const MAX_BODY_BYTES = 1024 * 1024;
 /** How long the rest of a refused body is read (and dropped) before the connection is cut. */
 const LINGER_MS = 5_000;
@@ -193,7 +199,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
    * from it: a retried POST (the client lost the stream when the daemon stopped) is not taken twice,
    * and is answered with the reply the first one got, from the chat's mailbox if it was delivered already.
    */
-  function postMessage(req: IncomingMessage, res: ServerResponse, key: string, content: string, idempotencyKey: string | undefined) {
+  function postMessage(req: IncomingMessage, res: ServerResponse, key: string, content: string, idempotencyKey: string | undefined, media: string[] = []) {
     const down = daemon.storage().store;
     if (down.state === "failing") throw refusal(new StoreUnavailableError(down.failure ?? "io-error"));
     // Events are held until the message is accepted: a message the store refuses is answered with a
@@ -232,7 +238,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
       if (found) reply(found);
     };
     // An API chat is its session: replies come back on the chat named by the session key.
-    daemon.accept("api", { chatId: key, senderId: "api", content, sessionKey: key, messageId: idempotencyKey }).then(
+    daemon.accept("api", { chatId: key, senderId: "api", content, sessionKey: key, messageId: idempotencyKey, ...(media.length ? { media } : {}) }).then(
       async (accepted) => {
         id = accepted;
         // The client went away while the message was taken in: it is answered into the mailbox.
@@ -386,8 +392,12 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
       }
       if (req.method === "POST" && sessionMatch[2] === "/messages") {
         const idempotencyKey = idempotencyKeyOf(req);
-        const { content } = parseBody(messageBody, await readJson(req));
-        return postMessage(req, res, key, content, idempotencyKey);
+        const body = parseBody(apiMessageBody, await readJson(req));
+        if (!body.media.length) return postMessage(req, res, key, body.content, idempotencyKey);
+        const taken = await takeAttachments(body.media, daemon.loaded.paths.mediaDir, daemon.transcriber).catch((err: unknown) => {
+          throw err instanceof AttachmentError ? new HttpError(400, err.message) : err;
+        });
+        return postMessage(req, res, key, [body.content, ...taken.lines].filter(Boolean).join("\n"), idempotencyKey, taken.media);
       }
     }
     throw new HttpError(404, `no route ${req.method} ${path}`);

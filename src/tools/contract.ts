@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { ImagePart } from "../context/media.js";
 
 /** What a tool gets besides its arguments. */
 export interface ToolContext {
@@ -26,6 +27,12 @@ export interface Tool {
   idempotent?: boolean;
   source?: "builtin" | "mcp";
   execute(args: Record<string, unknown>, ctx: ToolContext): Promise<string>;
+  /**
+   * For a tool whose result can stand for an image (read_file on a PNG): the image that result
+   * names, read again when the next model request is built, or undefined. Results stay text, so
+   * checkpoints and sessions keep the path, not the bytes (src/tools/tool-images.ts).
+   */
+  imageOf?(result: string): Promise<ImagePart | undefined>;
 }
 
 /** A failure the model should see and can react to (not an infrastructure error). */
@@ -45,6 +52,7 @@ export function defineTool<S extends z.ZodObject>(
   def: Omit<Tool, "parameters" | "execute"> & {
     parameters: S;
     execute(args: z.infer<S>, ctx: ToolContext): Promise<string>;
+    imageOf?(result: string): Promise<ImagePart | undefined>;
   },
 ): Tool {
   return def as unknown as Tool;

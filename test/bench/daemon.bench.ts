@@ -1,11 +1,13 @@
 /**
  * `npm run bench`: the daemon under load, in process, against a fake model in another process.
  *
- * 1. 1,000 sessions send one message each; each turn makes one tool call, so two model calls of
- *    50 ms; maxConcurrentTurns 100. Total time against the ideal (1,000 / 100 × 2 × 50 ms), peak RSS,
- *    and RSS once every session has passivated.
+ * 1. 100, 1,000 and 10,000 sessions send one message each; each turn makes one tool call, so two
+ *    model calls of 50 ms; maxConcurrentTurns 100. Total time against the ideal (N / 100 × 2 × 50 ms),
+ *    peak RSS, RSS once every session has passivated (at 1,000), and shutdown time with every
+ *    session still live (at 100 and 10,000).
  * 2. The runtime's own cost per turn against a zero-latency model: one session's turns one after
  *    another (latency), and 1,000 sessions at once (throughput).
+ * `--soak` (npm run bench:soak): steady traffic for 30 minutes, RSS every minute.
  */
 import { rm } from "node:fs/promises";
 import { filter, firstValueFrom } from "rxjs";
@@ -19,36 +21,94 @@ const gc = () => (globalThis as { gc?: () => void }).gc?.();
 
 const sessionsAlive = (d: Daemon) => (d.tree.tree()?.children ?? []).filter((c) => c.kind === "session").length;
 
-async function loadScenario() {
+/** N sessions send one message each (one tool call, 50 ms model, 100 turns at once): total time against the ideal, RSS. */
+async function loadScenario(n: number, opts: { passivate: boolean }) {
   const model = await fakeModel(50);
-  const { daemon, dir } = await daemonFor(model.url, { maxConcurrentTurns: 100, sessionIdleSeconds: 2 });
+  const { daemon, dir } = await daemonFor(model.url, { maxConcurrentTurns: 100, sessionIdleSeconds: opts.passivate ? 2 : 600 });
   gc();
   const rssStart = process.memoryUsage().rss;
   let peak = rssStart;
   const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
-  const chats = Array.from({ length: 1_000 }, (_, i) => `s${i}`);
+  const chats = Array.from({ length: n }, (_, i) => `s${i}`);
   const total = await burst(daemon, chats);
   const liveAfter = sessionsAlive(daemon);
-  const t0 = performance.now();
-  while (sessionsAlive(daemon) > 0) await sleep(100);
-  const passivatedIn = performance.now() - t0;
-  gc();
-  await sleep(200);
-  gc();
-  clearInterval(sampler);
-  const rssPassivated = process.memoryUsage().rss;
-  const ideal = (1_000 / 100) * 2 * 50;
+  const ideal = (n / 100) * 2 * 50;
   const stats = daemon.store.commitStats;
-  console.log("## 1,000 sessions, one tool call each, model latency 50 ms, maxConcurrentTurns 100");
-  console.log(`total            ${total.toFixed(0)} ms`);
-  console.log(`ideal            ${ideal} ms (1,000 / 100 × 2 model calls × 50 ms)`);
-  console.log(`total / ideal    ${(total / ideal).toFixed(2)}×`);
-  record({ figure: "1,000 sessions × 1 tool call, 50 ms model, vs ideal", target: "≤ 1.5×", measured: `${(total / ideal).toFixed(2)}×`, pass: total / ideal <= 1.5 });
-  record({ figure: "RSS after every session passivated vs start", target: "≤ 1.2×", measured: `${(rssPassivated / rssStart).toFixed(2)}× (${(rssStart / MB).toFixed(0)} → ${(rssPassivated / MB).toFixed(0)} MB)`, pass: rssPassivated / rssStart <= 1.2 });
-  console.log(`RSS at start     ${(rssStart / MB).toFixed(0)} MB`);
-  console.log(`peak RSS         ${(peak / MB).toFixed(0)} MB (${liveAfter} sessions live when the last reply went out)`);
-  console.log(`RSS passivated   ${(rssPassivated / MB).toFixed(0)} MB (all sessions passivated ${(passivatedIn / 1000).toFixed(1)} s later)`);
+  console.log(`\n## ${n.toLocaleString("en")} sessions, one tool call each, model latency 50 ms, maxConcurrentTurns 100`);
+  console.log(`total            ${total.toFixed(0)} ms (ideal ${ideal} ms: ${n.toLocaleString("en")} / 100 × 2 model calls × 50 ms) → ${(total / ideal).toFixed(2)}×`);
+  console.log(`peak RSS         ${(peak / MB).toFixed(0)} MB (start ${(rssStart / MB).toFixed(0)} MB; ${liveAfter} sessions live when the last reply went out)`);
   console.log(`synced batches   ${stats.requests} requests in ${stats.writes} fsync'd writes (largest group ${stats.largestGroup})`);
+  let rssPassivated: number | undefined;
+  if (opts.passivate) {
+    const t0 = performance.now();
+    while (sessionsAlive(daemon) > 0) await sleep(100);
+    const passivatedIn = performance.now() - t0;
+    gc();
+    await sleep(200);
+    gc();
+    rssPassivated = process.memoryUsage().rss;
+    console.log(`RSS passivated   ${(rssPassivated / MB).toFixed(0)} MB (all sessions passivated ${(passivatedIn / 1000).toFixed(1)} s later)`);
+  }
+  clearInterval(sampler);
+  // Shutdown with every session still live (when they were kept): stopping N actors, each at its last checkpoint.
+  const live = sessionsAlive(daemon);
+  const s0 = performance.now();
+  await daemon.shutdown();
+  const shutdownMs = performance.now() - s0;
+  console.log(`shutdown         ${shutdownMs.toFixed(0)} ms with ${live.toLocaleString("en")} sessions live`);
+  model.stop();
+  await rm(dir, { recursive: true, force: true });
+  return { n, ratio: total / ideal, rssStart, peak, rssPassivated, shutdownMs, live };
+}
+
+async function scaleCurve() {
+  const points = [100, 1_000, 10_000].filter((n) => n <= Number(process.env.TROUPE_BENCH_MAX_SESSIONS ?? 10_000));
+  const results: Array<Awaited<ReturnType<typeof loadScenario>>> = [];
+  for (const n of points) results.push(await loadScenario(n, { passivate: n === 1_000 }));
+  console.log("\n## scale curve (one tool call per session, 50 ms model, 100 turns at once)");
+  console.log("sessions   total/ideal   peak RSS   shutdown");
+  for (const r of results) console.log(`${String(r.n).padStart(8)}   ${r.ratio.toFixed(2).padStart(10)}×   ${(r.peak / MB).toFixed(0).padStart(5)} MB   ${r.shutdownMs.toFixed(0).padStart(6)} ms (${r.live} live)`);
+  const at = (n: number) => results.find((r) => r.n === n);
+  const thousand = at(1_000);
+  if (thousand) {
+    record({ figure: "1,000 sessions × 1 tool call, 50 ms model, vs ideal", target: "≤ 1.5×", measured: `${thousand.ratio.toFixed(2)}×`, pass: thousand.ratio <= 1.5 });
+    const p = thousand.rssPassivated!;
+    record({ figure: "RSS after every session passivated vs start", target: "≤ 1.2×", measured: `${(p / thousand.rssStart).toFixed(2)}× (${(thousand.rssStart / MB).toFixed(0)} → ${(p / MB).toFixed(0)} MB)`, pass: p / thousand.rssStart <= 1.2 });
+  }
+  const tenK = at(10_000);
+  if (tenK) {
+    record({ figure: "10,000 sessions × 1 tool call vs ideal", target: "≤ 2×", measured: `${tenK.ratio.toFixed(2)}×`, pass: tenK.ratio <= 2 });
+    const small = at(1_000) ?? results[0]!;
+    // Sub-linear: ten times the sessions, well under ten times the memory above the start.
+    const growth = (tenK.peak - tenK.rssStart) / Math.max(1, small.peak - small.rssStart);
+    record({ figure: `peak RSS growth, 10,000 vs ${small.n.toLocaleString("en")} sessions`, target: `sub-linear (< ${10_000 / small.n}×)`, measured: `${growth.toFixed(1)}×`, pass: growth < 10_000 / small.n });
+    record({ figure: "shutdown with 10,000 live sessions", target: "—", measured: `${(tenK.shutdownMs / 1000).toFixed(1)} s` });
+  }
+}
+
+/** `--soak`: steady traffic for TROUPE_SOAK_MINUTES (30), RSS printed every minute; growth would show a leak. */
+async function soak() {
+  const minutes = Number(process.env.TROUPE_SOAK_MINUTES ?? 30);
+  const model = await fakeModel(50);
+  const { daemon, dir } = await daemonFor(model.url, { maxConcurrentTurns: 100, sessionIdleSeconds: 5 });
+  console.log(`## soak: ${minutes} min of steady traffic (200 sessions, a message each every ~2 s while it lasts)`);
+  const end = Date.now() + minutes * 60_000;
+  const rss: number[] = [];
+  const minute = setInterval(() => {
+    gc();
+    rss.push(process.memoryUsage().rss);
+    console.log(`minute ${String(rss.length).padStart(2)}: RSS ${(rss.at(-1)! / MB).toFixed(0)} MB, heap ${(process.memoryUsage().heapUsed / MB).toFixed(0)} MB, ${sessionsAlive(daemon)} sessions live`);
+  }, 60_000);
+  let turns = 0;
+  while (Date.now() < end) {
+    await burst(daemon, Array.from({ length: 200 }, (_, i) => `soak${(turns + i) % 1_000}`));
+    turns += 200;
+    await sleep(2_000);
+  }
+  clearInterval(minute);
+  const first = rss[1] ?? rss[0];
+  const last = rss.at(-1);
+  if (first && last) console.log(`RSS from minute 2 to the end: ${(first / MB).toFixed(0)} → ${(last / MB).toFixed(0)} MB (${(last / first).toFixed(2)}×), ${turns.toLocaleString("en")} turns`);
   await daemon.shutdown();
   model.stop();
   await rm(dir, { recursive: true, force: true });
@@ -81,5 +141,9 @@ async function overheadScenario() {
 }
 
 if (!(globalThis as { gc?: unknown }).gc) console.log("(run with --expose-gc for settled RSS figures)\n");
-if (process.env.TROUPE_BENCH_ONLY !== "overhead") await loadScenario();
-await overheadScenario();
+if (process.argv.includes("--soak")) {
+  await soak();
+} else {
+  if (process.env.TROUPE_BENCH_ONLY !== "overhead") await scaleCurve();
+  await overheadScenario();
+}

@@ -49,7 +49,7 @@ describe("troupe agent with the built-in tools (real process, fake model)", () =
     expect(first[1]).not.toContain("TROUPE_");
     expect(first[2]).toBe("Message queued for delivery to cli:direct.");
     const second = results(2).slice(3);
-    expect(second[0]).toBe("1| step one\n2| step two");
+    expect(second[0]).toBe("1| step one\n2| step two\n\n(End of file — 2 lines total)");
     expect(second[1]).toMatch(/^Error: access denied: \.\.\/config\.json is outside the workspace/);
     expect(second[2]).toMatch(/^Error: command refused: \/etc\/passwd is outside the workspace/);
   });

@@ -104,7 +104,7 @@ describe("durable execution across kill -9 (real gateway processes, TROUPE_FAULT
     expect(session.messages.filter((m) => m.role === "assistant" && m.content === "All done.")).toHaveLength(1);
     expect(session.turns.map((t) => [t.state, t.final])).toEqual([["responded", true]]);
     const readResult = session.messages.find((m) => m.role === "tool" && m.name === "read_file");
-    expect(readResult?.content).toBe("1| remember the milk");
+    expect(readResult?.content).toBe("1| remember the milk\n\n(End of file — 1 lines total)");
     expect(session.messages.find((m) => m.role === "tool" && m.name === "exec")?.content).toMatch(execResult);
     expect(await runsOf(dir)).toHaveLength(execRuns);
   });

@@ -16,7 +16,7 @@ async function modulesLoaded(args: string[], home: string): Promise<{ code: numb
   return { code: r.status, stdout: r.stdout, modules };
 }
 
-const HEAVY = /grammy|linkedom|openai|pino-pretty|@mozilla|turndown|tsx|\.ts$/;
+const HEAVY = /grammy|linkedom|openai|pino-pretty|@mozilla|turndown|unpdf|mammoth|fflate|tsx|\.ts$/;
 
 describe("start-up", () => {
   const tempDir = useTempDirs();

@@ -284,6 +284,43 @@ describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () =
     );
   });
 
+  it("transcribes an audio file through channels.transcription (the endpoint every channel uses)", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "noted" }));
+    let upload = "";
+    const speech = await startFakeWeb({
+      "/v1/audio/transcriptions": (req, res) => {
+        req.on("data", (c: Buffer) => (upload += c.toString("latin1")));
+        req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ text: "call the plumber" })));
+      },
+    });
+    tg = await startFakeTelegram(TOKEN);
+    tg.addFile("a1", "music/file_3.mp3", Buffer.from("MP3AUDIO"));
+    const home = await tmp();
+    daemon = await startDaemon(
+      home,
+      fake.url,
+      {
+        config: {
+          channels: {
+            telegram: { enabled: true, token: TOKEN, apiRoot: tg.apiRoot, allowFrom: ["alice"] },
+            transcription: { apiBase: `${speech.origin}/v1`, model: "large-v3" },
+            transcriptionLanguage: "de",
+          },
+        },
+      },
+      { telegram: { pollTimeoutS: 1, baseBackoffMs: 100, watchdogGraceS: 1 } },
+    );
+    tg.message("", undefined, undefined, { audio: { file_id: "a1", file_unique_id: "ua1", duration: 3, file_name: "memo.mp3" } });
+    await until(() => tg!.sent()[0]);
+    await speech.close();
+    expect(upload).toContain("MP3AUDIO");
+    expect(upload).toMatch(/name="model"\r\n\r\nlarge-v3\r\n/);
+    expect(upload).toMatch(/name="language"\r\n\r\nde\r\n/);
+    expect(String(fake.requests[0]?.body.messages.at(-1)?.content)).toMatch(
+      new RegExp(`\\n\\n\\[audio: ${join(home, "media/telegram/ua1.mp3").replace(/[/.]/g, "\\$&")}\\]\\n\\[transcription: call the plumber\\]$`),
+    );
+  });
+
   it("honours channels.telegram.proxy for Bot API calls and file downloads", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "via proxy" }));
     const hits: string[] = [];

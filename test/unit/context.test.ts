@@ -22,7 +22,16 @@ describe("prompt assembly", () => {
     await writeFile(join(ws, "skills", "github", "SKILL.md"), "---\nname: github\ndescription: My own github skill.\n---\nMine.");
 
     const skills = await loadSkills(ws, { PATH: "" });
-    expect(skills.map((s) => [s.name, s.source])).toEqual([["cron", "builtin"], ["github", "workspace"], ["memory", "builtin"], ["weather", "workspace"]]);
+    expect(skills.map((s) => [s.name, s.source])).toEqual([
+      ["clawhub", "builtin"],
+      ["cron", "builtin"],
+      ["github", "workspace"],
+      ["memory", "builtin"],
+      ["skill-creator", "builtin"],
+      ["summarize", "builtin"],
+      ["tmux", "builtin"],
+      ["weather", "workspace"],
+    ]);
     expect(skills.find((s) => s.name === "weather")?.missing).toEqual(["ENV: WEATHER_KEY_FOR_TEST"]);
 
     const prompt = await buildSystemPrompt({ workspace: ws, skills, restrictToWorkspace: true });

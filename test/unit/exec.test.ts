@@ -70,6 +70,15 @@ describe("exec", () => {
     }
   });
 
+  it("lets a restricted command run from a read-only root (the built-in skills) but not redirect into it", () => {
+    const p = policy("/ws", { roots: ["/ws", "/pkg/skills"], readOnlyRoots: ["/pkg/skills"] });
+    expect(refusalOf("node /pkg/skills/x/scripts/a.mjs > out.txt", "/ws", p)).toBeUndefined();
+    expect(refusalOf("cp -r /pkg/skills/x skills/x", "/ws", p)).toBeUndefined();
+    for (const command of ["echo hi > /pkg/skills/x/SKILL.md", "echo hi >>/pkg/skills/y", "ls 2> /pkg/skills/log"]) {
+      expect(refusalOf(command, "/ws", p), command).toMatch(/^command refused: \/pkg\/skills\/\S+ is read-only \(the built-in skills\)/);
+    }
+  });
+
   it("applies allow patterns when configured", async () => {
     const { run } = await setup({ allow: compileAllowPatterns(["git\\b.*", "ls\\b.*"]) });
     expect(await run("exec", { command: "ls" })).toMatch(/Exit code: 0/);

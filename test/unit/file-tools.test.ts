@@ -24,9 +24,9 @@ describe("file tools", () => {
   it("read_file numbers lines and pages with offset and limit", async () => {
     const { ws, run } = await setup();
     await writeFile(join(ws, "a.txt"), Array.from({ length: 12 }, (_, i) => `line ${i + 1}`).join("\n") + "\n");
-    expect(await run("read_file", { path: "a.txt", offset: 10, limit: 2 })).toBe("10| line 10\n11| line 11\n\n[Lines 10-11 of 12. Use offset=12 to read more.]");
-    expect(await run("read_file", { path: "a.txt", offset: "12" })).toBe("12| line 12");
-    expect(await run("read_file", { path: "a.txt", offset: 13 })).toMatch(/offset 13 is past the end of a.txt \(12 lines\)/);
+    expect(await run("read_file", { path: "a.txt", offset: 10, limit: 2 })).toBe("10| line 10\n11| line 11\n\n(Showing lines 10-11 of 12. Use offset=12 to continue.)");
+    expect(await run("read_file", { path: "a.txt", offset: "12" })).toBe("12| line 12\n\n(End of file — 12 lines total)");
+    expect(await run("read_file", { path: "a.txt", offset: 13 })).toMatch(/offset 13 is beyond end of file a.txt \(12 lines\)/);
   });
 
   it("read_file refuses device files, binaries, directories and missing files with a clear message", async () => {
@@ -34,7 +34,7 @@ describe("file tools", () => {
     await writeFile(join(ws, "img.bin"), Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0, 0, 0x0d, 0xff, 0x00, 0x01, 0x02]));
     const run2 = runner([readFileTool({ ...sandboxOf(ws), restrict: false })], ws);
     expect(await run2("read_file", { path: "/dev/zero" })).toBe(`Error: /dev/zero is not a regular file (a device, FIFO or socket) and cannot be read\n\n${TOOL_ERROR_HINT}`);
-    expect(await run("read_file", { path: "img.bin" })).toMatch(/^Error: img.bin is a binary file \(12 bytes\); read_file only reads text/);
+    expect(await run("read_file", { path: "img.bin" })).toMatch(/^Error: img.bin is a binary file \(12 bytes\); read_file reads text, images/);
     expect(await run("read_file", { path: "." })).toMatch(/is a directory; use list_dir/);
     expect(await run("read_file", { path: "nope.txt" })).toMatch(/^Error: file not found: nope.txt/);
     expect(await run("read_file", { path: "../../etc/passwd" })).toMatch(/outside the workspace/);
@@ -97,13 +97,14 @@ describe("file tools", () => {
     await writeFile(join(ws, "a.txt"), "alpha\nbeta\nTODO one\ngamma\ndelta\nepsilon\nTODO two\n");
     await writeFile(join(ws, "b.md"), "nothing here\n");
     await writeFile(join(ws, "blob.bin"), Buffer.concat([Buffer.from("TODO "), Buffer.alloc(64, 0)]));
-    expect(await run("grep", { pattern: "TODO" })).toBe("a.txt\n(1 file(s))");
-    expect(await run("grep", { pattern: "todo", case_insensitive: true, output_mode: "count" })).toBe("a.txt: 2\n(1 file(s))");
+    const binary = "(skipped 1 binary/unreadable files)";
+    expect(await run("grep", { pattern: "TODO" })).toBe(`a.txt\n\n${binary}`);
+    expect(await run("grep", { pattern: "todo", case_insensitive: true, output_mode: "count" })).toBe(`a.txt: 2\n\n${binary}\n(total matches: 2 in 1 files)`);
     expect(await run("grep", { pattern: "TODO", output_mode: "content", context: 1 })).toBe(
-      "a.txt:2- beta\na.txt:3: TODO one\na.txt:4- gamma\na.txt:--\na.txt:6- epsilon\na.txt:7: TODO two",
+      `a.txt:3\n  2| beta\n> 3| TODO one\n  4| gamma\n\na.txt:7\n  6| epsilon\n> 7| TODO two\n\n${binary}`,
     );
     expect(await run("grep", { pattern: "(" })).toMatch(/^Error: invalid regular expression \(/);
-    expect(await run("grep", { pattern: "zzz", path: "b.md" })).toMatch(/^No matches for \/zzz\//);
+    expect(await run("grep", { pattern: "zzz", path: "b.md" })).toMatch(/^No matches found for pattern 'zzz' in b.md/);
   });
 
   it("search tools do not follow a symlink out of the workspace", async () => {

@@ -25,7 +25,7 @@ describe("log redaction", () => {
     const config = defaultConfig();
     config.providers.custom = { apiKey: "plainkey-98765", apiBase: null, extraHeaders: null };
     config.channels.telegram.token = "tg-token-value";
-    config.channels.telegram.transcription.apiKey = "whisper-key-value";
+    config.channels.transcription.apiKey = "whisper-key-value";
     const log = createLogger({ logsDir, secrets: secretsOf(config) });
     log.info({ apiKey: "plainkey-98765", url: "http://x/?k=plainkey-98765" }, "calling with tg-token-value");
     log.warn("transcription refused whisper-key-value");

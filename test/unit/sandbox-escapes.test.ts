@@ -99,8 +99,8 @@ describe("file tools keep to the workspace (restricted)", () => {
   it("tools.allowHardLinks lets hard links be used", async () => {
     const { ws, run } = await layout({ allowHardLinks: true });
     await link(join(ws, "mine.txt"), join(ws, "also-mine.txt"));
-    expect(await run("read_file", { path: "also-mine.txt" })).toBe("1| mine");
-    expect(await run("grep", { pattern: "mine", output_mode: "count" })).toBe("also-mine.txt: 1\nmine.txt: 1\n(2 file(s))");
+    expect(await run("read_file", { path: "also-mine.txt" })).toBe("1| mine\n\n(End of file — 1 lines total)");
+    expect(await run("grep", { pattern: "mine", output_mode: "count" })).toBe("also-mine.txt: 1\nmine.txt: 1\n\n(total matches: 2 in 2 files)");
   });
 
   it("write_file through a dangling symlink does not create a file outside", async () => {

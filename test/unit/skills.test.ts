@@ -22,6 +22,30 @@ describe("skills: requirements in metadata (nanobot and OpenClaw formats)", () =
     expect(s.description).toBe("GitHub via gh.");
   });
 
+  it("reads OpenClaw's own layout: metadata as a multi-line flow mapping with trailing commas and an install list", () => {
+    const text = [
+      "---",
+      "name: github",
+      'description: "Interact with GitHub using the `gh` CLI. Use `gh issue`, `gh pr` and `gh api`."',
+      "metadata:",
+      "  {",
+      '    "openclaw":',
+      "      {",
+      '        "emoji": "🐙",',
+      '        "requires": { "bins": ["gh"], "env": ["GH_TOKEN"] },',
+      '        "always": true,',
+      '        "install": [{ "id": "brew", "kind": "brew", "formula": "gh", "bins": ["gh"], "label": "Install GitHub CLI (brew)" },],',
+      "      },",
+      "  }",
+      "---",
+      "",
+      "# GitHub Skill",
+    ].join("\n");
+    const s = skill(text, "github");
+    expect([s.missing, s.broken, s.warnings, s.always, s.body]).toEqual([["CLI: gh", "ENV: GH_TOKEN"], [], [], true, "# GitHub Skill"]);
+    expect(s.description).toBe("Interact with GitHub using the `gh` CLI. Use `gh issue`, `gh pr` and `gh api`.");
+  });
+
   it("says which variable is missing, and nothing once it is set", () => {
     const text = `---\ndescription: Notion.\nmetadata: {"openclaw":{"requires":{"env":["NOTION_API_KEY"]}}}\n---\nbody`;
     expect(skill(text).missing).toEqual(["ENV: NOTION_API_KEY"]);
@@ -31,6 +55,14 @@ describe("skills: requirements in metadata (nanobot and OpenClaw formats)", () =
   it("prefers the nanobot key over the openclaw key, as nanobot does", () => {
     const text = `---\ndescription: d\nmetadata: {"nanobot":{"requires":{"env":["A_VAR"]}},"openclaw":{"requires":{"env":["B_VAR"]}}}\n---\n`;
     expect(skill(text).missing).toEqual(["ENV: A_VAR"]);
+  });
+
+  it("skips null and empty requirement entries, as nanobot does (they name nothing)", () => {
+    const nulls = skill(`---\ndescription: d\nmetadata: {"nanobot":{"always":true,"requires":{"bins":[null,""],"env":[null]}}}\n---\nbody`);
+    expect([nulls.missing, nulls.broken, nulls.always]).toEqual([[], [], true]);
+    const nullLists = skill(`---\ndescription: d\nmetadata: {"openclaw":{"requires":{"bins":null,"env":null}}}\n---\nbody`);
+    expect([nullLists.missing, nullLists.broken]).toEqual([[], []]);
+    expect(skill(`---\ndescription: d\nmetadata: {"nanobot":{"requires":null}}\n---\n`).broken).toEqual([]);
   });
 
   it("also reads requires at the top level (nanobot ignores it; troupe does not)", () => {
@@ -145,5 +177,24 @@ describe("skills: loading, disabling and $skill-name", () => {
     expect(text).toBe("[Skill: weather, loaded because the message names $weather]\nWEATHER BODY\n[/Skill: weather]\n\n$weather in Paris?");
     expect(withMentionedSkills("try $github", skills)).toContain("(unavailable: CLI: gh)");
     expect(withMentionedSkills("costs $5", skills)).toBe("costs $5");
+  });
+
+  it("matches $name as nanobot does: after punctuation or at a sentence's end, never inside a word or after another $", () => {
+    const skills = [skill("---\ndescription: w\n---\nW", "weather"), skill("---\ndescription: x\n---\nX", "x"), skill("---\ndescription: s\n---\nS", "skill-creator")];
+    const names = (text: string) => mentionedSkills(text, skills).map((s) => s.name);
+    expect(names("Use $weather.")).toEqual(["weather"]);
+    expect(names("see:$weather, then <$x>")).toEqual(["weather", "x"]);
+    expect(names("make one with $skill-creator-")).toEqual(["skill-creator"]);
+    expect(names("é$weather _$weather $$weather 5$x")).toEqual([]);
+  });
+
+  it("does not load an always-on skill a second time (it is in the system prompt), as nanobot", () => {
+    const skills = [
+      skill("---\ndescription: a\nmetadata: {\"nanobot\":{\"always\":true}}\n---\nALWAYS BODY", "always"),
+      skill("---\ndescription: b\n---\nBETA BODY", "beta"),
+    ];
+    const text = withMentionedSkills("Use $beta, then $always, $beta again", skills);
+    expect(text).not.toContain("ALWAYS BODY");
+    expect(text.match(/BETA BODY/g)).toHaveLength(1);
   });
 });

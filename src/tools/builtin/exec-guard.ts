@@ -38,6 +38,8 @@ export interface ExecPolicy {
   restrict: boolean;
   /** Directories a restricted command may name besides its working directory (the workspace, media). */
   roots: string[];
+  /** Of those, ones a command may read and run from but not redirect output into (the built-in skills). */
+  readOnlyRoots?: string[];
   /** Where user homes are looked up for `~name` (tests point it at their own file). */
   passwdFile?: string;
 }
@@ -86,6 +88,11 @@ function expandTilde(raw: string, cwd: string, passwdFile?: string): string | { 
   return home + rest;
 }
 
+/** The paths a command redirects output into (`> path`, `>> path`, `2> path`). */
+function redirectTargets(command: string): string[] {
+  return [...command.matchAll(/\d?>>?\|?\s*((?:\/|~\/)[^\s"'>;|<)]*)/g)].map((m) => m[1]!);
+}
+
 /** Why a command is refused by its patterns and paths, or undefined when it may run. */
 export function refusalOf(command: string, cwd: string, policy: ExecPolicy): string | undefined {
   const cmd = command.trim();
@@ -106,6 +113,8 @@ export function refusalOf(command: string, cwd: string, policy: ExecPolicy): str
     return "command refused: `..` would leave the workspace (tools.restrictToWorkspace is on); use paths inside it";
   }
   const roots = [cwd, ...policy.roots].map((r) => realpathLoose(resolve(r)));
+  const readOnly = (policy.readOnlyRoots ?? []).map((r) => realpathLoose(resolve(r)));
+  const written = new Set(redirectTargets(cmd));
   for (const raw of pathsIn(cmd)) {
     const expanded = expandTilde(raw, cwd, policy.passwdFile);
     if (typeof expanded !== "string") return expanded.refusal;
@@ -114,6 +123,9 @@ export function refusalOf(command: string, cwd: string, policy: ExecPolicy): str
     const real = realpathLoose(path);
     if (!roots.some((root) => isInside(real, root))) {
       return `command refused: ${raw} is outside the workspace ${OUTSIDE_HINT}`;
+    }
+    if (written.has(raw) && readOnly.some((root) => isInside(real, root)) && !isInside(real, realpathLoose(resolve(cwd)))) {
+      return `command refused: ${raw} is read-only (the built-in skills); copy what you need into the workspace and change it there`;
     }
   }
   return undefined;

@@ -74,7 +74,9 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
         deny: compilePatterns([...DEFAULT_DENY_PATTERNS, ...t.exec.denyPatterns]),
         allow: compileAllowPatterns(t.exec.allowPatterns),
         restrict: t.restrictToWorkspace,
-        roots: [deps.workspace, mediaDir],
+        // Built-in skills' scripts are run by their path; the sandbox mounts them read-only.
+        roots: [deps.workspace, mediaDir, BUILTIN_SKILLS_DIR],
+        readOnlyRoots: [BUILTIN_SKILLS_DIR],
       },
       defaultTimeout: t.exec.timeout,
       pathAppend: t.exec.pathAppend,

@@ -12,14 +12,20 @@ const IGNORE = NOISE_DIRS.map((d) => `**/${d}/**`);
  * but a pattern can still name a path through one (`mid/*`): when restricted, a pattern that leaves
  * `dir` is refused and every result is kept only if its real path is inside the readable roots.
  */
-export async function findFiles(sandbox: Sandbox, dir: string, pattern: string, opts: { directories?: boolean } = {}): Promise<string[]> {
+export async function findFiles(
+  sandbox: Sandbox,
+  dir: string,
+  pattern: string,
+  opts: { directories?: boolean; onlyDirectories?: boolean } = {},
+): Promise<string[]> {
   assertPatternInside(sandbox, pattern);
   const found = await glob(pattern, {
     cwd: dir,
     absolute: true,
     dot: true,
     ignore: IGNORE,
-    onlyFiles: !opts.directories,
+    onlyFiles: !opts.directories && !opts.onlyDirectories,
+    onlyDirectories: opts.onlyDirectories,
     followSymbolicLinks: false,
     expandDirectories: false,
   });
