@@ -53,6 +53,8 @@ export function createCallModel(deps: CallModelDeps) {
         },
         onRetry: ({ attempt, delayMs, status }) =>
           deps.bus?.publish({ type: "model_retry", sessionKey: input.sessionKey, turnId: input.turnId, attempt, delayMs, status, at: now() }),
+        onFallback: ({ from, to, error }) =>
+          deps.bus?.publish({ type: "model_fallback", sessionKey: input.sessionKey, turnId: input.turnId, from, to, error, at: now() }),
       });
     // A model without vision refuses image parts: then once more without them.
     const response = await chatWithImageFallback(chat, sent, signal);

@@ -99,6 +99,8 @@ export interface TurnContext {
   /** Inbox ids of the injected messages taken in. */
   takenIds: string[];
   usage: Usage;
+  /** Which models answered ("<provider>/<model>"), in order of first use: a fallback model shows here. Absent in older records. */
+  models?: string[];
   reply: string | null;
   error: string | null;
   seq: number;
@@ -128,6 +130,8 @@ export interface TurnOutput {
   /** Messages the turn added after the user message, in order. */
   newMessages: ChatMessage[];
   usage: Usage;
+  /** Which models answered the turn's calls, in order of first use. */
+  models: string[];
   iteration: number;
   error: string | null;
   /** How many injected messages the turn took in; the session queues the rest for the next turn. */
@@ -144,6 +148,10 @@ export interface TurnOutput {
 
 /** How many user messages a running turn takes in; the rest wait for the next turn. */
 export const MAX_INJECTED_PER_TURN = 3;
+
+/** The models that answered so far, with this response's one added if it is new. */
+const answeredBy = (models: string[] | undefined, output: ModelResponse): string[] =>
+  !output.model || models?.includes(output.model) ? (models ?? []) : [...(models ?? []), output.model];
 
 const errorText = ({ event }: { event: { error: unknown } }) => (event.error instanceof Error ? event.error.message : String(event.error));
 
@@ -177,8 +185,20 @@ function answer(context: TurnContext, response: ModelResponse) {
     reply,
     continuation: [],
     usage: addUsage(context.usage, response.usage),
+    models: answeredBy(context.models, response),
   };
 }
+
+/** What a model call of the turn is given (the chat and iteration are for the hooks). */
+const modelCall = (context: TurnContext): CallModelInput => ({
+  turnId: context.turnId,
+  sessionKey: context.sessionKey,
+  seq: context.seq,
+  messages: context.messages,
+  channel: context.channel,
+  chatId: context.chatId,
+  iteration: context.iteration,
+});
 
 /** The answer as assembled (continuations joined, the fallback for none), held for the hooks' finalizeContent. */
 const withDraft = (assembled: ReturnType<typeof answer>, response: ModelResponse) => ({ ...assembled, draft: { ...response, content: assembled.reply, toolCalls: [] } });
@@ -193,12 +213,14 @@ function continueAnswer(context: TurnContext, response: ModelResponse) {
     ],
     continuation: [...(context.continuation ?? []), response.content],
     usage: addUsage(context.usage, response.usage),
+    models: answeredBy(context.models, response),
   };
 }
 
 const emptyAnswer = (context: TurnContext, response: ModelResponse) => ({
   emptyAnswers: (context.emptyAnswers ?? 0) + 1,
   usage: addUsage(context.usage, response.usage),
+  models: answeredBy(context.models, response),
 });
 
 /** Whether the `message` tool wrote to the turn's own chat among the messages the turn added. */
@@ -270,6 +292,7 @@ export const turnMachine = setup({
     injectedTaken: 0,
     takenIds: [],
     usage: ZERO_USAGE,
+    models: [],
     reply: null,
     error: null,
     seq: 0,
@@ -287,15 +310,7 @@ export const turnMachine = setup({
       entry: "bumpSeq",
       invoke: {
         src: "callModel",
-        input: ({ context }) => ({
-          turnId: context.turnId,
-          sessionKey: context.sessionKey,
-          seq: context.seq,
-          messages: context.messages,
-          channel: context.channel,
-          chatId: context.chatId,
-          iteration: context.iteration,
-        }),
+        input: ({ context }) => modelCall(context),
         onDone: [
           {
             guard: { type: "hasToolCalls", params: ({ event }) => event.output },
@@ -305,6 +320,7 @@ export const turnMachine = setup({
               pendingToolCalls: event.output.toolCalls,
               iteration: context.iteration + 1,
               usage: addUsage(context.usage, event.output.usage),
+              models: answeredBy(context.models, event.output),
               // Tool work starts a new answer.
               emptyAnswers: 0,
               continuation: [],
@@ -350,7 +366,7 @@ export const turnMachine = setup({
       entry: "bumpSeq",
       invoke: {
         src: "callModel",
-        input: ({ context }) => ({ turnId: context.turnId, sessionKey: context.sessionKey, seq: context.seq, messages: context.messages, finalize: true }),
+        input: ({ context }) => ({ ...modelCall(context), finalize: true }),
         onDone: [
           {
             guard: { type: "cutOff", params: ({ event }) => event.output },
@@ -475,6 +491,7 @@ export const turnMachine = setup({
     reply: context.reply ?? "",
     newMessages: context.messages.slice(context.firstNewIndex),
     usage: context.usage,
+    models: context.models ?? [],
     iteration: context.iteration,
     error: context.error,
     injectedTaken: context.injectedTaken,

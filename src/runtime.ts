@@ -46,6 +46,7 @@ import { loadHooks, workspaceHooksDir } from "./hooks/load.js";
 import { createRedactor, secretsOf } from "./log/redact.js";
 import { createOpenAiProvider, type LlmProvider } from "./providers/client.js";
 import { resolveProvider } from "./providers/registry.js";
+import { fallbackChoices, withFallbacks } from "./providers/fallback.js";
 import { openStore, type Store } from "./store/store.js";
 import { diskSpace, floorBytes, lowSpaceLine } from "./store/disk.js";
 import type { StoreHealthSnapshot } from "./store/health.js";
@@ -118,10 +119,17 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
     idleTimeoutMs: d.modelIdleTimeoutSeconds * 1000,
     timeoutMs: d.modelTimeoutSeconds * 1000,
     maxReplyChars: d.maxReplyChars,
+    retryMode: d.providerRetryMode,
     logger,
     secrets: secretsOf(config),
   };
-  const provider = createOpenAiProvider(resolved, providerOptions);
+  // agents.defaults.fallbackModels: each built at its first use, so one not configured fails only when it is needed (and says why).
+  const fallbacks = fallbackChoices(config).map((c) => ({
+    label: c.model,
+    create: () =>
+      createOpenAiProvider(resolveProvider(config, paths.configFile, c), { ...providerOptions, maxTokens: c.maxTokens, temperature: c.temperature, reasoningEffort: c.reasoningEffort }),
+  }));
+  const provider = withFallbacks(createOpenAiProvider(resolved, providerOptions), fallbacks, logger);
   const registry = createToolRegistry(
     createBuiltinTools({ config, workspace, paths, store, bus, channels: () => opts.channelNames ?? ["cli"] }),
     { maxResultChars: config.tools.maxToolResultChars },

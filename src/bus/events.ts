@@ -78,6 +78,18 @@ export const modelRetryEvent = z.object({
   at,
 });
 
+/** A model failed for good and the next fallback model (agents.defaults.fallbackModels) takes over. */
+export const modelFallbackEvent = z.object({
+  type: z.literal("model_fallback"),
+  sessionKey: z.string(),
+  turnId: z.string(),
+  /** "<provider>/<model>" of the model that failed, and of the one tried next. */
+  from: z.string(),
+  to: z.string(),
+  error: z.string(),
+  at,
+});
+
 export const turnStateEvent = z.object({
   type: z.literal("turn_state"),
   sessionKey: z.string(),
@@ -120,6 +132,7 @@ export const busEvent = z.discriminatedUnion("type", [
   thoughtEvent,
   turnStateEvent,
   modelRetryEvent,
+  modelFallbackEvent,
   actorEvent,
   actorStateEvent,
   actorEventEvent,

@@ -94,6 +94,7 @@ export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: 
     runtime.bus.ofType("turn_state").subscribe((e) => mine(e) && (printer?.boundary(), progress?.state(e.state))),
     runtime.bus.ofType("tool_hint").subscribe((e) => mine(e) && progress?.tool(e.tool, e.hint)),
     runtime.bus.ofType("model_retry").subscribe((e) => mine(e) && progress?.retry(e.status, e.delayMs)),
+    runtime.bus.ofType("model_fallback").subscribe((e) => mine(e) && progress?.fallback(e.from, e.to)),
   ];
   /** Each session's messages run one after another, this chat's and those sent through the API alike. */
   const chains = new Map<string, Promise<unknown>>();

@@ -125,6 +125,7 @@ export function remoteBackend(paths: DataPaths, first: DaemonClient | undefined,
                   progress.state(state);
                 } else if (event === "tool_hint") progress.tool(String(data.tool), String(data.hint));
                 else if (event === "model_retry") progress.retry(typeof data.status === "number" ? data.status : null, Number(data.delayMs));
+                else if (event === "model_fallback") progress.fallback(String(data.from), String(data.to));
                 else if (event === "message") show(data as { content: string }, (text) => out.message(text));
               },
               { idempotencyKey: key },

@@ -7,7 +7,7 @@ import { loadConfig, type LoadedConfig } from "../config/index.js";
 import { ConfigError, StoreLockedError, TroupeError } from "../errors.js";
 import { dataPaths, type DataPaths } from "../paths.js";
 import { proxyAgent } from "../channels/telegram-net.js";
-import { resolveProvider } from "../providers/registry.js";
+import { chatEndpoint, resolveProvider } from "../providers/registry.js";
 import { showKey } from "../session-key.js";
 import { sessionsOverview } from "../store/session-view.js";
 import { openStore } from "../store/store.js";
@@ -84,15 +84,15 @@ async function checkProvider(loaded: LoadedConfig): Promise<CheckResult> {
   } catch (err) {
     return fail("provider", (err as Error).message);
   }
-  const { spec, apiBase, apiKey, model, extraHeaders } = resolved;
-  const url = `${apiBase.replace(/\/+$/, "")}/chat/completions`;
+  const { spec, apiBase, model } = resolved;
+  const { url, headers, body } = chatEndpoint(resolved);
   const started = Date.now();
   let res: Response;
   try {
     res = await fetch(url, {
       method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${apiKey}`, ...extraHeaders },
-      body: JSON.stringify({ model, messages: [{ role: "user", content: "ping" }], max_tokens: 1, stream: false }),
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify({ ...body, messages: [{ role: "user", content: "ping" }], max_tokens: 1, stream: false }),
       signal: AbortSignal.timeout(NETWORK_TIMEOUT_MS),
     });
   } catch (err) {

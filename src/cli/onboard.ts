@@ -40,6 +40,7 @@ class OnboardStopped extends TroupeError {
 /** A model each provider serves, offered as the default answer (none where no name is safe to guess). */
 const DEFAULT_MODELS: Record<string, string> = {
   openai: "gpt-4o-mini",
+  anthropic: "anthropic/claude-opus-4-5",
   openrouter: "openai/gpt-4o-mini",
   deepseek: "deepseek-chat",
   groq: "llama-3.3-70b-versatile",
@@ -104,7 +105,7 @@ const isHttpUrl = (s: string) => {
 
 /** Asks for the provider, its endpoint (where it has no fixed one), the key and the model. */
 export async function askProvider(current: { provider: string; model: string }): Promise<ProviderAnswers> {
-  const names = PROVIDERS.filter((p) => p.name !== "custom").map((p) => p.name);
+  const names = PROVIDERS.filter((p) => p.name !== "custom" && !p.unsupported).map((p) => p.name);
   const suggested = current.provider !== "auto" && providerSpec(current.provider) ? current.provider : "openai";
   let spec;
   while (!spec) {

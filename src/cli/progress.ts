@@ -44,6 +44,7 @@ export function createProgress(printer: Printer, opts: { now?: () => number; int
     // The hint names the tool as nanobot does ("$ npm test", "read a.ts").
     tool: (tool: string, hint: string) => show(hint || tool),
     retry: (status: number | null, delayMs: number) => show(`model call failed (${status ?? "no answer"}), retrying in ${Math.max(1, Math.round(delayMs / 1000))} s`),
+    fallback: (from: string, to: string) => show(`${from} failed, trying ${to}`),
     /** Text is streaming: the spinner steps aside until the line is done. */
     text: () => printer.status(undefined),
     stop,

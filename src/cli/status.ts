@@ -11,6 +11,7 @@ import { checkGateway } from "./pidfile.js";
 import { loadSkills } from "../context/skills.js";
 import { hookFiles } from "../hooks/load.js";
 import { resolveProvider } from "../providers/registry.js";
+import { fallbackChoices } from "../providers/fallback.js";
 import { VERSION } from "../version.js";
 
 /** Whether this data dir's daemon runs, and which of its channels failed. */
@@ -49,12 +50,22 @@ export async function statusLines({ config, paths, workspace, fromFile, unrunnab
     ([name, p]) => `${name} (${p.apiKey ? "key set" : "no key"}${p.apiBase ? `, ${p.apiBase}` : ""})`,
   );
   let provider: string;
+  let defaulted: string | undefined;
   try {
     const r = resolveProvider(config, paths.configFile);
+    defaulted = r.defaultedModel;
     provider = `${r.spec.name} at ${r.apiBase} (model sent as ${r.model})`;
   } catch (err) {
     provider = `not ready: ${(err as Error).message}`;
   }
+  const fallbacks = fallbackChoices(config).map((c) => {
+    try {
+      const r = resolveProvider(config, paths.configFile, c);
+      return `${c.model} (${r.spec.name} at ${r.apiBase})`;
+    } catch (err) {
+      return `${c.model} (not ready: ${(err as Error).message})`;
+    }
+  });
   const skills = await loadSkills(workspace, process.env, { disabled: config.agents.defaults.disabledSkills, onWarning: (w) => console.error(`warning: ${w}`) });
   const unavailable = skills.filter((s) => s.missing.length && !s.broken.length).map((s) => `${s.name} (${s.missing.join(", ")})`);
   const broken = skills.filter((s) => s.broken.length).map((s) => `${s.name} (${s.broken.join("; ")})`);
@@ -64,8 +75,9 @@ export async function statusLines({ config, paths, workspace, fromFile, unrunnab
     `config:    ${paths.configFile}${fromFile ? "" : " (missing: run `troupe onboard`)"}`,
     `data dir:  ${paths.dataDir}`,
     `workspace: ${workspace}${existsSync(workspace) ? "" : " (missing: run `troupe onboard`)"}`,
-    `model:     ${d.model}${d.modelPreset && d.modelPreset !== "default" ? ` (preset ${d.modelPreset})` : ""}`,
+    `model:     ${defaulted ? `${defaulted} (none configured: ${defaulted.split("/")[0]}'s default)` : d.model}${d.modelPreset && d.modelPreset !== "default" ? ` (preset ${d.modelPreset})` : ""}`,
     `provider:  ${d.provider === "auto" ? "auto → " : ""}${provider}`,
+    ...(fallbacks.length ? [`fallbacks: ${fallbacks.join(", ")}`] : []),
     `providers: ${providers.length ? providers.join(", ") : "none configured (set providers.<name>.apiKey)"}`,
     `store:     ${paths.storeDir}`,
     `gateway:   ${config.gateway.host}:${config.gateway.port}`,

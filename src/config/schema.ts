@@ -1,5 +1,6 @@
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
+import { isPlainObject, snakeToCamel } from "./normalize.js";
 
 /**
  * troupe's config.json, shaped like nanobot's so a nanobot user can copy theirs.
@@ -40,6 +41,8 @@ const providerSchema = z.object({
   apiKey: z.string().default(""),
   apiBase: httpUrl.nullable().default(null),
   extraHeaders: z.record(z.string(), z.string()).nullable().default(null),
+  /** Azure OpenAI's api-version (providers.azure_openai); unset means 2024-10-21, as nanobot sends. */
+  apiVersion: z.string().min(1).nullish(),
 });
 export type ProviderConfig = z.infer<typeof providerSchema>;
 
@@ -59,10 +62,35 @@ const modelPresetSchema = z.object({
 });
 export type ModelPreset = z.infer<typeof modelPresetSchema>;
 
+/**
+ * A fallback model (nanobot's agents.defaults.fallbackModels entry): the name of a modelPresets entry,
+ * else a model name (its provider found as for agents.defaults.model), or {model, provider, ...} inline.
+ * Unset generation settings of an inline entry are agents.defaults' own.
+ */
+const fallbackModelSchema = z.union([
+  z.string().min(1),
+  // Inside a list the loader does not rename keys: max_tokens is taken here.
+  z.preprocess(
+    (v) => (isPlainObject(v) ? Object.fromEntries(Object.entries(v).map(([k, x]) => [snakeToCamel(k), x])) : v),
+    z.object({
+      model: z.string().min(1),
+      provider: z.string().default("auto"),
+      maxTokens: z.number().int().positive().nullable().default(null),
+      contextWindowTokens: z.number().int().positive().nullable().default(null),
+      temperature: z.number().min(0).max(2).nullable().default(null),
+      reasoningEffort: reasoningEffortSchema.nullable().default(null),
+    }),
+  ),
+]);
+export type FallbackModel = z.infer<typeof fallbackModelSchema>;
+
+/** agents.defaults.model when the config names none (a provider with a default model of its own uses that instead: see the registry). */
+export const DEFAULT_MODEL = "gpt-4o-mini";
+
 const agentDefaultsSchema = z.object({
   /** Empty means `<data dir>/workspace`; `~` and relative paths are resolved by the loader. */
   workspace: z.string().default(""),
-  model: z.string().default("gpt-4o-mini"),
+  model: z.string().default(DEFAULT_MODEL),
   /** A provider name from the registry, or "auto" to infer it from the model, key or apiBase. */
   provider: z.string().default("auto"),
   maxTokens: z.number().int().positive().default(8192),
@@ -74,6 +102,10 @@ const agentDefaultsSchema = z.object({
   maxSubagentIterations: z.number().int().positive().default(15),
   maxConcurrentTurns: z.number().int().positive().default(8),
   reasoningEffort: reasoningEffortSchema.nullable().default(null),
+  /** Tried in order when the model fails for good (not retryable, or out of retries); see fallbackModelSchema. */
+  fallbackModels: z.array(fallbackModelSchema).default([]),
+  /** "standard": a failing call is retried a few times; "persistent": transient failures are retried until they clear or /stop. */
+  providerRetryMode: z.enum(["standard", "persistent"]).default("standard"),
   /** A name in the top-level modelPresets: its model, provider and generation settings replace the ones here (as in nanobot). */
   modelPreset: z.string().nullable().default(null),
   /** Skills (folder names) left out of the prompt, as nanobot's agents.defaults.disabledSkills. */

@@ -6,8 +6,8 @@ import { TroupeError } from "../errors.js";
 import type { ChatMessage, ModelResponse } from "./messages.js";
 import { createThinkFilter } from "./think.js";
 import { createRedactor } from "../log/redact.js";
-import type { ResolvedProvider } from "./registry.js";
-import { backoffDelay, DEFAULT_BACKOFF, isRetryable, ModelTimeoutError, type BackoffPolicy } from "./retry.js";
+import { DEFAULT_AZURE_API_VERSION, type ResolvedProvider } from "./registry.js";
+import { backoffDelay, DEFAULT_BACKOFF, isQuotaError, isRetryable, ModelTimeoutError, PERSISTENT_MAX_DELAY_MS, type BackoffPolicy, type RetryMode } from "./retry.js";
 import { createReplyAccumulator, MAX_TOOL_CALLS } from "./wire.js";
 
 export interface ToolSchema {
@@ -23,6 +23,8 @@ export interface ChatRequest {
   onDelta?: (text: string) => void;
   /** A failed attempt is retried after `delayMs` (for progress shown to a waiting user). */
   onRetry?: (retry: { attempt: number; delayMs: number; status: number | null; error: string }) => void;
+  /** A model failed for good and the next of agents.defaults.fallbackModels is tried (see fallback.ts). */
+  onFallback?: (fallback: { from: string; to: string; error: string }) => void;
 }
 
 export interface LlmProvider {
@@ -41,9 +43,11 @@ export interface ProviderOptions {
   reasoningEffort?: string | null;
   stream?: boolean;
   backoff?: BackoffPolicy;
+  /** agents.defaults.providerRetryMode: "persistent" retries transient failures without a bound (each attempt still ends at timeoutMs). */
+  retryMode?: RetryMode;
   /** agents.defaults.modelIdleTimeoutSeconds: an attempt that receives no byte for this long is abandoned and retried. */
   idleTimeoutMs?: number;
-  /** agents.defaults.modelTimeoutSeconds: one call, retries included, ends after this long. */
+  /** agents.defaults.modelTimeoutSeconds: one call, retries included, ends after this long (in persistent mode: each attempt). */
   timeoutMs?: number;
   /** agents.defaults.maxReplyChars: reply text beyond this is cut; a tool call whose arguments take the reply past it is refused. */
   maxReplyChars?: number;
@@ -152,9 +156,9 @@ const NETWORK_CAUSES: Record<string, string> = {
 };
 
 /** What went wrong, naming the endpoint and what to check: never just "Connection error." */
-export function describeModelError(err: unknown, resolved: Pick<ResolvedProvider, "spec" | "apiBase" | "model">): string {
+export function describeModelError(err: unknown, resolved: Pick<ResolvedProvider, "spec" | "apiBase" | "model" | "configKey">): string {
   const where = resolved.apiBase;
-  const key = `providers.${resolved.spec.name}`;
+  const key = `providers.${resolved.configKey ?? resolved.spec.name}`;
   // Our own timeouts already name the endpoint and which limit ran out.
   if (err instanceof ModelTimeoutError) return err.message;
   const sdk = loadedOpenAi();
@@ -167,11 +171,13 @@ export function describeModelError(err: unknown, resolved: Pick<ResolvedProvider
         ? `check ${key}.apiKey`
         : err.status === 404
           ? `check the model name (${resolved.model}) and ${key}.apiBase`
-          : err.status === 429
-            ? "rate limited or out of quota"
-            : err.status >= 500
-              ? "the provider had a server error"
-              : "the provider refused the request";
+          : isQuotaError(err)
+            ? "the account is out of quota or credit (not retried): check its plan and billing"
+            : err.status === 429
+              ? "rate limited"
+              : err.status >= 500
+                ? "the provider had a server error"
+                : "the provider refused the request";
     return `HTTP ${err.status} from ${where}: ${hint}${detail}`;
   }
   if ((sdk && err instanceof sdk.APIConnectionError) || systemCode(err)) {
@@ -190,20 +196,32 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxReplyChars = opts.maxReplyChars ?? DEFAULT_MAX_REPLY_CHARS;
   let client: OpenAI | undefined;
-  const getClient = async () =>
-    (client ??= new (await loadOpenAi()).default({
+  const azure = resolved.spec.backend === "azure";
+  const getClient = async () => {
+    if (client) return client;
+    const sdk = await loadOpenAi();
+    const common = {
       apiKey: resolved.apiKey,
-      baseURL: resolved.apiBase,
       defaultHeaders: resolved.extraHeaders,
       maxRetries: 0, // retries are ours: visible in logs, bounded, abortable
       // The SDK's timeout ends when the headers arrive; ours (below) covers the body and the retries too.
       timeout: Math.max(1, Math.ceil(timeoutMs)),
       fetch: watchedFetch(),
-    }));
+    };
+    // Azure: the deployment is the model name, in the path (/openai/deployments/<model>/…?api-version=…).
+    // baseURL rather than `endpoint`, so an OPENAI_BASE_URL in the environment cannot clash with it.
+    client = azure
+      ? new sdk.AzureOpenAI({ ...common, baseURL: `${resolved.apiBase.replace(/\/+$/, "")}/openai`, apiVersion: resolved.apiVersion ?? DEFAULT_AZURE_API_VERSION })
+      : new sdk.default({ ...common, baseURL: resolved.apiBase });
+    return client;
+  };
   const backoff = opts.backoff ?? DEFAULT_BACKOFF;
   const now = opts.now ?? Date.now;
   const sleep = opts.sleep ?? abortableSleep;
   const stream = opts.stream ?? true;
+  const persistent = opts.retryMode === "persistent";
+  /** Which model answered, for the turn's record (a fallback may answer instead of the configured one). */
+  const withModel = (r: ModelResponse): ModelResponse => ({ ...r, model: `${resolved.spec.name}/${resolved.model}` });
   // Some providers echo the key they were given ("Incorrect API key provided: sk-…"); the error
   // becomes a reply and a stored message, so it is scrubbed as the logs are.
   const redact = createRedactor([resolved.apiKey, ...(opts.secrets ?? [])]);
@@ -213,7 +231,8 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
     const body = {
       model: resolved.model,
       messages: req.messages as OpenAI.Chat.ChatCompletionMessageParam[],
-      max_tokens: opts.maxTokens,
+      // Azure's newer deployments (o-series, gpt-5) take only max_completion_tokens, as nanobot sends it there.
+      ...(azure ? { max_completion_tokens: opts.maxTokens } : { max_tokens: opts.maxTokens }),
       temperature: opts.temperature,
       ...(req.tools.length ? { tools: req.tools, tool_choice: "auto" as const } : {}),
       ...(opts.reasoningEffort && opts.reasoningEffort !== "none"
@@ -273,18 +292,19 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
     model: resolved.model,
     async chat(req) {
       const { controller: call, dispose } = childController(req.signal);
-      const deadline = setTimeout(
-        () => call.abort(new ModelTimeoutError(`no complete reply from ${resolved.apiBase} within ${seconds(timeoutMs)} (model timeout)`, false)),
-        timeoutMs,
-      );
+      const timedOut = (retryable: boolean) => new ModelTimeoutError(`no complete reply from ${resolved.apiBase} within ${seconds(timeoutMs)} (model timeout)`, retryable);
+      // Standard: the timeout bounds the whole call, retries included. Persistent: it bounds each attempt, and a timed-out attempt is retried.
+      const deadline = persistent ? undefined : setTimeout(() => call.abort(timedOut(false)), timeoutMs);
       try {
         for (let attempt = 0; ; attempt++) {
+          const bounded = persistent ? childController(call.signal) : undefined;
+          const attemptDeadline = bounded && setTimeout(() => bounded.controller.abort(timedOut(true)), timeoutMs);
           try {
-            return await once(req, call.signal);
+            return withModel(await once(req, bounded?.controller.signal ?? call.signal));
           } catch (err) {
             if (req.signal?.aborted) throw err;
-            if (!isRetryable(err) || attempt >= backoff.maxRetries) throw failure(err, attempt + 1);
-            const delay = backoffDelay(backoff, attempt, err, now());
+            if (!isRetryable(err) || (!persistent && attempt >= backoff.maxRetries)) throw failure(err, attempt + 1);
+            const delay = persistent ? Math.min(backoffDelay({ ...backoff, maxDelayMs: PERSISTENT_MAX_DELAY_MS }, Math.min(attempt, 16), err, now()), PERSISTENT_MAX_DELAY_MS) : backoffDelay(backoff, attempt, err, now());
             opts.logger?.warn({ provider: resolved.spec.name, attempt: attempt + 1, delayMs: Math.round(delay), err: (err as Error).message }, "model call failed, retrying");
             const status = (err as { status?: unknown }).status;
             req.onRetry?.({ attempt: attempt + 1, delayMs: Math.round(delay), status: typeof status === "number" ? status : null, error: redact((err as Error).message ?? String(err)) });
@@ -294,6 +314,9 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
               if (req.signal?.aborted) throw slept;
               throw failure(call.signal.reason ?? slept, attempt + 1);
             }
+          } finally {
+            clearTimeout(attemptDeadline);
+            bounded?.dispose();
           }
         }
       } finally {

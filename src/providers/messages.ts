@@ -59,6 +59,8 @@ export const modelResponseSchema = z.object({
   reasoningContent: z.string().optional(),
   finishReason: z.string().nullable(),
   usage: usageSchema,
+  /** Who answered, as "<provider>/<model sent>" (with fallback models, not always the configured one). */
+  model: z.string().optional(),
 });
 export type ModelResponse = z.infer<typeof modelResponseSchema>;
 

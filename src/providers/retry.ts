@@ -11,9 +11,35 @@ export class ModelTimeoutError extends TroupeError {
   }
 }
 
-/** Which failures of a model call are worth another try: rate limits, server errors, the network, a stall. */
+/** nanobot's codes and wording for an account out of quota or credit (a 429 or 402 that waiting does not clear). */
+const QUOTA_CODES = new Set([
+  "insufficient_quota",
+  "quota_exceeded",
+  "quota_exhausted",
+  "billing_hard_limit_reached",
+  "insufficient_balance",
+  "credit_balance_too_low",
+  "billing_not_active",
+  "payment_required",
+]);
+const QUOTA_TEXT =
+  /insufficient[_ ]quota|quota (exceeded|exhausted)|billing[_ ]hard[_ ]limit|billing not active|insufficient[_ ]balance|credit balance too low|payment required|out of (credits|quota)|exceeded your current quota/i;
+
+/** The account is out of quota or credit: a 402, or a 429 whose code, type or message says so. Retrying cannot help. */
+export function isQuotaError(err: unknown): boolean {
+  const sdk = loadedOpenAi();
+  if (!sdk || !(err instanceof sdk.APIError)) return false;
+  if (err.status === 402) return true;
+  if (err.status !== 429) return false;
+  const body = (err.error ?? {}) as { code?: unknown; type?: unknown; message?: unknown };
+  const tokens = [err.code, err.type, body.code, body.type].filter((t): t is string => typeof t === "string").map((t) => t.toLowerCase());
+  return tokens.some((t) => QUOTA_CODES.has(t)) || QUOTA_TEXT.test(`${typeof body.message === "string" ? body.message : ""} ${err.message}`);
+}
+
+/** Which failures of a model call are worth another try: rate limits (not an empty quota), server errors, the network, a stall. */
 export function isRetryable(err: unknown): boolean {
   if (err instanceof ModelTimeoutError) return err.retryable;
+  if (isQuotaError(err)) return false;
   const sdk = loadedOpenAi();
   if (sdk && err instanceof sdk.APIConnectionError) return true;
   if (sdk && err instanceof sdk.APIError) return err.status === 429 || err.status === 408 || (err.status ?? 0) >= 500;
@@ -43,6 +69,12 @@ export interface BackoffPolicy {
 }
 
 export const DEFAULT_BACKOFF: BackoffPolicy = { maxRetries: 4, baseDelayMs: 1000, maxDelayMs: 30_000 };
+
+/** agents.defaults.providerRetryMode: "standard" gives up after maxRetries; "persistent" retries transient failures until they clear or /stop. */
+export type RetryMode = "standard" | "persistent";
+
+/** nanobot's longest wait between persistent retries. */
+export const PERSISTENT_MAX_DELAY_MS = 60_000;
 
 /** The wait before retry `attempt` (0-based): Retry-After when given, else exponential with jitter. */
 export function backoffDelay(policy: BackoffPolicy, attempt: number, err: unknown, now: number, random = Math.random): number {

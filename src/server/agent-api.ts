@@ -44,7 +44,7 @@ export async function startAgentServer(host: AgentHost, token: string): Promise<
   function postMessage(req: IncomingMessage, res: ServerResponse, key: string, content: string) {
     const sse = openSse(res);
     const sub = host.bus
-      .ofType("progress", "tool_hint", "turn_state", "model_retry")
+      .ofType("progress", "tool_hint", "turn_state", "model_retry", "model_fallback")
       .pipe(filter((e) => e.sessionKey === key))
       .subscribe((e) => sse.send(e.type, e));
     req.on("close", () => sub.unsubscribe());

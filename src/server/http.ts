@@ -218,7 +218,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
       sse?.done();
     };
     const sub = merge(
-      bus.ofType("progress", "tool_hint", "turn_state", "model_retry").pipe(filter((e) => e.sessionKey === key)),
+      bus.ofType("progress", "tool_hint", "turn_state", "model_retry", "model_fallback").pipe(filter((e) => e.sessionKey === key)),
       bus.ofType("outbound").pipe(filter((e) => e.channel === "api")),
     ).subscribe((e) => {
       if (e.type !== "outbound") return send(e.type, e);

@@ -77,7 +77,7 @@ async function journalView(store: Store, turnId: string, redact: (text: string) 
       resultPreview: t.result === undefined ? null : cut(redact(t.result), 200),
     };
   });
-  const context = (record.snapshot as { context?: { usage?: unknown; iteration?: unknown; error?: unknown } }).context ?? {};
+  const context = (record.snapshot as { context?: { usage?: unknown; iteration?: unknown; error?: unknown; models?: unknown } }).context ?? {};
   return {
     turnId,
     sessionKey: record.sessionKey,
@@ -89,6 +89,8 @@ async function journalView(store: Store, turnId: string, redact: (text: string) 
     updatedAt: record.updatedAt,
     iteration: context.iteration ?? null,
     usage: context.usage ?? null,
+    /** Which models answered ("<provider>/<model>"): a fallback model shows here. */
+    models: Array.isArray(context.models) ? context.models.filter((m): m is string => typeof m === "string") : [],
     error: typeof context.error === "string" ? redact(context.error) : null,
     checkpoints,
     tools,
