@@ -131,7 +131,12 @@ describe("daemon: supervisor, session actors, turn limit", () => {
   it("caps concurrent turns across sessions at maxConcurrentTurns, serving waiters in order", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "ok", delayMs: 150 }));
     daemon = await startDaemon(await tmp(), fake.url, { defaults: { maxConcurrentTurns: 2 } });
-    const ids = await Promise.all(["a", "b", "c", "d", "e"].map((c) => send(daemon!, c, `from ${c}`)));
+    // a and b first, both at their model call; then the others, which find both slots taken. (Sent
+    // all at once, the sessions' loads from the store may finish in any order under load.)
+    const first = await Promise.all(["a", "b"].map((c) => send(daemon!, c, `from ${c}`)));
+    await until(() => fake!.requests.length === 2, 10_000, "a's and b's model calls");
+    const rest = await Promise.all(["c", "d", "e"].map((c) => send(daemon!, c, `from ${c}`)));
+    const ids = [...first, ...rest];
     await Promise.all(ids.map((id) => replyTo(daemon!, id)));
     expect(fake.maxInFlight()).toBe(2);
     // a and b took the two slots; the others could only start once one of them had finished.
