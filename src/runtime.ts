@@ -28,8 +28,7 @@ import { parseSessionKey } from "./session-key.js";
 import { inboxDeleteOps, inboxPutOps, wasSeen } from "./store/inbox.js";
 import { sessionsToRecover } from "./store/recovery.js";
 import { listOpenTurns } from "./store/turns.js";
-import { MARKER_RETENTION_MS, pruneMarkers } from "./store/markers.js";
-import { compactTurns } from "./store/compact.js";
+import { startUpkeep, type DiskState } from "./store/upkeep.js";
 import { turnDetail } from "./server/turn-view.js";
 import { spawnTool, subagentsTool } from "./tools/builtin/spawn.js";
 import { ConfigError, TroupeError } from "./errors.js";
@@ -48,7 +47,6 @@ import { createOpenAiProvider, type LlmProvider } from "./providers/client.js";
 import { resolveProvider } from "./providers/registry.js";
 import { fallbackChoices, withFallbacks } from "./providers/fallback.js";
 import { openStore, type Store } from "./store/store.js";
-import { diskSpace, floorBytes, lowSpaceLine } from "./store/disk.js";
 import type { StoreHealthSnapshot } from "./store/health.js";
 import { inputBudget } from "./memory/tokens.js";
 import { createDream } from "./memory/dream.js";
@@ -223,11 +221,9 @@ export interface Daemon extends AgentRuntime {
 
 export interface StorageState {
   store: StoreHealthSnapshot;
-  disk: { free: number; size: number; floor: number; low: string | null } | null;
+  disk: DiskState;
 }
 
-/** How often the gateway measures the free space under its data dir. */
-const DISK_CHECK_MS = 30_000;
 
 export interface ChannelState {
   name: string;
@@ -521,39 +517,17 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     const subs = await subagents.recover();
     if (subs) logger.info({ subagents: subs }, "store recovered; resuming unfinished subagents");
   });
-  const floor = loaded.config.storage;
-  let disk: StorageState["disk"] = null;
-  const checkDisk = async () => {
-    try {
-      const space = await diskSpace(loaded.paths.dataDir);
-      const low = lowSpaceLine(space, floor, loaded.paths.dataDir) ?? null;
-      if (low && !disk?.low) logger.warn({ free: space.free, size: space.size }, `disk space low: ${low}`);
-      else if (!low && disk?.low) logger.info({ free: space.free }, "disk space back above the floor");
-      disk = { ...space, floor: floorBytes(space, floor), low };
-    } catch (err) {
-      logger.warn({ err }, "could not measure the free disk space");
-    }
-  };
-  await checkDisk();
-  const diskTimer = setInterval(() => void checkDisk(), DISK_CHECK_MS).unref();
-  // Bounded storage: duplicate-detection markers past their window go, and finished turns' journals
-  // are folded into their summaries, at start and then hourly.
-  const compaction = { afterDays: loaded.config.storage.compactTurnsAfterDays, keepTurns: loaded.config.storage.keepTurnJournals };
+  const storage = loaded.config.storage;
   const redactView = createRedactor(secretsOf(loaded.config));
-  let pruning = Promise.resolve();
-  const prune = () =>
-    (pruning = pruning
-      .then(() => pruneMarkers(store, Date.now(), opts.markerRetentionMs ?? MARKER_RETENTION_MS))
-      .then((n) => void (n && logger.info({ markers: n }, "pruned old seen/sent markers")))
-      .then(() => compactTurns(store, Date.now(), compaction, (turnId) => turnDetail(store, turnId, redactView)))
-      .then(async (n) => {
-        if (!n) return;
-        logger.info({ turns: n }, "compacted finished turns' journals into their summaries");
-        await store.reclaim();
-      })
-      .catch((err) => logger.warn({ err }, "pruning old records failed; will try again")));
-  void prune();
-  const pruneTimer = setInterval(prune, 3600_000).unref();
+  const upkeep = await startUpkeep({
+    store,
+    logger,
+    dataDir: loaded.paths.dataDir,
+    floor: storage,
+    compaction: { afterDays: storage.compactTurnsAfterDays, keepTurns: storage.keepTurnJournals },
+    turnView: (turnId) => turnDetail(store, turnId, redactView),
+    markerRetentionMs: opts.markerRetentionMs,
+  });
 
   return {
     ...core,
@@ -576,14 +550,12 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     accept,
     transcriber,
     channels: channelStates,
-    storage: () => ({ store: store.health.snapshot(), disk }),
-    upkeep: prune,
+    storage: () => ({ store: store.health.snapshot(), disk: upkeep.disk() }),
+    upkeep: upkeep.run,
     async shutdown() {
       accepting = false;
       lastChatSub.unsubscribe();
-      clearInterval(diskTimer);
-      clearInterval(pruneTimer);
-      await pruning;
+      await upkeep.stop();
       const grace = opts.shutdownGraceMs ?? 3_000;
       const settled = Promise.allSettled(sessionTurns.turns.running().map((id) => sessionTurns.turns.settled(id)));
       await Promise.race([settled, new Promise((r) => setTimeout(r, grace).unref())]);
