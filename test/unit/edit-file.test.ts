@@ -104,6 +104,14 @@ describe("edit_file", () => {
       await edit({ path: "indent_multi.py", old_text: "def foo():\n    pass", new_text: "def bar():\n    return 1", replace_all: true });
       expect(await text("indent_multi.py")).toBe("if a:\n    def bar():\n        return 1\nif b:\n        def bar():\n            return 1\n");
     });
+
+    it("trimmed matches do not overlap: replace_all over repeated lines loses none", async () => {
+      const { file, text, edit } = await setup();
+      await file("rep.txt", "  x\n  x\n  x\nend\n");
+      const r = await edit({ path: "rep.txt", old_text: "x\nx", new_text: "Y", replace_all: true });
+      expect(r).toMatch(/replaced 1 occurrence/);
+      expect(await text("rep.txt")).toBe("  Y\n  x\nend\n");
+    });
   });
 
   describe("trailing whitespace in new_text", () => {

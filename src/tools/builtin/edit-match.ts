@@ -66,6 +66,8 @@ function trimmed(content: string, needle: string, quotes: boolean): Match[] {
     // old_text that ends with a newline takes the line's newline too, as an exact match would.
     if (needle.endsWith("\n") && content[end] === "\n") end++;
     found.push({ start, end, text: content.slice(start, end), line: i + 1, how: quotes ? "quotes" : "trimmed" });
+    // Matches never overlap (as exact ones do not): replacing overlapping ranges would lose lines.
+    i += want.length - 1;
   }
   return found;
 }
