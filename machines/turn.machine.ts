@@ -174,6 +174,17 @@ const endWith = (context: TurnContext, reply: string, openCallResult: string) =>
  * assistant message, replacing the chain of parts and continuation prompts (the session keeps
  * the answer as the user got it); an empty answer becomes nanobot's fallback text.
  */
+/**
+ * The messages with a response that calls tools. After a cut-off answer it replaces the parts and
+ * their prompts to go on: one assistant message carrying the joined text and the calls.
+ */
+function withToolCalls(context: TurnContext, response: ModelResponse) {
+  const parts = context.continuation ?? [];
+  if (!parts.length) return [...context.messages, assistantMessage(response)];
+  const kept = context.messages.slice(0, context.messages.length - 2 * parts.length);
+  return [...kept, assistantMessage({ ...response, content: [...parts, response.content].join("") })];
+}
+
 function answer(context: TurnContext, response: ModelResponse) {
   const parts = context.continuation ?? [];
   const text = parts.length ? [...parts, response.content].join("").trim() : response.content;
@@ -316,7 +327,7 @@ export const turnMachine = setup({
             guard: { type: "hasToolCalls", params: ({ event }) => event.output },
             target: "awaiting_tools",
             actions: assign(({ context, event }) => ({
-              messages: [...context.messages, assistantMessage(event.output)],
+              messages: withToolCalls(context, event.output),
               pendingToolCalls: event.output.toolCalls,
               iteration: context.iteration + 1,
               usage: addUsage(context.usage, event.output.usage),

@@ -135,6 +135,21 @@ describe("turn loop (nanobot's runner cases)", () => {
     expect(await d.store.list("journal", z.unknown(), { prefix: "l1:msg:" })).toEqual([]);
   });
 
+  it("a cut-off answer that goes on with tool calls keeps its text in the calling message, and no continuation prompt in the history", async () => {
+    const model = scriptedModel([
+      { content: "Here is part one, ", finishReason: "length" },
+      { content: "and now a lookup.", toolCalls: [call("read_file", { path: "a.txt" }, "r1")], finishReason: "tool_calls" },
+      { content: "Final." },
+    ]);
+    const result = await startTurn(await deps(model.provider), { input: turnInput("l5", "go") }).done;
+    expect(result.output.reply).toBe("Final.");
+    const added = result.output.newMessages;
+    expect(added.map((m) => m.role)).toEqual(["assistant", "tool", "assistant"]);
+    expect(added[0]).toMatchObject({ role: "assistant", content: "Here is part one, and now a lookup." });
+    // The request after the tool round carries no invented user message.
+    expect(model.requests[2]?.messages.filter((m) => m.role === "user")).toHaveLength(1);
+  });
+
   it("continues at most 3 times, then returns what it has", async () => {
     const model = scriptedModel(["a", "b", "c", "d", "e"].map((content) => ({ content, finishReason: "length" })));
     const result = await startTurn(await deps(model.provider), { input: turnInput("l2", "go") }).done;
