@@ -308,6 +308,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     // A cron run's turn records how the run ended in its own final batch (atomically with the reply).
     finalHook: (result, answers) => cronFinalOps(store, answers, result.state === "responded", result.output.reply, Date.now()),
     contextBudget: inputBudget(d.contextWindowTokens, d.maxTokens),
+    toolHintMaxLength: d.toolHintMaxLength,
     toolsReady: mcpHub && (() => mcpHub.firstAttempts(opts.mcpConnectTimeoutMs ?? 30_000)),
   });
   const storeDown = () => store.health.state === "failing";

@@ -124,7 +124,13 @@ function formatKnown(name: string, args: Record<string, unknown>, format: Format
   const value = format.keys.map((k) => args[k]).find(nonEmptyString) ?? Object.values(args).find(nonEmptyString);
   if (value === undefined) return name;
   const shown =
-    format.kind === "path" ? abbreviatePath(value, max, home) : format.kind === "command" ? abbreviateCommand(value, max, home) : value;
+    format.kind === "path"
+      ? abbreviatePath(value, max, home)
+      : format.kind === "command"
+        ? abbreviateCommand(value, max, home)
+        : value.length > max
+          ? cut(value, max)
+          : value;
   return format.template.replace("{}", shown);
 }
 

@@ -128,6 +128,24 @@ describe("daemon: supervisor, session actors, turn limit", () => {
     expect(sessionIds(daemon)).toEqual(["session:api:c3"]);
   });
 
+  it("tool hints follow agents.defaults.toolHintMaxLength, for every kind of tool", async () => {
+    const longPath = `notes/${"deep/".repeat(20)}file.md`;
+    const longPattern = "TODO|FIXME|".repeat(20);
+    fake = await startFakeOpenAi([
+      { toolCalls: [{ name: "read_file", arguments: { path: longPath } }, { name: "grep", arguments: { pattern: longPattern } }] },
+      { content: "done" },
+    ]);
+    daemon = await startDaemon(await tmp(), fake.url, { defaults: { toolHintMaxLength: 20 } });
+    const hints: string[] = [];
+    const sub = daemon.bus.ofType("tool_hint").subscribe((e) => hints.push(e.hint));
+    await replyTo(daemon, await send(daemon, "h", "look"));
+    sub.unsubscribe();
+    expect(hints.length).toBeGreaterThan(0);
+    // One line for the response's calls; each call's part within the limit.
+    for (const part of hints.join(", ").split(", ")) expect(part.length).toBeLessThanOrEqual(28);
+    expect(hints.join(", ")).toContain("…");
+  });
+
   it("caps concurrent turns across sessions at maxConcurrentTurns, serving waiters in order", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "ok", delayMs: 150 }));
     daemon = await startDaemon(await tmp(), fake.url, { defaults: { maxConcurrentTurns: 2 } });
