@@ -110,6 +110,14 @@ describe("exec deny patterns (nanobot's test_exec_security)", () => {
     "sed -i 's/old/new/' history.jsonl",
     "echo x > .dream_cursor",
     "cp /tmp/x memory/.dream_cursor",
+    // The workspace's hooks/ (modules troupe runs outside the sandbox) is written by a person only.
+    "echo 'export default {}' > hooks/evil.mjs",
+    "echo x >hooks/a.js",
+    "cat payload >> ./hooks/sign.mjs",
+    "tee hooks/evil.mjs < payload",
+    "cp /tmp/evil.mjs hooks/",
+    "mv evil.mjs /home/me/.troupe/workspace/hooks/evil.mjs",
+    "sed -i 's/a/b/' hooks/sign.mjs",
     "format C: /q",
     "format D: /fs:ntfs",
     "&& format",
@@ -123,6 +131,9 @@ describe("exec deny patterns (nanobot's test_exec_security)", () => {
 
   it.each([
     "cat history.jsonl",
+    "cat hooks/sign.mjs",
+    "ls hooks/",
+    "echo x > myhooks/a.mjs",
     "wc -l history.jsonl",
     "tail -n 5 history.jsonl",
     "grep foo history.jsonl",

@@ -5,6 +5,9 @@ import { isInside, realpathLoose } from "../sandbox.js";
 import { SsrfError, type SsrfGuard } from "../ssrf.js";
 import { commandPaths, commandSegments } from "./shell-parse.js";
 
+/** A path into the workspace's hooks/ folder (`hooks/x.mjs`, `./hooks/`, `/ws/hooks/…`). */
+const HOOKS = String.raw`(?<=^|[\s/'"=>])hooks/`;
+
 /** Commands refused whatever the configuration says (tools.exec.denyPatterns adds to these). */
 export const DEFAULT_DENY_PATTERNS = [
   String.raw`\brm\s+(-[a-z]*\s+)*-[a-z]*r[a-z]*\b`, // rm -r, -rf, -fr, -Rf
@@ -19,12 +22,13 @@ export const DEFAULT_DENY_PATTERNS = [
   String.raw`\b(shutdown|reboot|poweroff|halt)\b`,
   String.raw`\binit\s+[06]\b`,
   String.raw`:\(\)\s*\{.*\};\s*:`, // fork bomb
-  // The memory files Dream owns are written by troupe only.
-  String.raw`>>?\s*\S*(history\.jsonl|\.dream_cursor|memory/\.cursor)`,
-  String.raw`\btee\b[^|;&<>]*(history\.jsonl|\.dream_cursor|memory/\.cursor)`,
-  String.raw`\b(cp|mv|ln)\b[^|;&<>]*\s\S*(history\.jsonl|\.dream_cursor|memory/\.cursor)\s*($|[|;&])`,
-  String.raw`\bdd\b[^|;&<>]*\bof=\S*(history\.jsonl|\.dream_cursor|memory/\.cursor)`,
-  String.raw`\bsed\s+(-[a-z]*\s+)*-i[^|;&<>]*(history\.jsonl|\.dream_cursor|memory/\.cursor)`,
+  // The memory files Dream owns are written by troupe only, and the workspace's hooks/ (modules troupe
+  // runs outside the sandbox) by a person only: a second line where no bwrap mounts hooks/ read-only.
+  String.raw`>>?\s*\S*(history\.jsonl|\.dream_cursor|memory/\.cursor|${HOOKS})`,
+  String.raw`\btee\b[^|;&<>]*(history\.jsonl|\.dream_cursor|memory/\.cursor|${HOOKS})`,
+  String.raw`\b(cp|mv|ln|install)\b[^|;&<>]*\s\S*(history\.jsonl|\.dream_cursor|memory/\.cursor|${HOOKS}\S*)\s*($|[|;&])`,
+  String.raw`\bdd\b[^|;&<>]*\bof=\S*(history\.jsonl|\.dream_cursor|memory/\.cursor|${HOOKS})`,
+  String.raw`\bsed\s+(-[a-z]*\s+)*-i[^|;&<>]*(history\.jsonl|\.dream_cursor|memory/\.cursor|${HOOKS})`,
 ];
 
 /** Paths every command may name: the harmless device files. */
