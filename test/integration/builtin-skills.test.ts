@@ -171,6 +171,8 @@ describe("skill-creator: scaffold → validate → package → install round tri
       "web-scrape-2": skillZip("---\nname: web-scrape\ndescription: Scrape pages v2.\n---\nv2\n", "web-scrape/"),
       evil: zipSync({ "SKILL.md": new TextEncoder().encode("---\nname: evil\n---\n"), "../../escape.txt": new TextEncoder().encode("x") }),
       empty: zipSync({ "notes.txt": new TextEncoder().encode("no skill here") }),
+      // 60 MB of zeros packs into a few kB: refused from the archive's directory, before unpacking.
+      bomb: zipSync({ "SKILL.md": new TextEncoder().encode("---\nname: bomb\n---\n"), "big.bin": new Uint8Array(60 * 1024 * 1024) }, { level: 9 }),
     });
     const ws = await tempDir();
     const hub = (...args: string[]) => node(script("clawhub", "clawhub.mjs"), [...args, "--registry", url, "--workdir", ws]);
@@ -191,6 +193,7 @@ describe("skill-creator: scaffold → validate → package → install round tri
     expect(evil.stderr).toContain('the archive has an unsafe path "../../escape.txt"');
     expect(existsSync(join(ws, "skills", "evil"))).toBe(false);
     expect((await hub("install", "empty")).stderr).toContain("the archive has no SKILL.md at its root");
+    expect((await hub("install", "bomb")).stderr).toContain("the archive unpacks to over 50 MB; not a skill");
     const missing = await hub("install", "nope");
     expect(missing.stderr).toBe(`error: ${url}/api/v1/download?slug=nope answered 404: Skill not found\n`);
     expect(await readdir(join(ws, "skills"))).toEqual(["web-scrape"]);

@@ -98,9 +98,19 @@ async function loadUnzip() {
 export async function skillFiles(zip) {
   const unzipSync = await loadUnzip();
   let files;
+  // Sizes are checked from the archive's directory before anything is unpacked (an entry is allocated at its claimed size).
+  let claimed = 0;
+  const tooBig = new Error(`the archive unpacks to over ${MAX_BYTES / 1024 / 1024} MB; not a skill`);
   try {
-    files = unzipSync(new Uint8Array(zip));
+    files = unzipSync(new Uint8Array(zip), {
+      filter(file) {
+        claimed += file.originalSize;
+        if (claimed > MAX_BYTES) throw tooBig;
+        return true;
+      },
+    });
   } catch (err) {
+    if (err === tooBig) throw err;
     throw new Error(`the download is not a zip archive (${err.message}); check the slug or URL`);
   }
   const entries = Object.entries(files).filter(([path]) => !path.endsWith("/") && !/(^|\/)(__MACOSX|\.DS_Store)(\/|$)/.test(path));
