@@ -60,6 +60,13 @@ describe("file tools", () => {
     expect(await run("edit_file", { path: "c.ts", old_text: "const", new_text: "let", replace_all: true })).toMatch(/replaced 3 occurrence/);
   });
 
+  it("edit_file on a file that mixes CRLF and LF changes only the edited text, not every other line's ending", async () => {
+    const { ws, run } = await setup();
+    await writeFile(join(ws, "m.txt"), "one\r\ntwo\nthree\r\nfour\n");
+    expect(await run("edit_file", { path: "m.txt", old_text: "two", new_text: "TWO" })).toMatch(/^Edited m\.txt/);
+    expect(await readFile(join(ws, "m.txt"), "utf8")).toBe("one\r\nTWO\nthree\r\nfour\n");
+  });
+
   it("edit_file shows the closest region when old_text is not found", async () => {
     const { ws, run } = await setup();
     await writeFile(join(ws, "f.py"), "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n");

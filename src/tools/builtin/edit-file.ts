@@ -158,8 +158,9 @@ export function editFileTool(sandbox: Sandbox, reads?: FileReads) {
       }
       if (old_text === new_text) throw new ToolError("new_text is the same as old_text: the edit would change nothing");
       const warning = reads?.check(ctx, full, bytes, shown);
-      // Files with CRLF endings are matched and written back with CRLF.
-      const crlf = original.includes("\r\n");
+      // Files with CRLF endings are matched and written back with CRLF; a file that mixes both keeps
+      // its bytes (matched as they are), so an edit never rewrites every other line's ending.
+      const crlf = original.includes("\r\n") && !/(^|[^\r])\n/.test(original);
       const text = crlf ? original.replace(/\r\n/g, "\n") : original;
       const oldText = old_text.replace(/\r\n/g, "\n");
       let newText = new_text.replace(/\r\n/g, "\n");
