@@ -18,7 +18,7 @@ export interface CallModelDeps {
   /** What the model is sent, derived from the checkpointed messages (microcompact). */
   compact?: (messages: ModelMessages) => ModelMessages;
   /** Then what is read for the request alone: images that tool results name (src/tools/tool-images.ts). */
-  attach?: (messages: ModelMessages) => Promise<ModelMessages>;
+  attach?: (messages: ModelMessages, turnMessages?: number) => Promise<ModelMessages>;
   /** beforeIteration before the call, onStream for each piece of text, onStreamEnd after it. */
   hooks?: HookChain;
 }
@@ -41,7 +41,9 @@ export function createCallModel(deps: CallModelDeps) {
     // The stream's pieces reach the hooks in order, without holding the stream up.
     let streamed = Promise.resolve();
     const compacted = deps.compact ? deps.compact(messages) : messages;
-    const sent = deps.attach ? await deps.attach(compacted) : compacted;
+    // The turn's own messages are the tail (the finalization prompt one more); merges in compaction happen at user messages only.
+    const turnMessages = input.turnMessages === undefined ? undefined : input.turnMessages + (input.finalize ? 1 : 0);
+    const sent = deps.attach ? await deps.attach(compacted, turnMessages) : compacted;
     const chat = (messages: ModelMessages) =>
       deps.provider.chat({
         messages,

@@ -108,7 +108,7 @@ function effects(deps: TurnDeps, barrier: CheckpointBarrier) {
           const compacted = microcompact(mergeConsecutiveUsers(repairHistory(messages)), (name) => deps.registry.get(name)?.readOnly === true);
           return deps.contextBudget ? fitToBudget(compacted, deps.contextBudget, toolsTokens(deps.registry.schemas())) : compacted;
         },
-        attach: (messages) => attachToolImages(messages, (name) => deps.registry.get(name)),
+        attach: (messages, turnMessages) => attachToolImages(messages, (name) => deps.registry.get(name), turnMessages),
       }),
       runTools: createRunTools({ registry: deps.registry, store: deps.store, barrier, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now: deps.now, hooks, hintMaxLength: deps.toolHintMaxLength }),
       finalizeContent: createFinalize({ hooks, store: deps.store, barrier, logger: deps.logger, now: deps.now }),

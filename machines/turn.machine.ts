@@ -46,6 +46,8 @@ export interface CallModelInput {
   messages: ChatMessage[];
   /** The request after repeated empty answers: without tools, the finalization prompt appended (not stored). */
   finalize?: boolean;
+  /** How many of `messages` this turn added (its tool results, continuations…): the rest is history. */
+  turnMessages?: number;
   /** For hooks: the chat, and which model call of the turn this is. */
   channel?: string;
   chatId?: string;
@@ -209,6 +211,7 @@ const modelCall = (context: TurnContext): CallModelInput => ({
   channel: context.channel,
   chatId: context.chatId,
   iteration: context.iteration,
+  turnMessages: context.messages.length - context.firstNewIndex,
 });
 
 /** The answer as assembled (continuations joined, the fallback for none), held for the hooks' finalizeContent. */

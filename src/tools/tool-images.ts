@@ -10,7 +10,7 @@ export const MAX_TOOL_IMAGE_CHARS = 24 * 1024 * 1024;
 type UserMessage = Extract<ChatMessage, { role: "user" }>;
 type Part = Exclude<UserMessage["content"], string>[number];
 
-/** Where the running turn starts: after the last final answer (an assistant message without tool calls). */
+/** Where the running turn starts when it is not told: after the last final answer (an assistant message without tool calls). */
 function turnStart(messages: ChatMessage[]): number {
   for (let i = messages.length - 1; i >= 0; i--) {
     const m = messages[i]!;
@@ -25,8 +25,11 @@ function turnStart(messages: ChatMessage[]): number {
  * the images follow each run of tool results in a user message (merged into a user message already
  * there). Results stay text in the checkpoint; the files are read again here, within the caps.
  */
-export async function attachToolImages(messages: ChatMessage[], toolOf: (name: string) => Tool | undefined): Promise<ChatMessage[]> {
-  const start = turnStart(messages);
+export async function attachToolImages(messages: ChatMessage[], toolOf: (name: string) => Tool | undefined, turnMessages?: number): Promise<ChatMessage[]> {
+  // Told how many messages the turn added, the rest is history: a cut-off answer (an assistant message
+  // without tool calls) within the turn does not hide its earlier images, nor does a failed turn with
+  // no final answer lend the next one its images.
+  const start = turnMessages === undefined ? turnStart(messages) : Math.max(0, messages.length - turnMessages);
   const found: Array<{ index: number; name: string; part: ImagePart }> = [];
   for (let i = start; i < messages.length; i++) {
     const m = messages[i]!;

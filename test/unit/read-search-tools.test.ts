@@ -242,6 +242,29 @@ describe("attachToolImages: an image result reaches the model as an image part",
     expect(await attachToolImages(plain, () => tool)).toBe(plain);
   });
 
+  it("told how many messages the turn added: a failed turn's image stays out, and one before a cut-off answer stays in", async () => {
+    const ws = await tmp();
+    await writeFile(join(ws, "a.png"), PNG_1PX);
+    const tool = readFileTool(sandboxOf(ws));
+    const image = (p: string) => `(Image file: ${p} [image/png, ${PNG_1PX.length} bytes])`;
+    const messages: ChatMessage[] = [
+      { role: "system", content: "s" },
+      // An earlier turn that failed: its tool result, and no final answer after it.
+      { role: "user", content: "earlier" },
+      call("old", "a.png"),
+      { role: "tool", tool_call_id: "old", name: "read_file", content: image("a.png") },
+      { role: "user", content: "look again" },
+      // This turn: a tool round, then an answer cut off at the token limit and the prompt to go on.
+      call("c1", "a.png"),
+      { role: "tool", tool_call_id: "c1", name: "read_file", content: image("a.png") },
+      { role: "assistant", content: "It is one pix" },
+      { role: "user", content: "(go on)" },
+    ];
+    const out = await attachToolImages(messages, () => tool, 4);
+    const texts = out.flatMap((m) => (Array.isArray(m.content) ? m.content.flatMap((p) => (p.type === "text" ? [p.text] : [])) : []));
+    expect(texts.filter((t) => t.startsWith("[Image"))).toEqual(["[Image 1 above: the read_file result of call c1]"]);
+  });
+
   it(`keeps at most ${MAX_TOOL_IMAGES} images, the newest, and names the rest`, async () => {
     const ws = await tmp();
     await writeFile(join(ws, "a.png"), PNG_1PX);
