@@ -3,6 +3,8 @@ import { homedir } from "node:os";
 import type { Bus } from "../../bus/index.js";
 import type { Config } from "../../config/schema.js";
 import { BUILTIN_SKILLS_DIR } from "../../context/templates.js";
+import { join } from "node:path";
+import { PACKAGE_ROOT } from "../../package-root.js";
 import type { DataPaths } from "../../paths.js";
 import type { Store } from "../../store/store.js";
 import { chooseExecSandbox, type ExecIsolation } from "../bwrap.js";
@@ -58,7 +60,18 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
   let proxy: Promise<EgressProxy> | undefined;
   const egress = () => (proxy ??= startEgressProxy(guard)).then((p) => p.socketPath);
   const isolation: ExecIsolation =
-    choice.kind === "bwrap" ? { kind: "bwrap", bin: choice.bin, hide, readable: [...sandbox.readableRoots, ...(sandbox.readOnlyInside ?? [])], egress, node: process.execPath } : { kind: "none" };
+    choice.kind === "bwrap"
+      ? {
+          kind: "bwrap",
+          bin: choice.bin,
+          hide,
+          // troupe's own packages too, read-only: the built-in skills' scripts load them (yaml, fflate, the proxy agents)
+          // wherever troupe is installed, also under a /tmp or a home the sandbox replaces.
+          readable: [...sandbox.readableRoots, ...(sandbox.readOnlyInside ?? []), join(PACKAGE_ROOT, "node_modules")],
+          egress,
+          node: process.execPath,
+        }
+      : { kind: "none" };
   // What read_file and write_file saw in each turn, for edit_file's "not read in this turn" warning.
   const reads = createFileReads();
   const tools = [
