@@ -46,7 +46,8 @@ describe("the workspace's hooks/ is out of the tools' reach for writing", () => 
     requireBwrap();
     const t = await tools("bwrap");
     try {
-      const r = await t.run("exec", { command: "echo planted > hooks/evil.mjs; echo done; touch elsewhere.txt && echo wrote-elsewhere" });
+      // Past the guard's deny list (no hooks/ path in the redirect), so the mount itself is what refuses.
+      const r = await t.run("exec", { command: "(cd hooks && echo planted > evil.mjs); touch elsewhere.txt && echo wrote-elsewhere" });
       expect(r).toMatch(/Read-only file system/);
       expect(r).toContain("wrote-elsewhere");
       expect(await readdir(join(t.workspace, "hooks"))).toEqual(["sign.mjs"]);
