@@ -15,9 +15,33 @@ export type StoreOp =
   | { type: "put"; sublevel: SublevelName; key: string; value: unknown }
   | { type: "del"; sublevel: SublevelName; key: string };
 
-type Db = Level<string, unknown>;
-const makeSub = (db: Db, name: string) => db.sublevel<string, unknown>(name, { valueEncoding: "json" });
-type Sub = ReturnType<typeof makeSub>;
+/**
+ * Keys and values go to LevelDB as text, encoded here once: each sublevel's records are the root
+ * database's keys under `!<name>!` (the bytes abstract-level's sublevels write, so stores written
+ * through sublevels read the same), values JSON text. Going through sublevel objects instead cost
+ * an encoding chain per operation (sublevel, transcoder, parent) on every checkpoint.
+ */
+type Db = Level<string, string>;
+const openLevel = (path: string): Db => new Level<string, string>(path, { keyEncoding: "utf8", valueEncoding: "utf8" });
+const SUB_PREFIX = Object.fromEntries(SUBLEVELS.map((name) => [name, `!${name}!`])) as Record<SublevelName, string>;
+/** The least key above every key of a sublevel ("!name" then the character after "!"). */
+const SUB_END = Object.fromEntries(SUBLEVELS.map((name) => [name, `!${name}"`])) as Record<SublevelName, string>;
+
+/** The root database's batch ops for store ops: keys prefixed, values JSON text. */
+export function encodeOps(ops: StoreOp[]): Array<{ type: "put"; key: string; value: string } | { type: "del"; key: string }> {
+  const out = new Array<{ type: "put"; key: string; value: string } | { type: "del"; key: string }>(ops.length);
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i]!;
+    const key = SUB_PREFIX[op.sublevel] + op.key;
+    if (op.type === "put") {
+      const value = JSON.stringify(op.value);
+      // As the json encoding refused it: undefined (or a function) has no JSON text.
+      if (value === undefined) throw new TypeError(`the value of ${op.sublevel}/${op.key} cannot be stored: it has no JSON form`);
+      out[i] = { type: "put", key, value };
+    } else out[i] = { type: "del", key };
+  }
+  return out;
+}
 
 /** A stored record that does not match its schema (or is not JSON), as a listing reports it. */
 export interface CorruptRecord {
@@ -112,7 +136,7 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
   // Checked before LevelDB opens it: without its CURRENT file LevelDB would start an empty store over the old files.
   const damaged = await diagnoseOpenFailure(path, undefined);
   if (damaged) throw damaged;
-  let db: Db = new Level<string, unknown>(path, { valueEncoding: "json" });
+  let db: Db = openLevel(path);
   try {
     await db.open({ createIfMissing: !opts.readOnly });
   } catch (err) {
@@ -123,15 +147,6 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
   if (!opts.readOnly) await writeFile(join(path, HOLDER_FILE), JSON.stringify({ pid: process.pid, since: new Date().toISOString() }));
 
   const health = createStoreHealth();
-  const makeSubs = () => new Map<SublevelName, Sub>(SUBLEVELS.map((name) => [name, makeSub(db, name)]));
-  let subs = makeSubs();
-  const sub = (name: SublevelName): Sub => subs.get(name) as Sub;
-  const toLevelOps = (ops: StoreOp[]) =>
-    ops.map((op) =>
-      op.type === "put"
-        ? { type: "put" as const, sublevel: sub(op.sublevel), key: op.key, value: op.value }
-        : { type: "del" as const, sublevel: sub(op.sublevel), key: op.key },
-    );
 
   let closed = false;
   let probeTimer: NodeJS.Timeout | undefined;
@@ -185,11 +200,10 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
   async function reopen(): Promise<void> {
     await synced.drain();
     await db.close().catch(() => undefined);
-    db = new Level<string, unknown>(path, { valueEncoding: "json" });
-    subs = makeSubs();
+    db = openLevel(path);
     await db.open({ createIfMissing: false });
-    await db.batch([{ type: "put", key: "store-probe", value: { at: Date.now() }, sublevel: sub("meta") }], { sync: true });
-    await db.batch([{ type: "del", key: "store-probe", sublevel: sub("meta") }], { sync: true });
+    await db.batch(encodeOps([{ type: "put", sublevel: "meta", key: "store-probe", value: { at: Date.now() } }]), { sync: true });
+    await db.batch(encodeOps([{ type: "del", sublevel: "meta", key: "store-probe" }]), { sync: true });
   }
 
   async function probe(): Promise<void> {
@@ -224,7 +238,7 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
     try {
       const injected = injectedDiskFull(path);
       if (injected) throw injected;
-      await db.batch(toLevelOps(ops), { sync });
+      await db.batch(encodeOps(ops), { sync });
     } catch (err) {
       const failure = classifyStoreError(err);
       if (!failure) throw err;
@@ -269,7 +283,7 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
       recoveryHandler = handler;
     },
     async get(sublevel, key, schema) {
-      const text = (await reading(() => sub(sublevel).get(key, { valueEncoding: "utf8" }))) as string | undefined;
+      const text = await reading(() => db.get(SUB_PREFIX[sublevel] + key));
       if (text === undefined) return undefined;
       const parsed = parse(sublevel, key, text, schema);
       if ("corrupt" in parsed) throw raise(parsed.corrupt);
@@ -279,10 +293,14 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
       const end = opts.prefix === undefined ? undefined : prefixEnd(opts.prefix);
       const gte = opts.gte ?? (opts.prefix || undefined);
       const lt = opts.lt ?? end;
-      const range = { ...(gte !== undefined ? { gte } : {}), ...(lt !== undefined ? { lt } : {}) };
+      const at = SUB_PREFIX[sublevel];
+      const range = { gte: gte === undefined ? at : at + gte, lt: lt === undefined ? SUB_END[sublevel] : at + lt };
       return reading(async () => {
         const out: Array<{ key: string; value: z.infer<typeof schema> }> = [];
-        for await (const [key, text] of sub(sublevel).iterator<string, string>({ ...range, limit: opts.limit ?? -1, valueEncoding: "utf8" })) {
+        // One call for the whole range (a listing is read whole anyway), not a promise per record.
+        const rows = await db.iterator({ ...range, limit: opts.limit ?? -1 }).all();
+        for (const [prefixed, text] of rows) {
+          const key = prefixed.slice(at.length);
           const parsed = parse(sublevel, key, text, schema);
           if ("value" in parsed) out.push({ key, value: parsed.value });
           else if (opts.onCorrupt) opts.onCorrupt(parsed.corrupt);

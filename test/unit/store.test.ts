@@ -72,6 +72,36 @@ describe("store", () => {
     await store.close();
   });
 
+  it("reads what abstract-level's sublevels wrote, and writes what they read (keys and values encoded by hand on the root)", async () => {
+    const path = join(await tempDir(), "store");
+    // A store as troupe wrote it through sublevel objects with the json encoding.
+    const old = new Level<string, unknown>(path, { valueEncoding: "json" });
+    const sub = (name: string) => old.sublevel<string, unknown>(name, { valueEncoding: "json" });
+    await old.batch([
+      { type: "put", sublevel: sub("sessions"), key: "meta:api:a", value: { n: 1 } },
+      { type: "put", sublevel: sub("sessions"), key: "meta:api:b", value: { n: 2 } },
+      { type: "put", sublevel: sub("meta"), key: "ü→é", value: { n: 3 } },
+      { type: "put", sublevel: sub("turns"), key: "t", value: { n: 4 } },
+    ]);
+    await old.close();
+
+    const store = await openStore(path);
+    expect(await store.get("sessions", "meta:api:a", rec)).toEqual({ n: 1 });
+    expect(await store.get("meta", "ü→é", rec)).toEqual({ n: 3 });
+    expect((await store.list("sessions", rec)).map((r) => [r.key, r.value.n])).toEqual([["meta:api:a", 1], ["meta:api:b", 2]]);
+    expect((await store.list("sessions", rec, { prefix: "meta:api:b" })).map((r) => r.key)).toEqual(["meta:api:b"]);
+    // A sublevel's listing holds nothing of its neighbours (turns after sessions, meta before).
+    expect((await store.list("turns", rec)).map((r) => r.key)).toEqual(["t"]);
+    await store.batch([{ type: "put", sublevel: "sessions", key: "meta:api:c", value: { n: 5 } }, { type: "del", sublevel: "sessions", key: "meta:api:a" }], { sync: true });
+    await store.close();
+
+    const back = new Level<string, unknown>(path, { valueEncoding: "json" });
+    const sessions = back.sublevel<string, unknown>("sessions", { valueEncoding: "json" });
+    expect(await sessions.keys().all()).toEqual(["meta:api:b", "meta:api:c"]);
+    expect(await sessions.get("meta:api:c")).toEqual({ n: 5 });
+    await back.close();
+  });
+
   it("one corrupt session record leaves the session overview and detail standing, and names it", async () => {
     const store = await openStore(join(await tempDir(), "store"));
     const good = appendMessagesOps(newSessionMeta("api:good", 1), [{ role: "user", content: "hi" }, { role: "assistant", content: "hello" }], "t1", 2, { promptTokens: 3, completionTokens: 4, totalTokens: 7 }, true);
