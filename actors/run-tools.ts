@@ -123,7 +123,10 @@ export function createRunTools(deps: RunToolsDeps) {
         call.argumentsError,
       );
       const completedAt = now();
-      await deps.store.batch([toolJournalOp({ ...started, status: "completed", result, at: completedAt, startedAt: started.at })], { sync: true });
+      // Not synced on its own: LevelDB's log keeps writes in order, so the next checkpoint's synced
+      // batch (which the next model call waits for) makes it durable too; a kill -9 in between loses
+      // nothing written (the OS has it), and a power cut leaves the call started, as if it had been cut.
+      await deps.store.batch([toolJournalOp({ ...started, status: "completed", result, at: completedAt, startedAt: started.at })], { sync: false });
       // A short hint of the arguments only (the logger redacts secrets in it); never the arguments.
       deps.logger?.info(
         { sessionKey: input.sessionKey, turnId: input.turnId, tool: call.name, hint: formatToolHint(hintCall(call), deps.hintMaxLength), durationMs: completedAt - started.at, outcome: result.startsWith("Error") ? "error" : "ok" },

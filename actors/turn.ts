@@ -9,7 +9,7 @@ import { mergeConsecutiveUsers, repairHistory } from "../src/providers/history.j
 import type { LlmProvider } from "../src/providers/client.js";
 import { createCheckpointBarrier, type CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
 import type { Store, StoreOp } from "../src/store/store.js";
-import { checkpointOps, closeTurnOp, openTurnOp, packSnapshot, pruneFinishedOps, TURN_FORMAT, turnSummaryOps, type TurnRecord } from "../src/store/turns.js";
+import { checkpointOps, closeTurnOp, stateJournalOp, openTurnOp, packSnapshot, pruneFinishedOps, TURN_FORMAT, turnSummaryOps, type TurnRecord } from "../src/store/turns.js";
 import type { ToolRegistry } from "../src/tools/registry.js";
 import { attachToolImages } from "../src/tools/tool-images.js";
 import {
@@ -89,6 +89,12 @@ export interface TurnRuntime {
   drain(): Promise<void>;
 }
 
+/**
+ * States whose checkpoint shares the next one's synced batch: no effect starts from them (only the
+ * `checkpointed` wait), so nothing can run ahead of what that batch makes durable.
+ */
+export const CARRIED_STATES: ReadonlySet<string> = new Set(["tools_completed"]);
+
 /** The turn machine with its effects supplied. */
 function effects(deps: TurnDeps, barrier: CheckpointBarrier) {
   const hooks = deps.hooks ?? NO_HOOKS;
@@ -163,6 +169,8 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
     const resumes = (resumed?.resumes ?? 0) + (resumed ? 1 : 0);
     let pendingInitial = resumed ? [] : [...((start as { initialOps?: StoreOp[] }).initialOps ?? []), openTurnOp(turnId, input.sessionKey)];
     let inputStored = Boolean(resumed);
+    /** Journal entries of checkpoints that share the next one's batch (see `shared`). */
+    let carried: StoreOp[] = [];
     let failed = false;
     // Messages of the context already in a queued or written checkpoint: each is stored once. A turn
     // resumed from an older format has its own messages only in its snapshot, so they are written again.
@@ -185,6 +193,24 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
       if (failed) return;
       const final = snap.status === "done";
       const messages = snap.context.messages;
+      const state = String(snap.value);
+      // A checkpoint that no effect waits on (tools_completed: its results are journalled, the next
+      // model call waits for its own checkpoint) shares the next one's batch: its journal entry is
+      // carried there, its record is superseded by that one's. A kill between the two resumes from
+      // the checkpoint before (awaiting_tools), whose tool results the journal holds.
+      if (!final && CARRIED_STATES.has(state) && pendingInitial.length === 0) {
+        const at = now();
+        deps.bus?.publish({ type: "turn_state", sessionKey: input.sessionKey, turnId, state, iteration: snap.context.iteration, at });
+        const journalOp = stateJournalOp(turnId, { seq: snap.context.seq, state, iteration: snap.context.iteration, at, tokens: snap.context.usage.totalTokens });
+        const seq = snap.context.seq;
+        entry.chain = entry.chain.then(() => {
+          if (failed) return;
+          if (deps.durable !== false) carried.push(journalOp);
+          // Only the checkpointed wait follows; the next effect waits for the batch that carries this.
+          barrier.mark(turnId, seq);
+        });
+        return;
+      }
       // Persisted without the messages: XState copies the whole context, so they are left out first.
       const persisted = base.getPersistedSnapshot({ ...snap, context: { ...snap.context, messages: [] } } as TurnSnapshot);
       const record: TurnRecord = {
@@ -225,7 +251,11 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
               ]
             : [];
           const ops = checkpointOps(record, snap.context.iteration, { withInput: withInput && !result, newMessages: result ? undefined : newMessages });
-          if (write) await deps.store.batch([...initial, ...ops, ...turnSummaryOps(record), ...extra], { sync: true });
+          if (write) {
+            const earlier = carried;
+            carried = [];
+            await deps.store.batch([...initial, ...earlier, ...ops, ...turnSummaryOps(record), ...extra], { sync: true });
+          }
           if (withInput) inputStored = true;
           barrier.mark(turnId, record.seq);
           if (result) {

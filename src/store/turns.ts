@@ -174,23 +174,28 @@ export function checkpointOps(
   opts: { withInput?: boolean; newMessages?: { from: number; messages: ChatMessage[] } } = {},
 ): StoreOp[] {
   const tokens = (record.snapshot as { context?: { usage?: { totalTokens?: unknown } } }).context?.usage?.totalTokens;
-  const entry: JournalRecord = {
-    kind: "state",
-    turnId: record.turnId,
-    seq: record.seq,
-    state: record.state,
-    iteration,
-    at: record.updatedAt,
-    ...(typeof tokens === "number" ? { tokens } : {}),
-  };
   const { input, ...withoutInput } = record;
   const added = opts.newMessages;
   return [
     { type: "put", sublevel: "turns", key: record.turnId, value: withoutInput },
-    { type: "put", sublevel: "journal", key: `${record.turnId}:state:${pad(record.seq)}`, value: entry },
+    stateJournalOp(record.turnId, { seq: record.seq, state: record.state, iteration, at: record.updatedAt, tokens }),
     ...(opts.withInput && input ? [{ type: "put" as const, sublevel: "journal" as const, key: inputKey(record.turnId), value: { input: storedInput(input) } }] : []),
     ...(added?.messages ?? []).map((message, i): StoreOp => ({ type: "put", sublevel: "journal", key: messageKey(record.turnId, added!.from + i), value: { message } })),
   ];
+}
+
+/** A checkpoint's entry in the state journal (the inspector's timeline). */
+export function stateJournalOp(turnId: string, at: { seq: number; state: string; iteration: number; at: number; tokens?: unknown }): StoreOp {
+  const entry: JournalRecord = {
+    kind: "state",
+    turnId,
+    seq: at.seq,
+    state: at.state,
+    iteration: at.iteration,
+    at: at.at,
+    ...(typeof at.tokens === "number" ? { tokens: at.tokens } : {}),
+  };
+  return { type: "put", sublevel: "journal", key: `${turnId}:state:${pad(at.seq)}`, value: entry };
 }
 
 /** The input as stored: a history the session holds is left out (its `history` says where it is). */

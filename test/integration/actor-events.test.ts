@@ -94,7 +94,8 @@ describe("actor ids and the event stream", () => {
     const batch = daemon.store.batch.bind(daemon.store);
     let failures = 0;
     daemon.store.batch = async (ops, opts) => {
-      const cp = ops.find((op) => op.type === "put" && op.sublevel === "turns") as { value: { state: string } } | undefined;
+      // tools_completed's checkpoint shares the next one's batch (its journal entry rides there).
+      const cp = ops.find((op) => op.type === "put" && op.sublevel === "journal" && (op.value as { kind?: string }).kind === "state") as { value: { state: string } } | undefined;
       if (cp?.value.state === "tools_completed" && failures++ === 0) throw new Error("IO error: No space left on device");
       return batch(ops, opts);
     };

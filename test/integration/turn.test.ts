@@ -64,6 +64,31 @@ describe("turn machine", () => {
     expect(record?.state).toBe("responded");
   });
 
+  it("a one-tool turn costs 5 synced batches: tools_completed shares the next checkpoint's, tool.completed rides on it", async () => {
+    fake = await startFakeOpenAi([{ toolCalls: [{ id: "c1", name: "lookup", arguments: { word: "alpha" } }] }, { content: "done" }]);
+    const deps = await turnDeps(await tempDir(), fake.url, countingTools().registry);
+    store = deps.store;
+    const synced: string[][] = [];
+    const unsynced: string[][] = [];
+    const batch = deps.store.batch.bind(deps.store);
+    deps.store.batch = async (ops, opts) => {
+      (opts?.sync ? synced : unsynced).push(ops.map((op) => `${op.type} ${op.sublevel} ${op.key.replace(/^t-count:/, "")}`));
+      return batch(ops, opts);
+    };
+    const before = deps.store.commitStats.requests;
+    const result = await startTurn(deps, { input: turnInput("t-count", "define alpha") }).done;
+    expect(result.state).toBe("responded");
+    // awaiting_model, awaiting_tools, tool.started, awaiting_model (with tools_completed's journal entry), responded.
+    expect(synced).toHaveLength(5);
+    expect(deps.store.commitStats.requests - before).toBe(5);
+    expect(synced[3]).toEqual(expect.arrayContaining([`put journal state:000003`, `put journal state:000004`, `put turns t-count`]));
+    expect(synced[3]!.filter((op) => op.startsWith("put turns"))).toHaveLength(1);
+    expect(unsynced).toEqual([["put journal tool:000001:000000"]]);
+    // Every state is still in the journal, in order.
+    expect((await stateJournal(store, "t-count")).map((j) => j.state)).toEqual(["awaiting_model", "awaiting_tools", "tools_completed", "awaiting_model", "responded"]);
+    expect((await toolJournal(store, "t-count")).get("000001:000000")?.status).toBe("completed");
+  });
+
   it("writes each checkpoint before the effect that follows it starts", async () => {
     fake = await startFakeOpenAi([{ toolCalls: [{ id: "p1", name: "probe", arguments: {} }] }, { content: "ok" }]);
     const seenByTool: Array<string | undefined> = [];
@@ -129,7 +154,8 @@ describe("turn machine", () => {
     expect(reference.state).toBe("responded");
     const referenceJournal = await toolJournal(deps.store, "ref");
     const resumable = checkpoints.filter((c) => !c.final);
-    expect(resumable.map((c) => c.state)).toEqual(["awaiting_model", "awaiting_tools", "tools_completed", "awaiting_model", "awaiting_tools", "tools_completed", "awaiting_model"]);
+    // tools_completed's checkpoint shares the next one's batch: no record of its own is written.
+    expect(resumable.map((c) => c.state)).toEqual(["awaiting_model", "awaiting_tools", "awaiting_model", "awaiting_tools", "awaiting_model"]);
 
     for (const record of resumable) {
       // Restoring under the same turn id in a store whose journal says every tool had completed.
@@ -142,7 +168,7 @@ describe("turn machine", () => {
     }
     // A format-2 record (every message in its snapshot, no messageCount) still resumes, and its
     // next checkpoint stores the turn's messages under their own keys.
-    const older = restoreMessages(resumable[3]!, input, added);
+    const older = restoreMessages(resumable[2]!, input, added);
     const { messageCount: _count, ...format2 } = { ...older, format: 2 };
     added.length = 0;
     const result = await startTurn(deps, { record: format2 }).done;
