@@ -200,12 +200,13 @@ export function createConversation(deps: ConversationDeps) {
   async function prepare(msg: IncomingMessage & { messageId?: string }): Promise<{ input: TurnInput; initialOps: StoreOp[] }> {
     const d = deps.config.agents.defaults;
     // Over budget: the oldest messages are archived before the turn (nanobot's Consolidator).
-    const archived = await consolidator.maybeConsolidate(msg.sessionKey).catch((err: unknown) => {
+    // The session is read once, for the consolidation and the turn's history.
+    const consolidated = await consolidator.consolidateAndView(msg.sessionKey).catch((err: unknown) => {
       deps.logger?.error({ err, sessionKey: msg.sessionKey }, "consolidation failed");
-      return 0;
+      return undefined;
     });
-    if (archived) cachedPrompt = undefined;
-    const view = await consolidator.view(msg.sessionKey);
+    if (consolidated?.rounds) cachedPrompt = undefined;
+    const view = consolidated ? consolidated.view : await consolidator.view(msg.sessionKey);
     const meta = view?.meta ?? newSessionMeta(msg.sessionKey, now());
     const stored = (view?.messages.slice(view.state.lastConsolidated) ?? []).filter((m) => !m.shownOnly);
     await deps.mcp?.ready();

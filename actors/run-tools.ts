@@ -24,6 +24,11 @@ export interface RunToolsDeps {
   hintMaxLength?: number;
   /** beforeExecuteTools before the batch, afterIteration with its results. */
   hooks?: HookChain;
+  /**
+   * Whether the turn was started in this process from its input and never restored: then its
+   * journal holds nothing before its first tool calls run, and is not read for them.
+   */
+  fresh?: (turnId: string) => boolean;
 }
 
 export const INTERRUPTED_RESULT =
@@ -59,7 +64,7 @@ export function createRunTools(deps: RunToolsDeps) {
   const now = deps.now ?? Date.now;
   return fromPromise<ToolResultMessage[], RunToolsInput>(async ({ input, signal }) => {
     await deps.barrier.reached(input.turnId, input.seq, signal);
-    const journal = await toolJournal(deps.store, input.turnId);
+    const journal = input.iteration === 1 && deps.fresh?.(input.turnId) ? new Map<string, ToolJournalRecord>() : await toolJournal(deps.store, input.turnId);
     const hooks = deps.hooks ?? NO_HOOKS;
     const turn = { turnId: input.turnId, sessionKey: input.sessionKey, channel: input.channel, chatId: input.chatId, iteration: input.iteration - 1 };
     if (hooks.size) await hooks.beforeExecuteTools({ ...turn, toolCalls: input.calls });

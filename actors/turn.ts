@@ -96,7 +96,7 @@ export interface TurnRuntime {
 export const CARRIED_STATES: ReadonlySet<string> = new Set(["tools_completed"]);
 
 /** The turn machine with its effects supplied. */
-function effects(deps: TurnDeps, barrier: CheckpointBarrier) {
+function effects(deps: TurnDeps, barrier: CheckpointBarrier, fresh: ReadonlySet<string>) {
   const hooks = deps.hooks ?? NO_HOOKS;
   return turnMachine.provide({
     guards: { hasHooks: () => hooks.size > 0 },
@@ -116,7 +116,7 @@ function effects(deps: TurnDeps, barrier: CheckpointBarrier) {
         },
         attach: (messages, turnMessages) => attachToolImages(messages, (name) => deps.registry.get(name), turnMessages),
       }),
-      runTools: createRunTools({ registry: deps.registry, store: deps.store, barrier, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now: deps.now, hooks, hintMaxLength: deps.toolHintMaxLength }),
+      runTools: createRunTools({ registry: deps.registry, store: deps.store, barrier, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now: deps.now, hooks, hintMaxLength: deps.toolHintMaxLength, fresh: (turnId) => fresh.has(turnId) }),
       finalizeContent: createFinalize({ hooks, store: deps.store, barrier, logger: deps.logger, now: deps.now }),
       checkpointed: fromPromise<void, CheckpointedInput>(({ input, signal }) => barrier.reached(input.turnId, input.seq, signal)),
     },
@@ -141,7 +141,9 @@ interface Entry {
 export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async () => []): TurnRuntime {
   const now = deps.now ?? Date.now;
   const barrier = deps.barrier ?? createCheckpointBarrier();
-  const base = effects(deps, barrier);
+  /** Turns started here from their input, never restored (their journal is known to be empty at first). */
+  const fresh = new Set<string>();
+  const base = effects(deps, barrier, fresh);
   const starts = new WeakMap<AnyActorRef, TurnStart>();
   const entries = new Map<string, Entry>();
 
@@ -165,6 +167,8 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
     const turnId = input.turnId;
     const entry = entryOf(turnId);
     entry.live = true;
+    if (resumed) fresh.delete(turnId);
+    else fresh.add(turnId);
     const createdAt = resumed?.createdAt ?? now();
     const resumes = (resumed?.resumes ?? 0) + (resumed ? 1 : 0);
     let pendingInitial = resumed ? [] : [...((start as { initialOps?: StoreOp[] }).initialOps ?? []), openTurnOp(turnId, input.sessionKey)];
@@ -184,6 +188,7 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
       failed = true;
       deps.logger?.error({ turnId, err }, "turn checkpoint failed; the turn stays at its last durable checkpoint");
       barrier.forget(turnId);
+      fresh.delete(turnId);
       entry.reject(err);
       // The turn resumes as a new actor, with an entry of its own.
       if (entries.get(turnId) === entry) entries.delete(turnId);
@@ -278,6 +283,7 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
       error: fail,
       complete: () => {
         entry.live = false;
+        fresh.delete(turnId);
         void entry.chain.then(() => {
           if (entries.get(turnId) === entry && !entry.live) entries.delete(turnId);
         });

@@ -191,26 +191,39 @@ export function createConsolidator(deps: ConsolidatorDeps) {
 
   /** Token-triggered consolidation; returns how many chunks were archived. */
   function maybeConsolidate(sessionKey: string): Promise<number> {
+    return consolidateAndView(sessionKey).then((r) => r.rounds);
+  }
+
+  /**
+   * maybeConsolidate, and the session as it left it (what a new turn is built from): the session
+   * is read once for both.
+   */
+  function consolidateAndView(sessionKey: string): Promise<{ rounds: number; view: SessionView | undefined }> {
     return locked(sessionKey, async () => {
       const v = await view(sessionKey);
-      if (!v || deps.budget <= 0) return 0;
-      let estimated = await estimate(v);
-      if (estimated < deps.budget) return 0;
-      const target = Math.floor(deps.budget / 2);
-      let rounds = 0;
-      while (rounds < MAX_ROUNDS && estimated > target) {
-        // Indexes are positions in the epoch; shown-only messages cost nothing but move with their turn.
-        const all = v.messages.map((m) => (m.shownOnly ? ({ role: "assistant", content: "" } as ChatMessage) : m.message));
-        const b = pickBoundary(all, v.state.lastConsolidated, Math.max(1, estimated - target));
-        if (!b) break;
-        rounds++;
-        const kind = await archive(v, { from: v.state.lastConsolidated, to: b.end });
-        estimated = await estimate(v);
-        // A degraded model is not asked again in the same consolidation.
-        if (kind === "raw") break;
-      }
-      return rounds;
+      return { rounds: v ? await consolidateView(v) : 0, view: v };
     });
+  }
+
+  /** Archives the oldest messages of a session over budget (v's state moves with them); returns how many chunks. */
+  async function consolidateView(v: SessionView): Promise<number> {
+    if (deps.budget <= 0) return 0;
+    let estimated = await estimate(v);
+    if (estimated < deps.budget) return 0;
+    const target = Math.floor(deps.budget / 2);
+    let rounds = 0;
+    while (rounds < MAX_ROUNDS && estimated > target) {
+      // Indexes are positions in the epoch; shown-only messages cost nothing but move with their turn.
+      const all = v.messages.map((m) => (m.shownOnly ? ({ role: "assistant", content: "" } as ChatMessage) : m.message));
+      const b = pickBoundary(all, v.state.lastConsolidated, Math.max(1, estimated - target));
+      if (!b) break;
+      rounds++;
+      const kind = await archive(v, { from: v.state.lastConsolidated, to: b.end });
+      estimated = await estimate(v);
+      // A degraded model is not asked again in the same consolidation.
+      if (kind === "raw") break;
+    }
+    return rounds;
   }
 
   /** `/new`: the unarchived tail, archived in chunks the same way; returns how many messages. */
@@ -227,6 +240,7 @@ export function createConsolidator(deps: ConsolidatorDeps) {
   return {
     view,
     maybeConsolidate,
+    consolidateAndView,
     archiveTail,
     /** The session's prompt estimate against the budget, for /status. */
     async status(sessionKey: string) {

@@ -177,18 +177,36 @@ describe("turn machine", () => {
   });
 
   it("an interrupted non-idempotent call is not re-run; an interrupted read-only call is", async () => {
-    fake = await startFakeOpenAi([
-      { toolCalls: [{ id: "c1", name: "append_note", arguments: { text: "once" } }, { id: "c2", name: "lookup", arguments: { word: "w" } }] },
-      { content: "done" },
-    ]);
+    fake = await startFakeOpenAi([], (req) =>
+      req.body.messages.some((m) => m.role === "tool")
+        ? { content: "done" }
+        : { toolCalls: [{ id: "c1", name: "append_note", arguments: { text: "once" } }, { id: "c2", name: "lookup", arguments: { word: "w" } }] },
+    );
     const tools = countingTools();
     const deps = await turnDeps(await tempDir(), fake.url, tools.registry);
     store = deps.store;
-    // Simulate a daemon that died after tool.started for both calls.
+    // The turn's checkpoint at awaiting_tools, as a run of it wrote it.
+    const input = turnInput("t9", "go");
+    let atTools: TurnRecord | undefined;
+    const added: ChatMessage[] = [];
+    const batch = deps.store.batch.bind(deps.store);
+    deps.store.batch = async (ops, opts) => {
+      for (const op of ops) {
+        if (op.type === "put" && op.sublevel === "turns" && (op.value as TurnRecord).state === "awaiting_tools") atTools ??= structuredClone(op.value as TurnRecord);
+        if (op.type === "put" && op.key.startsWith("t9:msg:")) added[Number(op.key.slice("t9:msg:".length)) - input.messages.length] = (op.value as { message: ChatMessage }).message;
+      }
+      return batch(ops, opts);
+    };
+    await startTurn(deps, { input }).done;
+    deps.store.batch = batch;
+    tools.runs.length = 0;
+    // Simulate a daemon that died there, after tool.started for both calls (format-1 entries, by call id).
+    const ran = await deps.store.list("journal", z.unknown(), { prefix: "t9:tool:" });
+    await deps.store.batch(ran.map((r) => ({ type: "del" as const, sublevel: "journal" as const, key: r.key })), { sync: true });
     for (const [callId, name] of [["c1", "append_note"], ["c2", "lookup"]] as const) {
       await deps.store.batch([toolJournalOp({ kind: "tool", turnId: "t9", callId, name, args: {}, status: "started", at: 0 })], { sync: true });
     }
-    const result = await startTurn(deps, { input: turnInput("t9", "go") }).done;
+    const result = await startTurn(deps, { record: restoreMessages(atTools!, input, added) }).done;
     expect(result.state).toBe("responded");
     expect(tools.runs).toEqual(["lookup"]);
     const toolMsgs = result.output.newMessages.filter((m) => m.role === "tool").map((m) => m.content);
