@@ -126,6 +126,21 @@ export function prefixEnd(prefix: string): string | undefined {
   return undefined;
 }
 
+type EncodedOps = ReturnType<typeof encodeOps>;
+/** classic-level's own batch (abstract-level's private API): it takes text keys and values as they are. */
+type PrivateBatch = { _batch(ops: EncodedOps, opts: { sync: boolean }): Promise<void> };
+
+/**
+ * Writes ops already encoded (text keys and values). abstract-level's public batch clones and
+ * re-normalises every op (encodings, hooks, events: none of which the store uses) before handing
+ * them to classic-level's `_batch`; an open database is handed them directly. Anything else (opening,
+ * closing, closed) goes through the public batch, which waits or refuses as it should.
+ */
+function batchEncoded(db: Db, ops: EncodedOps, sync: boolean): Promise<void> {
+  if (db.status === "open" && typeof (db as unknown as Partial<PrivateBatch>)._batch === "function") return (db as unknown as PrivateBatch)._batch(ops, { sync });
+  return db.batch(ops, { sync });
+}
+
 /**
  * Opens the store (LevelDB allows one process at a time). A store that cannot open because it is
  * damaged (a missing CURRENT or MANIFEST file, corruption) is a StoreDamagedError naming what is
@@ -238,7 +253,7 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
     try {
       const injected = injectedDiskFull(path);
       if (injected) throw injected;
-      await db.batch(encodeOps(ops), { sync });
+      await batchEncoded(db, encodeOps(ops), sync);
     } catch (err) {
       const failure = classifyStoreError(err);
       if (!failure) throw err;

@@ -10,8 +10,8 @@ async function countStore<T>(store: Store, run: () => Promise<T>): Promise<Recor
   const counts: Record<string, number> = {};
   const bump = (k: string) => (counts[k] = (counts[k] ?? 0) + 1);
   const { get, list, batch } = store;
-  store.get = (sublevel, key, schema) => (bump(`get ${sublevel}`), get.call(store, sublevel, key, schema));
-  store.list = (sublevel, schema, opts) => (bump(`list ${sublevel}`), list.call(store, sublevel, schema, opts));
+  store.get = ((sublevel, key, schema) => (bump(`get ${sublevel}`), get.call(store, sublevel, key, schema))) as Store["get"];
+  store.list = ((sublevel, schema, opts) => (bump(`list ${sublevel}`), list.call(store, sublevel, schema, opts))) as Store["list"];
   store.batch = (ops, opts) => {
     // The channel's delivery of the reply runs after the reply is out, on its own clock: not the turn's.
     const delivery = ops.some((op) => op.type === "del" && op.sublevel === "outbox");
