@@ -29,6 +29,17 @@ export interface RunToolsDeps {
    * journal holds nothing before its first tool calls run, and is not read for them.
    */
   fresh?: (turnId: string) => boolean;
+  /**
+   * The `tool.started` record of a call that the turn's awaiting_tools checkpoint already wrote (in
+   * its synced batch), taken once: the call then runs without writing it again.
+   */
+  takeStarted?: (turnId: string, key: string) => ToolJournalRecord | undefined;
+}
+
+/** The `tool.started` records an awaiting_tools checkpoint may carry: its first batch of calls (they start together). */
+export function startedWithCheckpoint(turnId: string, iteration: number, calls: ParsedToolCall[], registry: ToolRegistry, at: number): ToolJournalRecord[] {
+  const first = planBatches(calls, registry)[0] ?? [];
+  return first.map((call) => ({ kind: "tool", turnId, callId: call.id, iteration, index: calls.indexOf(call), name: call.name, args: call.arguments, status: "started", at }));
 }
 
 export const INTERRUPTED_RESULT =
@@ -94,12 +105,13 @@ export function createRunTools(deps: RunToolsDeps) {
         return;
       }
       const tool = deps.registry.get(call.name);
-      if (previous?.status === "started" && !(tool?.readOnly || tool?.idempotent)) {
+      const prestarted = deps.takeStarted?.(input.turnId, key);
+      if (previous?.status === "started" && !prestarted && !(tool?.readOnly || tool?.idempotent)) {
         results.set(index, INTERRUPTED_RESULT);
         await deps.store.batch([toolJournalOp({ ...previous, status: "completed", result: INTERRUPTED_RESULT, at: now() })], { sync: true });
         return;
       }
-      const started: ToolJournalRecord = {
+      const started: ToolJournalRecord = prestarted ?? {
         kind: "tool",
         turnId: input.turnId,
         callId: call.id,
@@ -110,7 +122,8 @@ export function createRunTools(deps: RunToolsDeps) {
         status: "started",
         at: now(),
       };
-      await deps.store.batch([toolJournalOp(started)], { sync: true });
+      // Written synced before the call runs: here, or already with the awaiting_tools checkpoint.
+      if (!prestarted) await deps.store.batch([toolJournalOp(started)], { sync: true });
       fault("after-tool-started");
       const result = await deps.registry.execute(
         call.name,

@@ -9,7 +9,7 @@ import { mergeConsecutiveUsers, repairHistory } from "../src/providers/history.j
 import type { LlmProvider } from "../src/providers/client.js";
 import { createCheckpointBarrier, type CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
 import type { Store, StoreOp } from "../src/store/store.js";
-import { checkpointOps, closeTurnOp, stateJournalOp, openTurnOp, packSnapshot, pruneFinishedOps, TURN_FORMAT, turnSummaryOps, type TurnRecord } from "../src/store/turns.js";
+import { checkpointOps, closeTurnOp, stateJournalOp, toolCallKey, toolJournalOp, type ToolJournalRecord, openTurnOp, packSnapshot, pruneFinishedOps, TURN_FORMAT, turnSummaryOps, type TurnRecord } from "../src/store/turns.js";
 import type { ToolRegistry } from "../src/tools/registry.js";
 import { attachToolImages } from "../src/tools/tool-images.js";
 import {
@@ -25,7 +25,7 @@ import {
 import { createCallModel } from "./call-model.js";
 import { createFinalize } from "./finalize.js";
 import { NO_HOOKS, type HookChain } from "../src/hooks/hook.js";
-import { createRunTools } from "./run-tools.js";
+import { createRunTools, startedWithCheckpoint } from "./run-tools.js";
 
 export type { TurnStart } from "../machines/turn.machine.js";
 
@@ -96,7 +96,7 @@ export interface TurnRuntime {
 export const CARRIED_STATES: ReadonlySet<string> = new Set(["tools_completed"]);
 
 /** The turn machine with its effects supplied. */
-function effects(deps: TurnDeps, barrier: CheckpointBarrier, fresh: ReadonlySet<string>) {
+function effects(deps: TurnDeps, barrier: CheckpointBarrier, fresh: ReadonlySet<string>, prestarted: Map<string, ToolJournalRecord>) {
   const hooks = deps.hooks ?? NO_HOOKS;
   return turnMachine.provide({
     guards: { hasHooks: () => hooks.size > 0 },
@@ -116,7 +116,13 @@ function effects(deps: TurnDeps, barrier: CheckpointBarrier, fresh: ReadonlySet<
         },
         attach: (messages, turnMessages) => attachToolImages(messages, (name) => deps.registry.get(name), turnMessages),
       }),
-      runTools: createRunTools({ registry: deps.registry, store: deps.store, barrier, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now: deps.now, hooks, hintMaxLength: deps.toolHintMaxLength, fresh: (turnId) => fresh.has(turnId) }),
+      runTools: createRunTools({ registry: deps.registry, store: deps.store, barrier, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now: deps.now, hooks, hintMaxLength: deps.toolHintMaxLength, fresh: (turnId) => fresh.has(turnId),
+        takeStarted: (turnId, key) => {
+          const record = prestarted.get(`${turnId}|${key}`);
+          prestarted.delete(`${turnId}|${key}`);
+          return record;
+        },
+      }),
       finalizeContent: createFinalize({ hooks, store: deps.store, barrier, logger: deps.logger, now: deps.now }),
       checkpointed: fromPromise<void, CheckpointedInput>(({ input, signal }) => barrier.reached(input.turnId, input.seq, signal)),
     },
@@ -143,7 +149,12 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
   const barrier = deps.barrier ?? createCheckpointBarrier();
   /** Turns started here from their input, never restored (their journal is known to be empty at first). */
   const fresh = new Set<string>();
-  const base = effects(deps, barrier, fresh);
+  /** `tool.started` records written with an awaiting_tools checkpoint, by `<turnId>|<call key>`, until their call runs. */
+  const prestarted = new Map<string, ToolJournalRecord>();
+  const forgetStarted = (turnId: string) => {
+    for (const key of prestarted.keys()) if (key.startsWith(`${turnId}|`)) prestarted.delete(key);
+  };
+  const base = effects(deps, barrier, fresh, prestarted);
   const starts = new WeakMap<AnyActorRef, TurnStart>();
   const entries = new Map<string, Entry>();
 
@@ -173,6 +184,8 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
     const resumes = (resumed?.resumes ?? 0) + (resumed ? 1 : 0);
     let pendingInitial = resumed ? [] : [...((start as { initialOps?: StoreOp[] }).initialOps ?? []), openTurnOp(turnId, input.sessionKey)];
     let inputStored = Boolean(resumed);
+    /** The seq of the awaiting_tools checkpoint that last carried tool.started records. */
+    let startedAtSeq = -1;
     /** Journal entries of checkpoints that share the next one's batch (see `shared`). */
     let carried: StoreOp[] = [];
     let failed = false;
@@ -189,6 +202,7 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
       deps.logger?.error({ turnId, err }, "turn checkpoint failed; the turn stays at its last durable checkpoint");
       barrier.forget(turnId);
       fresh.delete(turnId);
+      forgetStarted(turnId);
       entry.reject(err);
       // The turn resumes as a new actor, with an entry of its own.
       if (entries.get(turnId) === entry) entries.delete(turnId);
@@ -256,12 +270,25 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
               ]
             : [];
           const ops = checkpointOps(record, snap.context.iteration, { withInput: withInput && !result, newMessages: result ? undefined : newMessages });
+          // A turn started here (never restored: its journal holds no record of these calls to
+          // overwrite): the first calls' tool.started share this batch, so the tools start once it is
+          // durable without a synced write of their own. Not with hooks loaded: beforeExecuteTools
+          // runs between the checkpoint and the calls.
+          const started =
+            write && record.state === "awaiting_tools" && record.seq > startedAtSeq && fresh.has(turnId) && (deps.hooks?.size ?? 0) === 0
+              ? startedWithCheckpoint(turnId, snap.context.iteration, snap.context.pendingToolCalls, deps.registry, record.updatedAt)
+              : [];
+          ops.push(...started.map(toolJournalOp));
+          // Once per awaiting_tools: a later checkpoint of the same state (an injected message) must
+          // not write them again over a call that completed meanwhile.
+          if (started.length) startedAtSeq = record.seq;
           if (write) {
             const earlier = carried;
             carried = [];
             await deps.store.batch([...initial, ...earlier, ...ops, ...turnSummaryOps(record), ...extra], { sync: true });
           }
           if (withInput) inputStored = true;
+          for (const r of started) prestarted.set(`${turnId}|${toolCallKey(r.iteration!, r.index!)}`, r);
           barrier.mark(turnId, record.seq);
           if (result) {
             const { usage, iteration, error } = result.output;
@@ -284,6 +311,7 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
       complete: () => {
         entry.live = false;
         fresh.delete(turnId);
+        forgetStarted(turnId);
         void entry.chain.then(() => {
           if (entries.get(turnId) === entry && !entry.live) entries.delete(turnId);
         });

@@ -52,10 +52,12 @@ describe("turn correctness", () => {
     ]);
     const deps = await turnDeps(await tempDir(), fake.url, registry);
     store = deps.store;
-    // An infrastructure failure (not a tool error): the journal write before the call fails.
+    // An infrastructure failure (not a tool error): the tool journal's write fails. (The first
+    // call's tool.started rides on the awaiting_tools checkpoint; its completion is the first write
+    // of runTools' own.)
     const batch = deps.store.batch.bind(deps.store);
     deps.store.batch = async (ops, opts) => {
-      if (ops.some((op) => op.type === "put" && op.sublevel === "journal" && op.key.includes(":tool:"))) throw new Error("disk on fire");
+      if (ops.some((op) => op.type === "put" && op.sublevel === "journal" && op.key.includes(":tool:") && (op.value as { status?: string }).status === "completed")) throw new Error("disk on fire");
       return batch(ops, opts);
     };
     const result = await startTurn(deps, { input: turnInput("t-fail", "go") }).done;

@@ -64,7 +64,7 @@ describe("turn machine", () => {
     expect(record?.state).toBe("responded");
   });
 
-  it("a one-tool turn costs 5 synced batches: tools_completed shares the next checkpoint's, tool.completed rides on it", async () => {
+  it("a one-tool turn costs 4 synced batches: tool.started shares awaiting_tools', tools_completed the next checkpoint's, tool.completed rides on it", async () => {
     fake = await startFakeOpenAi([{ toolCalls: [{ id: "c1", name: "lookup", arguments: { word: "alpha" } }] }, { content: "done" }]);
     const deps = await turnDeps(await tempDir(), fake.url, countingTools().registry);
     store = deps.store;
@@ -78,11 +78,12 @@ describe("turn machine", () => {
     const before = deps.store.commitStats.requests;
     const result = await startTurn(deps, { input: turnInput("t-count", "define alpha") }).done;
     expect(result.state).toBe("responded");
-    // awaiting_model, awaiting_tools, tool.started, awaiting_model (with tools_completed's journal entry), responded.
-    expect(synced).toHaveLength(5);
-    expect(deps.store.commitStats.requests - before).toBe(5);
-    expect(synced[3]).toEqual(expect.arrayContaining([`put journal state:000003`, `put journal state:000004`, `put turns t-count`]));
-    expect(synced[3]!.filter((op) => op.startsWith("put turns"))).toHaveLength(1);
+    // awaiting_model, awaiting_tools (with tool.started), awaiting_model (with tools_completed's journal entry), responded.
+    expect(synced).toHaveLength(4);
+    expect(deps.store.commitStats.requests - before).toBe(4);
+    expect(synced[1]).toEqual(expect.arrayContaining([`put journal state:000002`, `put turns t-count`, `put journal tool:000001:000000`]));
+    expect(synced[2]).toEqual(expect.arrayContaining([`put journal state:000003`, `put journal state:000004`, `put turns t-count`]));
+    expect(synced[2]!.filter((op) => op.startsWith("put turns"))).toHaveLength(1);
     expect(unsynced).toEqual([["put journal tool:000001:000000"]]);
     // Every state is still in the journal, in order.
     expect((await stateJournal(store, "t-count")).map((j) => j.state)).toEqual(["awaiting_model", "awaiting_tools", "tools_completed", "awaiting_model", "responded"]);
