@@ -8,11 +8,33 @@
 import { build } from "esbuild";
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { Buffer } from "node:buffer";
-import { join } from "node:path";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /** Packages bundled into dist/; every other bare import stays an import from node_modules. */
 const INLINE = new Set(["zod", "openai", "xstate", "rxjs", "commander", "jsonrepair", "yaml", "tinyglobby", "ipaddr.js", "fastest-levenshtein", "isbinaryfile"]);
+
+const requireHere = createRequire(import.meta.url);
+const nodeModule = (name) => join(dirname(requireHere.resolve(`${name}/package.json`)));
+
+/**
+ * Resolution that keeps the bundle small: rxjs from its ES module build (its "node" condition
+ * picks CommonJS, which cannot be tree-shaken: the whole library, ~350 KB, in every command), and
+ * `import { z } from "zod"` read as `import * as z from "zod"` in troupe's own files (the same
+ * namespace; esbuild tree-shakes only the latter, the former pulls in zod's ~40 locales).
+ */
+const treeShakable = {
+  name: "tree-shakable",
+  setup(b) {
+    b.onResolve({ filter: /^rxjs$/ }, () => ({ path: join(nodeModule("rxjs"), "dist", "esm", "index.js") }));
+    b.onLoad({ filter: /\.ts$/ }, async (args) => {
+      if (args.path.includes("node_modules")) return undefined;
+      const source = await readFile(args.path, "utf8");
+      return { contents: source.replace(/^import \{ z \} from "zod";$/m, 'import * as z from "zod";'), loader: "ts" };
+    });
+  },
+};
 
 function externalExcept(inline) {
   return {
@@ -41,9 +63,11 @@ const result = await build({
   format: "esm",
   platform: "node",
   target: "node20",
-  plugins: [externalExcept(INLINE)],
+  plugins: [treeShakable, externalExcept(INLINE)],
   chunkNames: "[name]-[hash]",
   sourcemap: "linked",
+  minifyWhitespace: true,
+  minifySyntax: true,
   // Bundled CommonJS (commander) requires Node's built-ins; an ES module has no require of its own.
   banner: { js: 'import { createRequire as __troupeRequire } from "node:module"; const require = __troupeRequire(import.meta.url);' },
   logLevel: "warning",
