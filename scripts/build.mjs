@@ -13,7 +13,12 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /** Packages bundled into dist/; every other bare import stays an import from node_modules. */
-const INLINE = new Set(["zod", "openai", "xstate", "rxjs", "commander", "jsonrepair", "yaml", "tinyglobby", "ipaddr.js", "fastest-levenshtein", "isbinaryfile"]);
+const INLINE = new Set([
+  ...["zod", "openai", "xstate", "rxjs", "commander", "jsonrepair", "yaml", "tinyglobby", "ipaddr.js", "fastest-levenshtein", "isbinaryfile"],
+  // LevelDB's JavaScript (some 35 CommonJS files, resolved one by one at every start); its native
+  // binding stays in node_modules, loaded by classic-level/binding.js from where it is built.
+  ...["level", "classic-level", "abstract-level", "level-supports", "level-transcoder", "module-error", "maybe-combine-errors"],
+]);
 
 const requireHere = createRequire(import.meta.url);
 const nodeModule = (name) => join(dirname(requireHere.resolve(`${name}/package.json`)));
@@ -28,6 +33,9 @@ const treeShakable = {
   name: "tree-shakable",
   setup(b) {
     b.onResolve({ filter: /^rxjs$/ }, () => ({ path: join(nodeModule("rxjs"), "dist", "esm", "index.js") }));
+    b.onResolve({ filter: /^\.\/binding(\.js)?$/ }, (args) =>
+      args.importer.includes(`${"node_modules"}/classic-level/`) ? { path: "classic-level/binding.js", external: true } : undefined,
+    );
     b.onLoad({ filter: /\.ts$/ }, async (args) => {
       if (args.path.includes("node_modules")) return undefined;
       const source = await readFile(args.path, "utf8");
