@@ -18,13 +18,17 @@ const INLINE = new Set([
   // LevelDB's JavaScript (some 35 CommonJS files, resolved one by one at every start); its native
   // binding stays in node_modules, loaded by classic-level/binding.js from where it is built.
   ...["level", "classic-level", "abstract-level", "level-supports", "level-transcoder", "module-error", "maybe-combine-errors"],
+  // pino and what it requires (troupe writes through pino.multistream, never a worker transport), the
+  // glob tool's matcher, croner: small files every start resolved one by one from node_modules.
+  ...["pino", "pino-std-serializers", "@pinojs/redact", "quick-format-unescaped", "sonic-boom", "atomic-sleep", "on-exit-leak-free", "thread-stream", "safe-stable-stringify"],
+  ...["picomatch", "fdir", "croner", "tslib"],
 ]);
 
 const requireHere = createRequire(import.meta.url);
 const nodeModule = (name) => join(dirname(requireHere.resolve(`${name}/package.json`)));
 
 /**
- * Resolution that keeps the bundle small: rxjs from its ES module build (its "node" condition
+ * Resolution that keeps the bundle small: rxjs (and tslib) from its ES module build (its "node" condition
  * picks CommonJS, which cannot be tree-shaken: the whole library, ~350 KB, in every command), and
  * `import { z } from "zod"` read as `import * as z from "zod"` in troupe's own files (the same
  * namespace; esbuild tree-shakes only the latter, the former pulls in zod's ~40 locales).
@@ -33,6 +37,8 @@ const treeShakable = {
   name: "tree-shakable",
   setup(b) {
     b.onResolve({ filter: /^rxjs$/ }, () => ({ path: join(nodeModule("rxjs"), "dist", "esm", "index.js") }));
+    // rxjs's ES modules import their helpers from tslib: its ES module build, bundled, only the helpers used.
+    b.onResolve({ filter: /^tslib$/ }, () => ({ path: join(nodeModule("tslib"), "tslib.es6.mjs") }));
     b.onResolve({ filter: /^\.\/binding(\.js)?$/ }, (args) =>
       args.importer.includes(`${"node_modules"}/classic-level/`) ? { path: "classic-level/binding.js", external: true } : undefined,
     );
