@@ -54,8 +54,9 @@ import { createMemoryFiles } from "./memory/files.js";
 import { chooseExecSandbox } from "./tools/bwrap.js";
 import { createBuiltinTools } from "./tools/builtin/index.js";
 import { createToolRegistry, type ToolRegistry } from "./tools/registry.js";
-import { createMcpHub, type McpHub } from "./mcp/hub.js";
-import { createMcpLogic, mcpActorId } from "../actors/mcp.js";
+import type { McpHub } from "./mcp/hub.js";
+// The MCP SDK (with ajv and a zod of its own) loads only when an MCP server is configured.
+const loadMcp = async () => ({ ...(await import("./mcp/hub.js")), ...(await import("../actors/mcp.js")) });
 import { DEFAULT_POLICY as DEFAULT_SUPERVISION } from "../machines/supervisor.machine.js";
 import type { RestartOrigin } from "./restart-origin.js";
 
@@ -145,14 +146,17 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
   );
   const mcpServers = config.tools.mcpServers;
   const connectTimeoutMs = opts.mcpConnectTimeoutMs ?? 30_000;
-  const mcp = Object.keys(mcpServers).length ? createMcpHub({ servers: mcpServers, registry, logger, connectTimeoutMs }) : undefined;
+  const mcpModules = Object.keys(mcpServers).length ? await loadMcp() : undefined;
+  const mcp = mcpModules?.createMcpHub({ servers: mcpServers, registry, logger, connectTimeoutMs });
   const mcpGate = mcp && { ready: () => mcp.firstAttempts(connectTimeoutMs), note: () => mcp.note() };
   const hooks = composeHooks(await loadHooks({ configured: d.hooks, workspace, logger }), logger);
   const conversation = createConversation({ config, store, provider, registry, workspace, bus, logger, durable: opts.durable, mcp: mcpGate, dream: memory.control, hooks });
   // troupe agent: each server's actor runs on its own (the daemon spawns them under its supervisor).
   const mcpActors =
-    mcp && !opts.superviseMcp
-      ? mcp.names().map((name) => createActor(createMcpLogic({ hub: mcp }), { id: mcpActorId(name), input: { name, policy: DEFAULT_SUPERVISION } }).start())
+    mcp && mcpModules && !opts.superviseMcp
+      ? mcp.names().map((name) =>
+          createActor(mcpModules.createMcpLogic({ hub: mcp }), { id: mcpModules.mcpActorId(name), input: { name, policy: DEFAULT_SUPERVISION } }).start(),
+        )
       : [];
   logger.info({ provider: resolved.spec.name, model: resolved.model, workspace }, "runtime ready");
   return {
@@ -295,6 +299,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   const cron = createCronService({ store, defaultTz: d.timezone, changed: () => supervisor.send({ type: "cron.changed" }) });
   core.registry.register(cronTool({ service: cron, defaultTz: d.timezone }));
   const mcpHub = core.mcp;
+  const mcpActor = mcpHub && (await import("../actors/mcp.js"));
   const sessionTurns = createSessionTurns({
     conversation,
     store,
@@ -405,11 +410,11 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
       actors: {
         channel: channelActor.logic as never,
         cron: createCronScheduler({ store, logger, start: startRun }) as never,
-        ...(mcpHub && {
-          mcp: createMcpLogic({
+        ...(mcpHub && mcpActor && {
+          mcp: mcpActor.createMcpLogic({
             hub: mcpHub,
             onState: (name, state, error) => {
-              if (state === "failed") supervisor.send({ type: "child.failed", id: mcpActorId(name), error: error ?? "failed" });
+              if (state === "failed") supervisor.send({ type: "child.failed", id: mcpActor.mcpActorId(name), error: error ?? "failed" });
             },
           }) as never,
         }),

@@ -9,7 +9,7 @@ import { getSessionMeta, sessionMessagesWithSeq, type SessionMeta, type StoredMe
 import type { Store } from "../store/store.js";
 import { historyTimestamp, type HistoryEntry, type MemoryFiles } from "./files.js";
 import { consolidationStateOp, getConsolidationState, type ConsolidationState } from "./session-state.js";
-import { messageTokens, textTokens } from "./tokens.js";
+import { messagesTokensBound, messageTokens, textTokens, type TokenCost } from "./tokens.js";
 
 /** nanobot's limits: rounds per consolidation, messages per archived chunk. */
 export const MAX_ROUNDS = 5;
@@ -26,8 +26,8 @@ export interface ConsolidatorDeps {
   files: MemoryFiles;
   /** Tokens a request may take (window − reply − buffer). */
   budget: number;
-  /** What every request of the session carries besides its history: the system prompt and the tool schemas. */
-  fixedTokens: () => Promise<number>;
+  /** What every request of the session carries besides its history: the system prompt and the tool schemas (counted lazily as a TokenCost). */
+  fixedTokens: () => Promise<number | TokenCost>;
   timezone?: string;
   logger?: Logger;
 }
@@ -143,8 +143,19 @@ export function createConsolidator(deps: ConsolidatorDeps) {
 
   const unarchived = (v: SessionView) => v.messages.slice(v.state.lastConsolidated).filter((m) => !m.shownOnly).map((m) => m.message);
 
+  const fixedExact = async () => {
+    const fixed = await deps.fixedTokens();
+    return typeof fixed === "number" ? fixed : fixed.exact();
+  };
+
   async function estimate(v: SessionView): Promise<number> {
-    return (await deps.fixedTokens()) + unarchived(v).reduce((n, m) => n + messageTokens(m), 0);
+    return (await fixedExact()) + unarchived(v).reduce((n, m) => n + messageTokens(m), 0);
+  }
+
+  /** At least estimate(v), without the tokenizer (UTF-8 bytes bound tokens). */
+  async function estimateBound(v: SessionView): Promise<number> {
+    const fixed = await deps.fixedTokens();
+    return (typeof fixed === "number" ? fixed : fixed.bound) + messagesTokensBound(unarchived(v));
   }
 
   /** The summary of a chunk, or undefined when the model could not give one (the raw dump is used). */
@@ -194,6 +205,8 @@ export function createConsolidator(deps: ConsolidatorDeps) {
     return locked(sessionKey, async () => {
       const v = await view(sessionKey);
       if (!v || deps.budget <= 0) return 0;
+      // Under the budget by the byte bound: under it by the exact count too.
+      if ((await estimateBound(v)) < deps.budget) return 0;
       let estimated = await estimate(v);
       if (estimated < deps.budget) return 0;
       const target = Math.floor(deps.budget / 2);
@@ -231,7 +244,7 @@ export function createConsolidator(deps: ConsolidatorDeps) {
     /** The session's prompt estimate against the budget, for /status. */
     async status(sessionKey: string) {
       const v = await view(sessionKey);
-      return { estimated: v ? await estimate(v) : await deps.fixedTokens(), budget: deps.budget, lastConsolidated: v?.state.lastConsolidated ?? 0, messages: v?.messages.length ?? 0 };
+      return { estimated: v ? await estimate(v) : await fixedExact(), budget: deps.budget, lastConsolidated: v?.state.lastConsolidated ?? 0, messages: v?.messages.length ?? 0 };
     },
     /** Resolves when no consolidation of the session runs. */
     idle: (sessionKey: string) => locks.get(sessionKey) ?? Promise.resolve(),
