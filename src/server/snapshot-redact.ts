@@ -22,26 +22,13 @@ export function createSnapshotRedactor(opts: RedactOptions = {}): (value: unknow
   const maxString = opts.maxString ?? 400;
   const maxItems = opts.maxItems ?? 20;
   const maxDepth = opts.maxDepth ?? 6;
-  // Successive snapshots share most of their objects (a turn's messages, a session's queue): each is
-  // redacted once per depth it is seen at, not again at every state change.
-  const done = new WeakMap<object, { depth: number; out: unknown }>();
   const walk = (value: unknown, depth: number): unknown => {
-    if (value === null || typeof value !== "object") return leaf(value);
-    const memo = done.get(value);
-    if (memo?.depth === depth) return memo.out;
-    const out = walkObject(value, depth);
-    done.set(value, { depth, out });
-    return out;
-  };
-  const leaf = (value: unknown): unknown => {
     if (typeof value === "string") {
       // Cut before redacting (a long tool result is not scanned whole), with a margin so a secret at the cut is still caught.
       const text = redact(value.length > maxString + 200 ? value.slice(0, maxString + 200) : value);
       return text.length > maxString ? `${text.slice(0, maxString)}… (${value.length} chars)` : text;
     }
-    return typeof value === "function" ? "(function)" : value;
-  };
-  const walkObject = (value: object, depth: number): unknown => {
+    if (value === null || typeof value !== "object") return typeof value === "function" ? "(function)" : value;
     if (depth >= maxDepth) return Array.isArray(value) ? `(${value.length} items)` : "(…)";
     if (Array.isArray(value)) {
       const kept = value.slice(-maxItems).map((v) => walk(v, depth + 1));
