@@ -1,5 +1,5 @@
 import type { AnyActorRef, InspectionEvent } from "xstate";
-import type { Bus } from "../bus/index.js";
+import type { Bus, BusEvent } from "../bus/index.js";
 import { createSnapshotRedactor } from "./snapshot-redact.js";
 
 /** One live actor, as GET /api/actors, `troupe daemon status` and the inspector show it. */
@@ -31,7 +31,37 @@ interface Tracked {
   seen?: Record<string, AnyActorRef>;
   /** Each tracked child's id under its parent (the key in the snapshot's children). */
   childIds: Map<string, string>;
+  /** Its last state event, and that state's status, while its snapshot may not have been read (so not yet redacted). */
+  unread?: { event: StateEvent; status: string | null };
 }
+
+type StateEvent = Extract<BusEvent, { type: "actor_state" }>;
+type Snapshot = NonNullable<StateEvent["snapshot"]>;
+
+/** What a state event whose snapshot nobody read carries once a later state of its actor replaced it. */
+export const SUPERSEDED = "(not kept: a later state replaced it before anyone read it)";
+
+/**
+ * Sets the event's snapshot to be made when first read: redacting every snapshot of every actor
+ * cost CPU on every state change, and most are never looked at (no inspector connected).
+ */
+function lazySnapshot(event: StateEvent, make: () => Snapshot): void {
+  Object.defineProperty(event, "snapshot", {
+    enumerable: true,
+    configurable: true,
+    get() {
+      const snapshot = make();
+      settle(event, snapshot);
+      return snapshot;
+    },
+  });
+}
+
+const settle = (event: StateEvent, snapshot: Snapshot) =>
+  Object.defineProperty(event, "snapshot", { value: snapshot, enumerable: true, configurable: true, writable: true });
+
+/** Whether the event's snapshot is still to be made (nobody has read it). */
+const unread = (event: StateEvent) => typeof Object.getOwnPropertyDescriptor(event, "snapshot")?.get === "function";
 
 /** "active.running" for a nested machine state; the actor status for other logic (and for a machine stopped or failed). */
 export function stateName(snapshot: { value?: unknown; status?: string }): string {
@@ -81,6 +111,9 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
     if (!t) return;
     t.children.forEach(remove);
     actors.delete(sessionId);
+    // Its last snapshot is made now, so the stopped actor's context is not held on to by the event log.
+    if (t.unread && unread(t.unread.event)) void t.unread.event.snapshot;
+    t.unread = undefined;
     bus.publish({ type: "actor_stopped", ...base(t) });
   };
 
@@ -147,14 +180,24 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
       t.state = state;
       t.since = now();
       const cause = (event.event as { type?: unknown } | undefined)?.type;
-      bus.publish({
+      const changed: StateEvent = {
         type: "actor_state",
         ...base(t),
         from,
         event: typeof cause === "string" ? cause : null,
-        snapshot: t.machine ? { status: snap.status ?? null, context: redact(snap.context) } : null,
+        snapshot: null,
         error: snap.status === "error" ? String(snap.error instanceof Error ? snap.error.message : snap.error) : null,
-      });
+      };
+      if (t.machine) {
+        // The previous state's snapshot, if nobody read it, is not made at all; this one is made when read.
+        const previous = t.unread;
+        if (previous && unread(previous.event)) settle(previous.event, { status: previous.status, context: SUPERSEDED });
+        const status = snap.status ?? null;
+        const context = snap.context;
+        lazySnapshot(changed, () => ({ status, context: redact(context) }));
+        t.unread = { event: changed, status };
+      }
+      bus.publish(changed);
     }
     // Most events change no child: the diff runs only when the children object is a new one.
     if (snap.children && snap.children !== t.seen) {
