@@ -64,9 +64,10 @@ const settle = (event: StateEvent, snapshot: Snapshot) =>
 const unread = (event: StateEvent) => typeof Object.getOwnPropertyDescriptor(event, "snapshot")?.get === "function";
 
 /** "active.running" for a nested machine state; the actor status for other logic (and for a machine stopped or failed). */
+const flat = (v: unknown): string =>
+  typeof v === "string" ? v : v && typeof v === "object" ? Object.entries(v).map(([k, sub]) => `${k}.${flat(sub)}`).join(",") : String(v);
+
 export function stateName(snapshot: { value?: unknown; status?: string }): string {
-  const flat = (v: unknown): string =>
-    typeof v === "string" ? v : v && typeof v === "object" ? Object.entries(v).map(([k, sub]) => `${k}.${flat(sub)}`).join(",") : String(v);
   // A machine that finished is in its final state (responded, passivated…), which says more than "done".
   return snapshot.value !== undefined && (snapshot.status === "active" || snapshot.status === "done") ? flat(snapshot.value) : (snapshot.status ?? "unknown");
 }
@@ -134,6 +135,8 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
   }
 
   function onEvent(event: InspectionEvent, systemRoot?: string, under?: string) {
+    // Actions and microsteps (a third of what XState reports) change nothing the tree shows.
+    if (event.type === "@xstate.action" || event.type === "@xstate.microstep") return;
     const ref = event.actorRef as Internals;
     if (event.type === "@xstate.actor") {
       const parent = ref._parent;
