@@ -449,7 +449,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   const lastChatSub = bus.ofType("inbound").subscribe((e) => {
     if (e.senderId === "cron" || e.senderId === "heartbeat" || !channels.has(e.channel)) return;
     nextChat = { channel: e.channel, chatId: e.chatId };
-    lastChatTimer ??= setTimeout(() => void writeLastChat(), 1_000);
+    lastChatTimer ??= setTimeout(() => void writeLastChat(), 1_000).unref();
   });
   const heartbeatConfig = loaded.config.gateway.heartbeat;
   const heartbeat = createHeartbeat({
