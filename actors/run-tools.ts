@@ -105,7 +105,9 @@ export function createRunTools(deps: RunToolsDeps) {
         status: "started",
         at: now(),
       };
-      await deps.store.batch([toolJournalOp(started)], { sync: true });
+      // The started record is what keeps a call from running twice after a crash; a read-only or
+      // idempotent call is run again anyway, so its record is written without waiting for the disk.
+      await deps.store.batch([toolJournalOp(started)], { sync: !(tool?.readOnly || tool?.idempotent) });
       fault("after-tool-started");
       const result = await deps.registry.execute(
         call.name,

@@ -434,9 +434,27 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   // The chat a heartbeat reports to: the last one someone wrote from (kept in the store across restarts).
   const LAST_CHAT_KEY = "cron:lastChat";
   const lastChatSchema = z.object({ channel: z.string(), chatId: z.string() });
+  // Written when it changes, at most once a second: a burst of messages writes the last chat once,
+  // not once per message (the write was never synced; the heartbeat reads it every 30 minutes or so).
+  let lastChat: { channel: string; chatId: string } | undefined;
+  let nextChat: typeof lastChat;
+  let lastChatTimer: NodeJS.Timeout | undefined;
+  let lastChatWrite: Promise<void> = Promise.resolve();
+  const writeLastChat = () => {
+    clearTimeout(lastChatTimer);
+    lastChatTimer = undefined;
+    const chat = nextChat;
+    nextChat = undefined;
+    if (!chat || (chat.channel === lastChat?.channel && chat.chatId === lastChat.chatId)) return lastChatWrite;
+    lastChatWrite = lastChatWrite.then(() =>
+      store.batch([{ type: "put", sublevel: "meta", key: LAST_CHAT_KEY, value: chat }]).then(() => void (lastChat = chat), () => {}),
+    );
+    return lastChatWrite;
+  };
   const lastChatSub = bus.ofType("inbound").subscribe((e) => {
     if (e.senderId === "cron" || e.senderId === "heartbeat" || !channels.has(e.channel)) return;
-    void store.batch([{ type: "put", sublevel: "meta", key: LAST_CHAT_KEY, value: { channel: e.channel, chatId: e.chatId } }]).catch(() => {});
+    nextChat = { channel: e.channel, chatId: e.chatId };
+    lastChatTimer ??= setTimeout(() => void writeLastChat(), 1_000).unref();
   });
   const heartbeatConfig = loaded.config.gateway.heartbeat;
   const heartbeat = createHeartbeat({
@@ -561,6 +579,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     async shutdown() {
       accepting = false;
       lastChatSub.unsubscribe();
+      await writeLastChat();
       await upkeep.stop();
       const grace = opts.shutdownGraceMs ?? 3_000;
       const settled = Promise.allSettled(sessionTurns.turns.running().map((id) => sessionTurns.turns.settled(id)));

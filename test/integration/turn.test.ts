@@ -64,6 +64,30 @@ describe("turn machine", () => {
     expect(record?.state).toBe("responded");
   });
 
+  it("waits for the disk on a call's started record only where it keeps the call from running twice", async () => {
+    fake = await startFakeOpenAi([...multiToolScript]);
+    const tools = countingTools();
+    const deps = await turnDeps(await tempDir(), fake.url, tools.registry);
+    store = deps.store;
+    const started: Array<{ name: string; sync: boolean }> = [];
+    const batch = store.batch.bind(store);
+    store.batch = async (ops, opts) => {
+      for (const op of ops) {
+        const record = op.type === "put" && op.sublevel === "journal" ? (op.value as { kind?: string; status?: string; name?: string }) : undefined;
+        if (record?.kind === "tool" && record.status === "started") started.push({ name: record.name!, sync: opts?.sync === true });
+      }
+      return batch(ops, opts);
+    };
+    expect((await startTurn(deps, { input: turnInput("t1", "define alpha and beta") }).done).state).toBe("responded");
+    // lookup is read-only (run again after a crash anyway); append_note is neither read-only nor idempotent.
+    expect(started.sort((a, b) => a.name.localeCompare(b.name))).toEqual([
+      { name: "append_note", sync: true },
+      { name: "lookup", sync: false },
+      { name: "lookup", sync: false },
+      { name: "lookup", sync: false },
+    ]);
+  });
+
   it("writes each checkpoint before the effect that follows it starts", async () => {
     fake = await startFakeOpenAi([{ toolCalls: [{ id: "p1", name: "probe", arguments: {} }] }, { content: "ok" }]);
     const seenByTool: Array<string | undefined> = [];
