@@ -290,6 +290,8 @@ export function createConversation(deps: ConversationDeps) {
     sessionFinalOps,
     resume,
     afterTurn,
+    /** A session's actor ended (passivated, crashed): what was kept of its history goes; the next start reads it again. */
+    forget: (sessionKey: string) => consolidator.forget(sessionKey),
     consolidator,
     memory: files,
     /** Handles one message; `onTurn` gets the running turn's handle (to cancel or inject). */
