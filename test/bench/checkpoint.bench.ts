@@ -16,16 +16,19 @@ const WINDOW = 10;
 const model = await fakeModel(0);
 const { daemon, dir } = await daemonFor(model.url, { maxConcurrentTurns: 10 });
 let bytes = 0;
-/** Bytes of the last turn by what they hold. */
-let byKind = new Map<string, number>();
+let counting = false;
+/** Bytes of the last WINDOW turns by what they hold (a prompt chunk is written only on the turns whose prompt gained one). */
+const byKind = new Map<string, number>();
 const kindOf = (op: StoreOp) =>
-  op.sublevel === "journal" ? (op.key.endsWith(":input") ? "turn input" : op.key.includes(":msg:") ? "turn messages" : "journal") : op.sublevel === "turns" ? "turn records" : op.sublevel;
+  op.sublevel === "journal"
+    ? op.key.endsWith(":input") ? "turn input" : op.key.includes(":msg:") ? "turn messages" : "journal"
+    : op.sublevel === "turns" ? "turn records" : op.sublevel === "blobs" ? "prompt chunks" : op.sublevel;
 const batch = daemon.store.batch.bind(daemon.store);
 daemon.store.batch = (ops: StoreOp[], opts?: { sync?: boolean }) => {
   for (const op of ops) {
     const n = op.key.length + (op.type === "put" ? JSON.stringify(op.value).length : 0);
     bytes += n;
-    byKind.set(kindOf(op), (byKind.get(kindOf(op)) ?? 0) + n);
+    if (counting) byKind.set(kindOf(op), (byKind.get(kindOf(op)) ?? 0) + n);
   }
   return batch(ops, opts);
 };
@@ -33,7 +36,7 @@ daemon.store.batch = (ops: StoreOp[], opts?: { sync?: boolean }) => {
 const perTurn: Array<{ bytes: number; ms: number }> = [];
 for (let i = 0; i < TURNS; i++) {
   const before = bytes;
-  byKind = new Map();
+  counting = i >= TURNS - WINDOW;
   const t0 = performance.now();
   const id = await daemon.accept("api", { chatId: "long", senderId: "bench", content: `turn ${i}: list the workspace` });
   await firstValueFrom(daemon.bus.ofType("outbound").pipe(filter((e) => e.answers.includes(id))));
@@ -54,7 +57,7 @@ for (const n of marks) {
   const a = around(n);
   console.log(`${String(n).padEnd(6)}  ${a.bytes.toFixed(0).padStart(10)}  ${a.ms.toFixed(2).padStart(8)}`);
 }
-console.log(`the last turn's bytes by what they hold: ${[...byKind].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(", ")}`);
+console.log(`the last ${WINDOW} turns' bytes per turn by what they hold: ${[...byKind].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${(n / WINDOW).toFixed(0)}`).join(", ")}`);
 const first = around(10);
 const last = around(marks.at(-1)!);
 const bytesRatio = last.bytes / first.bytes;

@@ -24,7 +24,7 @@ describe("a session's history is read once while its actor lives", () => {
     // Reads of the session's messages: whole (no lower bound) or from a seq on.
     const reads: Array<"whole" | "tail"> = [];
     const list = deps.store.list.bind(deps.store);
-    deps.store.list = ((sublevel: Parameters<Store["list"]>[0], schema: never, opts: ListOptions & { gte?: string } = {}) => {
+    deps.store.list = ((sublevel: Parameters<Store["list"]>[0], schema: never, opts: ListOptions & { prefix?: string; gte?: string } = {}) => {
       if (sublevel === "sessions" && opts.prefix?.startsWith("msg:")) reads.push(opts.gte ? "tail" : "whole");
       return list(sublevel, schema, opts);
     }) as Store["list"];
