@@ -9,6 +9,7 @@ import {
   newEpochOps,
   newSessionMeta,
 } from "../src/store/sessions.js";
+import { blobRefs } from "../src/store/blobs.js";
 import type { StoreOp } from "../src/store/store.js";
 import type { TurnRecord } from "../src/store/turns.js";
 import type { TurnInput } from "../machines/turn.machine.js";
@@ -228,6 +229,8 @@ export function createConversation(deps: ConversationDeps) {
     const fromSeq = history.length ? stored[stored.length - history.length]!.seq : meta.nextSeq;
     started.set(msg.sessionKey, { estimate, exact });
     const { ops } = appendMessagesOps(meta, [{ role: "user", content: msg.content }], turnId, stamp);
+    // The prompt is stored by content: its chunks not yet in the store go in the turn's first batch, with the input naming them.
+    const blobs = await blobRefs(deps.store, system);
     return {
       input: {
         turnId,
@@ -238,8 +241,9 @@ export function createConversation(deps: ConversationDeps) {
         maxIterations: d.maxToolIterations,
         ...(msg.messageId ? { messageId: msg.messageId } : {}),
         history: { epoch: meta.epoch, fromSeq, toSeq: meta.nextSeq, count: history.length },
+        systemBlobs: blobs.refs,
       },
-      initialOps: ops,
+      initialOps: [...blobs.ops, ...ops],
     };
   }
 
@@ -290,6 +294,8 @@ export function createConversation(deps: ConversationDeps) {
     sessionFinalOps,
     resume,
     afterTurn,
+    /** A session's actor ended (passivated, crashed): what was kept of its history goes; the next start reads it again. */
+    forget: (sessionKey: string) => consolidator.forget(sessionKey),
     consolidator,
     memory: files,
     /** Handles one message; `onTurn` gets the running turn's handle (to cancel or inject). */

@@ -37,6 +37,8 @@ export interface TurnInput {
    * instead of holding a copy, so a turn's first checkpoint does not grow with the session.
    */
   history?: { epoch: number; fromSeq: number; toSeq: number; count: number };
+  /** The system prompt's chunks as stored by content (src/store/blobs.ts); the stored input leaves its text out. */
+  systemBlobs?: string[];
 }
 
 export interface CallModelInput {

@@ -402,7 +402,11 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   const sessions = createSessionHost({
     logic: session,
     inspect: (id) => tree.inspectRoot(id, "supervisor"),
-    onEnd: (end) => supervisor.send(end),
+    onEnd: (end) => {
+      // The session's history is kept while its actor lives (the consolidator's view), not past it.
+      conversation.forget(end.id.replace(/^session:/, ""));
+      supervisor.send(end);
+    },
   });
   const supervisor = createActor(
     supervisorMachine.provide({

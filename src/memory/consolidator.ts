@@ -5,7 +5,7 @@ import { TEMPLATES_DIR } from "../context/templates.js";
 import { fault } from "../fault.js";
 import type { LlmProvider } from "../providers/client.js";
 import type { ChatMessage } from "../providers/messages.js";
-import { getSessionMeta, sessionMessagesWithSeq, type SessionMeta, type StoredMessage } from "../store/sessions.js";
+import { getSessionMeta, sessionMessagesInRange, sessionMessagesWithSeq, type SessionMeta, type StoredMessage } from "../store/sessions.js";
 import type { Store } from "../store/store.js";
 import { historyTimestamp, type HistoryEntry, type MemoryFiles } from "./files.js";
 import { consolidationStateOp, getConsolidationState, type ConsolidationState } from "./session-state.js";
@@ -125,13 +125,42 @@ export function createConsolidator(deps: ConsolidatorDeps) {
     return next;
   };
 
+  /**
+   * Each session's messages as last read, kept while its actor lives (`forget` when it ends): a
+   * session's stored messages are only ever appended to (a new epoch or a deleted session starts
+   * over), so a turn reads what was appended since, not the whole history again.
+   */
+  const known = new Map<string, { epoch: number; createdAt: number; messages: SessionView["messages"] }>();
+
+  async function messagesOf(meta: SessionMeta): Promise<{ messages: SessionView["messages"]; fresh: boolean }> {
+    const cached = known.get(meta.key);
+    if (cached && cached.epoch === meta.epoch && cached.createdAt === meta.createdAt && cached.messages.length <= meta.nextSeq) {
+      const from = cached.messages.length;
+      const added = await sessionMessagesInRange(deps.store, meta.key, meta.epoch, from, meta.nextSeq);
+      if (added.length === meta.nextSeq - from) {
+        const messages = [...cached.messages, ...added.map((m, i) => ({ ...m, seq: from + i }))];
+        known.set(meta.key, { ...cached, messages });
+        return { messages, fresh: false };
+      }
+    }
+    const messages = await sessionMessagesWithSeq(deps.store, meta);
+    // Kept only when seq and position agree (as appending makes them), so a read of the new tail continues it.
+    if (messages.every((m, i) => m.seq === i)) known.set(meta.key, { epoch: meta.epoch, createdAt: meta.createdAt, messages });
+    else known.delete(meta.key);
+    return { messages, fresh: true };
+  }
+
   /** The session, its messages and how many are archived, repaired from history.jsonl after a crash. */
   async function view(sessionKey: string): Promise<SessionView | undefined> {
     const meta = await getSessionMeta(deps.store, sessionKey);
-    if (!meta) return undefined;
-    const messages = await sessionMessagesWithSeq(deps.store, meta);
+    if (!meta) {
+      known.delete(sessionKey);
+      return undefined;
+    }
+    const { messages, fresh } = await messagesOf(meta);
     let state = await getConsolidationState(deps.store, meta);
-    const written = archivedUpTo(await deps.files.readHistory(), meta);
+    // An archive interrupted by a crash (or a failed write: see archive) is caught up on the first read of the session.
+    const written = fresh ? archivedUpTo(await deps.files.readHistory(), meta) : 0;
     if (written > state.lastConsolidated) {
       deps.logger?.info({ sessionKey, from: state.lastConsolidated, to: written }, "consolidation was interrupted after its history entry; catching up");
       state = { ...state, lastConsolidated: written };
@@ -177,7 +206,17 @@ export function createConsolidator(deps: ConsolidatorDeps) {
   }
 
   /** Archives messages [from, to) of the session's epoch: the entry first (synced), then the store. */
-  async function archive(v: SessionView, { from, to }: Chunk): Promise<"summary" | "raw" | "nothing"> {
+  async function archive(v: SessionView, range: Chunk): Promise<"summary" | "raw" | "nothing"> {
+    try {
+      return await archiveChunk(v, range);
+    } catch (err) {
+      // Its entry may be written and the record not: the next read of the session checks history.jsonl again.
+      known.delete(v.meta.key);
+      throw err;
+    }
+  }
+
+  async function archiveChunk(v: SessionView, { from, to }: Chunk): Promise<"summary" | "raw" | "nothing"> {
     const chunk = v.messages.slice(from, to);
     const forModel = chunk.filter((m) => !m.shownOnly);
     const summary = await summarise(forModel);
@@ -239,6 +278,8 @@ export function createConsolidator(deps: ConsolidatorDeps) {
 
   return {
     view,
+    /** The session's actor ended: its messages are read afresh when it starts again. */
+    forget: (sessionKey: string) => void known.delete(sessionKey),
     maybeConsolidate,
     archiveTail,
     /** The session's prompt estimate against the budget, for /status. */
