@@ -15,6 +15,12 @@ export default tseslint.config(
     },
   },
   {
+    // The bin is CommonJS (bin/package.json): it starts sooner than an ES module entry.
+    files: ["bin/**/*.js"],
+    languageOptions: { sourceType: "commonjs", globals: { require: "readonly", __dirname: "readonly" } },
+    rules: { "@typescript-eslint/no-require-imports": "off" },
+  },
+  {
     // The inspector page's scripts run in the browser (elkjs's ELK is loaded before them).
     files: ["src/server/inspector/**/*.js"],
     languageOptions: {

@@ -9,15 +9,16 @@ import {
   newEpochOps,
   newSessionMeta,
 } from "../src/store/sessions.js";
+import { blobRefs } from "../src/store/blobs.js";
 import type { StoreOp } from "../src/store/store.js";
 import type { TurnRecord } from "../src/store/turns.js";
 import type { TurnInput } from "../machines/turn.machine.js";
 import { createConsolidator } from "../src/memory/consolidator.js";
 import { dreamCommand, type DreamControl } from "../src/memory/commands.js";
 import { createMemoryFiles } from "../src/memory/files.js";
-import { tokenWindow } from "../src/memory/fit.js";
+import { historyWindow } from "../src/memory/fit.js";
 import { recentHistory } from "../src/memory/recent.js";
-import { inputBudget, messagesTokens, textTokens, toolsTokens } from "../src/memory/tokens.js";
+import { fixedCost, inputBudget, messagesTokens, messagesTokensBound } from "../src/memory/tokens.js";
 import type { ChatMessage, Usage } from "../src/providers/messages.js";
 import { statusText } from "../src/chat-status.js";
 import type { RestartOrigin } from "../src/restart-origin.js";
@@ -91,7 +92,7 @@ export function createConversation(deps: ConversationDeps) {
     provider: deps.provider,
     files,
     budget,
-    fixedTokens: async () => textTokens((await systemPrompt()).prompt) + toolsTokens(deps.registry.schemas()),
+    fixedTokens: async () => fixedCost([(await systemPrompt()).prompt], deps.registry.schemas()),
     timezone: d0.timezone,
     logger: deps.logger,
   });
@@ -219,12 +220,18 @@ export function createConversation(deps: ConversationDeps) {
     const userText = withMentionedSkills(msg.content, skills);
     // nanobot's runtime-context block heads the text in what the model is sent; the session stores the message as written.
     const context = runtimeContextBlock({ now: new Date(stamp), timezone: d.timezone, channel: msg.channel, chatId: msg.chatId });
-    const room = budget - textTokens(system) - textTokens(`${context}\n\n${userText}`) - toolsTokens(deps.registry.schemas());
-    const history = tokenWindow(stored.map((m) => m.message), Math.max(0, room));
+    // Counted by the byte bound while that fits the budget; the tokenizer only near the window.
+    const { history, estimate, exact } = historyWindow(
+      stored.map((m) => m.message),
+      budget,
+      fixedCost([system, `${context}\n\n${userText}`], deps.registry.schemas()),
+    );
     // The history is the tail of the stored messages: the turn's stored input refers to it, not a copy.
     const fromSeq = history.length ? stored[stored.length - history.length]!.seq : meta.nextSeq;
-    started.set(msg.sessionKey, budget - room + messagesTokens(stored.map((m) => m.message)));
+    started.set(msg.sessionKey, { estimate, exact });
     const { ops } = appendMessagesOps(meta, [{ role: "user", content: msg.content }], turnId, stamp);
+    // The prompt is stored by content: its chunks not yet in the store go in the turn's first batch, with the input naming them.
+    const blobs = await blobRefs(deps.store, system);
     return {
       input: {
         turnId,
@@ -235,8 +242,9 @@ export function createConversation(deps: ConversationDeps) {
         maxIterations: d.maxToolIterations,
         ...(msg.messageId ? { messageId: msg.messageId } : {}),
         history: { epoch: meta.epoch, fromSeq, toSeq: meta.nextSeq, count: history.length },
+        systemBlobs: blobs.refs,
       },
-      initialOps: ops,
+      initialOps: [...blobs.ops, ...ops],
     };
   }
 
@@ -257,7 +265,7 @@ export function createConversation(deps: ConversationDeps) {
   }
 
   /** The prompt estimate each session's turn started with (system, unarchived history, user message). */
-  const started = new Map<string, number>();
+  const started = new Map<string, { estimate: number; exact: boolean }>();
 
   /**
    * After a turn: consolidation in the background when the session is over budget. The estimate the
@@ -267,7 +275,7 @@ export function createConversation(deps: ConversationDeps) {
   function afterTurn(sessionKey: string, added?: ChatMessage[]): void {
     const before = started.get(sessionKey);
     started.delete(sessionKey);
-    if (before !== undefined && added && before + messagesTokens(added) < budget) return;
+    if (before !== undefined && added && before.estimate + (before.exact ? messagesTokens : messagesTokensBound)(added) < budget) return;
     void consolidator.maybeConsolidate(sessionKey).then(
       (n) => void (n && (cachedPrompt = undefined)),
       (err: unknown) => deps.logger?.error({ err, sessionKey }, "background consolidation failed"),
@@ -287,6 +295,8 @@ export function createConversation(deps: ConversationDeps) {
     sessionFinalOps,
     resume,
     afterTurn,
+    /** A session's actor ended (passivated, crashed): what was kept of its history goes; the next start reads it again. */
+    forget: (sessionKey: string) => consolidator.forget(sessionKey),
     consolidator,
     memory: files,
     /** Handles one message; `onTurn` gets the running turn's handle (to cancel or inject). */

@@ -122,8 +122,10 @@ export function createRunTools(deps: RunToolsDeps) {
         status: "started",
         at: now(),
       };
-      // Written synced before the call runs: here, or already with the awaiting_tools checkpoint.
-      if (!prestarted) await deps.store.batch([toolJournalOp(started)], { sync: true });
+      // Written before the call runs: here, or already with the awaiting_tools checkpoint. The started
+      // record is what keeps a call from running twice after a crash; a read-only or idempotent call
+      // is run again anyway, so its record is written without waiting for the disk.
+      if (!prestarted) await deps.store.batch([toolJournalOp(started)], { sync: !(tool?.readOnly || tool?.idempotent) });
       fault("after-tool-started");
       const result = await deps.registry.execute(
         call.name,

@@ -4,7 +4,7 @@ import type { Bus } from "../src/bus/index.js";
 import { turnActorId } from "../src/server/actor-tree.js";
 import { microcompact } from "../src/context/microcompact.js";
 import { fitToBudget } from "../src/memory/fit.js";
-import { toolsTokens } from "../src/memory/tokens.js";
+import { fixedCost } from "../src/memory/tokens.js";
 import { mergeConsecutiveUsers, repairHistory } from "../src/providers/history.js";
 import type { LlmProvider } from "../src/providers/client.js";
 import { createCheckpointBarrier, type CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
@@ -112,7 +112,7 @@ function effects(deps: TurnDeps, barrier: CheckpointBarrier, fresh: ReadonlySet<
         // either); older read-only results are compacted.
         compact: (messages) => {
           const compacted = microcompact(mergeConsecutiveUsers(repairHistory(messages)), (name) => deps.registry.get(name)?.readOnly === true);
-          return deps.contextBudget ? fitToBudget(compacted, deps.contextBudget, toolsTokens(deps.registry.schemas())) : compacted;
+          return deps.contextBudget ? fitToBudget(compacted, deps.contextBudget, fixedCost([], deps.registry.schemas())) : compacted;
         },
         attach: (messages, turnMessages) => attachToolImages(messages, (name) => deps.registry.get(name), turnMessages),
       }),

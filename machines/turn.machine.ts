@@ -37,6 +37,8 @@ export interface TurnInput {
    * instead of holding a copy, so a turn's first checkpoint does not grow with the session.
    */
   history?: { epoch: number; fromSeq: number; toSeq: number; count: number };
+  /** The system prompt's chunks as stored by content (src/store/blobs.ts); the stored input leaves its text out. */
+  systemBlobs?: string[];
 }
 
 export interface CallModelInput {
@@ -202,15 +204,20 @@ function answer(context: TurnContext, response: ModelResponse) {
   };
 }
 
-/** What a model call of the turn is given (the chat and iteration are for the hooks). */
-const modelCall = (context: TurnContext): CallModelInput => ({
+/** Which turn, chat and step an invoked actor works for (the chat and iteration are for the hooks). */
+const turnFields = (context: TurnContext) => ({
   turnId: context.turnId,
   sessionKey: context.sessionKey,
-  seq: context.seq,
-  messages: context.messages,
   channel: context.channel,
   chatId: context.chatId,
+  seq: context.seq,
   iteration: context.iteration,
+});
+
+/** What a model call of the turn is given. */
+const modelCall = (context: TurnContext): CallModelInput => ({
+  ...turnFields(context),
+  messages: context.messages,
   turnMessages: context.messages.length - context.firstNewIndex,
 });
 
@@ -406,15 +413,7 @@ export const turnMachine = setup({
       entry: "bumpSeq",
       invoke: {
         src: "runTools",
-        input: ({ context }) => ({
-          turnId: context.turnId,
-          sessionKey: context.sessionKey,
-          channel: context.channel,
-          chatId: context.chatId,
-          seq: context.seq,
-          iteration: context.iteration,
-          calls: context.pendingToolCalls,
-        }),
+        input: ({ context }) => ({ ...turnFields(context), calls: context.pendingToolCalls }),
         onDone: {
           target: "tools_completed",
           actions: assign(({ context, event }) => ({ messages: [...context.messages, ...event.output], pendingToolCalls: [] })),
@@ -452,12 +451,7 @@ export const turnMachine = setup({
       invoke: {
         src: "finalizeContent",
         input: ({ context }) => ({
-          turnId: context.turnId,
-          sessionKey: context.sessionKey,
-          channel: context.channel,
-          chatId: context.chatId,
-          seq: context.seq,
-          iteration: context.iteration,
+          ...turnFields(context),
           // What came before the answer (the answer itself is the draft).
           messages: context.messages.slice(0, -1),
           response: context.draft!,

@@ -54,8 +54,9 @@ import { createMemoryFiles } from "./memory/files.js";
 import { chooseExecSandbox } from "./tools/bwrap.js";
 import { createBuiltinTools } from "./tools/builtin/index.js";
 import { createToolRegistry, type ToolRegistry } from "./tools/registry.js";
-import { createMcpHub, type McpHub } from "./mcp/hub.js";
-import { createMcpLogic, mcpActorId } from "../actors/mcp.js";
+import type { McpHub } from "./mcp/hub.js";
+// The MCP SDK (with ajv and a zod of its own) loads only when an MCP server is configured.
+const loadMcp = async () => ({ ...(await import("./mcp/hub.js")), ...(await import("../actors/mcp.js")) });
 import { DEFAULT_POLICY as DEFAULT_SUPERVISION } from "../machines/supervisor.machine.js";
 import type { RestartOrigin } from "./restart-origin.js";
 
@@ -145,14 +146,17 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
   );
   const mcpServers = config.tools.mcpServers;
   const connectTimeoutMs = opts.mcpConnectTimeoutMs ?? 30_000;
-  const mcp = Object.keys(mcpServers).length ? createMcpHub({ servers: mcpServers, registry, logger, connectTimeoutMs }) : undefined;
+  const mcpModules = Object.keys(mcpServers).length ? await loadMcp() : undefined;
+  const mcp = mcpModules?.createMcpHub({ servers: mcpServers, registry, logger, connectTimeoutMs });
   const mcpGate = mcp && { ready: () => mcp.firstAttempts(connectTimeoutMs), note: () => mcp.note() };
   const hooks = composeHooks(await loadHooks({ configured: d.hooks, workspace, logger }), logger);
   const conversation = createConversation({ config, store, provider, registry, workspace, bus, logger, durable: opts.durable, mcp: mcpGate, dream: memory.control, hooks });
   // troupe agent: each server's actor runs on its own (the daemon spawns them under its supervisor).
   const mcpActors =
-    mcp && !opts.superviseMcp
-      ? mcp.names().map((name) => createActor(createMcpLogic({ hub: mcp }), { id: mcpActorId(name), input: { name, policy: DEFAULT_SUPERVISION } }).start())
+    mcp && mcpModules && !opts.superviseMcp
+      ? mcp.names().map((name) =>
+          createActor(mcpModules.createMcpLogic({ hub: mcp }), { id: mcpModules.mcpActorId(name), input: { name, policy: DEFAULT_SUPERVISION } }).start(),
+        )
       : [];
   logger.info({ provider: resolved.spec.name, model: resolved.model, workspace }, "runtime ready");
   return {
@@ -295,6 +299,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   const cron = createCronService({ store, defaultTz: d.timezone, changed: () => supervisor.send({ type: "cron.changed" }) });
   core.registry.register(cronTool({ service: cron, defaultTz: d.timezone }));
   const mcpHub = core.mcp;
+  const mcpActor = mcpHub && (await import("../actors/mcp.js"));
   const sessionTurns = createSessionTurns({
     conversation,
     store,
@@ -397,7 +402,11 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   const sessions = createSessionHost({
     logic: session,
     inspect: (id) => tree.inspectRoot(id, "supervisor"),
-    onEnd: (end) => supervisor.send(end),
+    onEnd: (end) => {
+      // The session's history is kept while its actor lives (the consolidator's view), not past it.
+      conversation.forget(end.id.replace(/^session:/, ""));
+      supervisor.send(end);
+    },
   });
   const supervisor = createActor(
     supervisorMachine.provide({
@@ -405,11 +414,11 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
       actors: {
         channel: channelActor.logic as never,
         cron: createCronScheduler({ store, logger, start: startRun }) as never,
-        ...(mcpHub && {
-          mcp: createMcpLogic({
+        ...(mcpHub && mcpActor && {
+          mcp: mcpActor.createMcpLogic({
             hub: mcpHub,
             onState: (name, state, error) => {
-              if (state === "failed") supervisor.send({ type: "child.failed", id: mcpActorId(name), error: error ?? "failed" });
+              if (state === "failed") supervisor.send({ type: "child.failed", id: mcpActor.mcpActorId(name), error: error ?? "failed" });
             },
           }) as never,
         }),
@@ -429,9 +438,27 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   // The chat a heartbeat reports to: the last one someone wrote from (kept in the store across restarts).
   const LAST_CHAT_KEY = "cron:lastChat";
   const lastChatSchema = z.object({ channel: z.string(), chatId: z.string() });
+  // Written when it changes, at most once a second: a burst of messages writes the last chat once,
+  // not once per message (the write was never synced; the heartbeat reads it every 30 minutes or so).
+  let lastChat: { channel: string; chatId: string } | undefined;
+  let nextChat: typeof lastChat;
+  let lastChatTimer: NodeJS.Timeout | undefined;
+  let lastChatWrite: Promise<void> = Promise.resolve();
+  const writeLastChat = () => {
+    clearTimeout(lastChatTimer);
+    lastChatTimer = undefined;
+    const chat = nextChat;
+    nextChat = undefined;
+    if (!chat || (chat.channel === lastChat?.channel && chat.chatId === lastChat.chatId)) return lastChatWrite;
+    lastChatWrite = lastChatWrite.then(() =>
+      store.batch([{ type: "put", sublevel: "meta", key: LAST_CHAT_KEY, value: chat }]).then(() => void (lastChat = chat), () => {}),
+    );
+    return lastChatWrite;
+  };
   const lastChatSub = bus.ofType("inbound").subscribe((e) => {
     if (e.senderId === "cron" || e.senderId === "heartbeat" || !channels.has(e.channel)) return;
-    void store.batch([{ type: "put", sublevel: "meta", key: LAST_CHAT_KEY, value: { channel: e.channel, chatId: e.chatId } }]).catch(() => {});
+    nextChat = { channel: e.channel, chatId: e.chatId };
+    lastChatTimer ??= setTimeout(() => void writeLastChat(), 1_000).unref();
   });
   const heartbeatConfig = loaded.config.gateway.heartbeat;
   const heartbeat = createHeartbeat({
@@ -556,6 +583,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     async shutdown() {
       accepting = false;
       lastChatSub.unsubscribe();
+      await writeLastChat();
       await upkeep.stop();
       const grace = opts.shutdownGraceMs ?? 3_000;
       const settled = Promise.allSettled(sessionTurns.turns.running().map((id) => sessionTurns.turns.settled(id)));

@@ -1,4 +1,4 @@
-import { Subject, filter, type Observable } from "rxjs";
+import { merge, Subject, type Observable } from "rxjs";
 import { parseEvent, type BusEvent, type BusEventType, type EventOf } from "./events.js";
 
 export interface Bus {
@@ -11,21 +11,45 @@ export interface Bus {
   close(): void;
 }
 
+/**
+ * One stream per event type, so an event reaches only the subscribers of its type: a turn publishes
+ * dozens of events (actor changes, progress, turn states), and with one stream every subscriber's
+ * filter ran on every one of them.
+ */
 export function createBus(): Bus {
-  const subject = new Subject<BusEvent>();
+  const all = new Subject<BusEvent>();
+  const byType = new Map<BusEventType, Subject<BusEvent>>();
+  let closed = false;
+  const typed = (type: BusEventType): Subject<BusEvent> => {
+    let subject = byType.get(type);
+    if (!subject) {
+      subject = new Subject<BusEvent>();
+      if (closed) subject.complete();
+      byType.set(type, subject);
+    }
+    return subject;
+  };
+  const publish = (event: BusEvent) => {
+    if (all.observed) all.next(event);
+    byType.get(event.type)?.next(event);
+  };
   return {
-    events$: subject.asObservable(),
-    publish: (event) => subject.next(event),
+    events$: all.asObservable(),
+    publish,
     publishUntrusted(input) {
       const parsed = parseEvent(input);
       if (!parsed.ok) return parsed;
-      subject.next(parsed.event);
+      publish(parsed.event);
       return { ok: true };
     },
     ofType<T extends BusEventType>(...types: T[]) {
-      const wanted = new Set<BusEventType>(types);
-      return subject.pipe(filter((e): e is EventOf<T> => wanted.has(e.type)));
+      const streams = [...new Set(types)].map((t) => typed(t).asObservable() as Observable<EventOf<T>>);
+      return streams.length === 1 ? streams[0]! : merge(...streams);
     },
-    close: () => subject.complete(),
+    close() {
+      closed = true;
+      all.complete();
+      for (const subject of byType.values()) subject.complete();
+    },
   };
 }

@@ -4,7 +4,7 @@ import { dirname, join } from "node:path";
 import { clearLine, createInterface, cursorTo } from "node:readline";
 import type { LoadedConfig } from "../config/index.js";
 import { StoreLockedError, TroupeError } from "../errors.js";
-import type { DataPaths } from "../paths.js";
+import { dataPaths, type DataPaths } from "../paths.js";
 import { BackendReplaced, succeeded, type AgentIo, type Backend, type ChatOptions, type RemoteOptions, isStop } from "./agent-backend.js";
 import { remoteBackend } from "./agent-remote.js";
 import { connectStoreHolder, type DaemonClient } from "./client.js";
@@ -32,7 +32,7 @@ const ONE_MESSAGE_WAIT_MS = 60_000;
 const CANCEL_GRACE_MS = 10_000;
 
 /** `troupe agent`: one message with -m (or from stdin), else an interactive prompt. Uses the running daemon if there is one. */
-export async function runAgent(loaded: LoadedConfig, opts: AgentOptions): Promise<number> {
+export async function runAgent(load: () => Promise<LoadedConfig>, opts: AgentOptions, paths: DataPaths = dataPaths()): Promise<number> {
   const tty = Boolean(process.stdout.isTTY);
   const printerOptions = { stream: tty, markdown: tty && opts.markdown !== false };
   // Not a terminal: the whole input is one message (a file, a heredoc, a pipe), as `-m -` says.
@@ -43,22 +43,27 @@ export async function runAgent(loaded: LoadedConfig, opts: AgentOptions): Promis
   const io: AgentIo = { say: (text) => process.stderr.write(`${text}\n`), message: (text) => process.stdout.write(`${text}\n`) };
   const conn: RemoteOptions = { follow: !oneMessage, waitMs: oneMessage ? ONE_MESSAGE_WAIT_MS : Number.POSITIVE_INFINITY };
   // The daemon, or an in-process `troupe agent` lending its store; else this process opens it.
-  let client = await connectStoreHolder(loaded.paths);
+  // A running daemon answers without this process loading the config (or the runtime): it has its own.
+  let client = await connectStoreHolder(paths);
+  let loaded: LoadedConfig | undefined;
+  const config = async () => (loaded ??= await load());
   let current: Backend;
-  if (client) current = remoteBackend(loaded.paths, client, opts, io, conn);
+  if (client) current = remoteBackend(paths, client, opts, io, conn);
   else {
     try {
-      current = await localBackend(loaded, opts, io, conn);
+      current = await localBackend(await config(), opts, io, conn);
     } catch (err) {
       // Another process took the store just now: it serves the control API in a moment.
       if (!(err instanceof StoreLockedError)) throw err;
-      client = await waitForHolder(loaded.paths, HOLDER_WAIT_MS);
+      client = await waitForHolder(paths, HOLDER_WAIT_MS);
       if (!client) throw err;
-      current = remoteBackend(loaded.paths, client, opts, io, conn);
+      current = remoteBackend(paths, client, opts, io, conn);
     }
   }
   conn.takeOver = async (lenderPid) => {
-    const local = await localBackend(loaded, opts, io, conn).catch(() => undefined);
+    const local = await config()
+      .then((c) => localBackend(c, opts, io, conn))
+      .catch(() => undefined);
     if (!local) return false;
     const old = current;
     current = local;
@@ -84,7 +89,7 @@ export async function runAgent(loaded: LoadedConfig, opts: AgentOptions): Promis
   const where = !client ? "in-process" : client.holder === "agent" ? `through troupe agent pid ${client.pid}, which holds the store` : `daemon pid ${client.pid}`;
   try {
     if (oneMessage) return await askOnce(backend, content!, createPrinter(process.stdout, printerOptions));
-    await interactive(backend, opts, where, printerOptions, join(loaded.paths.dataDir, "history", "cli_history"), io);
+    await interactive(backend, opts, where, printerOptions, join(paths.dataDir, "history", "cli_history"), io);
     return 0;
   } finally {
     await backend.close();

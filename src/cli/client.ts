@@ -2,6 +2,7 @@ import { TroupeError } from "../errors.js";
 import type { DataPaths } from "../paths.js";
 import { readSse } from "../server/sse.js";
 import { readToken } from "../server/token.js";
+import { httpFetch, type HttpInit, type HttpResponse } from "./http.js";
 import { checkGateway, type GatewayCheck } from "./pidfile.js";
 
 /** The daemon went away (stopped, restarting, its connection broken): the same request may succeed once it is back. */
@@ -40,7 +41,7 @@ export interface DaemonClient {
   follow(sessionKey: string, since: number, onMessage: (m: ChatMessage) => void, signal?: AbortSignal): Promise<{ ended: Promise<void> }>;
 }
 
-/** A connection the daemon refused or broke, as fetch reports it (not an HTTP answer). */
+/** A connection the daemon refused or broke (not an HTTP answer). */
 const gone = (err: unknown, signal?: AbortSignal): never => {
   if (signal?.aborted || err instanceof TroupeError) throw err;
   throw new DaemonGoneError(`lost the connection to the daemon (${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message})`, { cause: err });
@@ -64,8 +65,8 @@ export async function connectStoreHolder(paths: DataPaths, timeoutMs = 2_000): P
 /** A client for a control API at `url` (a gateway, or an in-process `troupe agent` serving one). */
 export function controlClient(url: string, pid: number, token: string): DaemonClient {
   const headers = { authorization: `Bearer ${token}` };
-  const request = async (path: string, init: RequestInit = {}) => {
-    const res = await fetch(`${url}${path}`, { ...init, headers: { ...headers, ...(init.headers as Record<string, string>) } }).catch((err: unknown) => gone(err, init.signal ?? undefined));
+  const request = async (path: string, init: HttpInit = {}) => {
+    const res = await httpFetch(`${url}${path}`, { ...init, headers: { ...headers, ...init.headers } }).catch((err: unknown) => gone(err, init.signal ?? undefined));
     if (!res.ok) {
       const body = (await res.json().catch(() => ({}))) as { error?: string; retry?: string };
       const text = `daemon answered ${res.status}: ${body.error ?? res.statusText}`;
@@ -75,9 +76,9 @@ export function controlClient(url: string, pid: number, token: string): DaemonCl
     return res;
   };
   /** Server-sent events of a response; a stream broken under it is the daemon gone. */
-  async function* events(res: Response, signal?: AbortSignal) {
+  async function* events(res: HttpResponse, signal?: AbortSignal) {
     try {
-      for await (const m of readSse(res.body!)) {
+      for await (const m of readSse(res.body)) {
         if (m.event === "shutting_down") throw new DaemonGoneError("the daemon is stopping");
         yield { event: m.event, data: m.data as Record<string, unknown> };
       }

@@ -85,7 +85,7 @@ program
   .action(async (opts: { message?: string; session: string; markdown: boolean }) => {
     const session = await parseSessionKey(opts.session);
     const { runAgent } = await import("./agent.js");
-    const code = await runAgent(await loadForCli(), { ...opts, session });
+    const code = await runAgent(loadForCli, { ...opts, session });
     // Everything is written and closed; only idle keep-alive sockets to the model would hold the
     // process open (~0.2 s), so it exits once its output is out.
     await new Promise((resolve) => process.stdout.write("", resolve));

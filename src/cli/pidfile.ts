@@ -2,6 +2,7 @@ import { readFileSync, realpathSync } from "node:fs";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { z } from "zod";
 import type { DataPaths } from "../paths.js";
+import { httpFetch } from "./http.js";
 import type { StoreHealthSnapshot } from "../store/health.js";
 
 /** What a running gateway writes to <data dir>/daemon.pid. */
@@ -103,9 +104,9 @@ export async function checkGateway(paths: DataPaths, timeoutMs = 2_000): Promise
   if (!info) return { kind: "none" };
   if (!isAlive(info.pid)) return { kind: "stale", info, why: `pid ${info.pid} no longer runs` };
   const stranger = { kind: "stale" as const, info, why: `pid ${info.pid} is not troupe's gateway for ${paths.dataDir}` };
-  const health = await fetch(`${info.url}/health`, { signal: AbortSignal.timeout(timeoutMs) })
+  const health = await httpFetch(`${info.url}/health`, { signal: AbortSignal.timeout(timeoutMs) })
     // 503: the gateway runs but its store is failing (its body says why).
-    .then(async (res) => (res.ok || res.status === 503 ? ((await res.json()) as Health) : undefined))
+    .then(async (res) => (res.ok || res.status === 503 ? ((await res.json()) as Health) : res.discard()))
     .catch(() => undefined);
   if (health?.pid === info.pid) {
     return health.dataDir === undefined || samePath(health.dataDir, paths.dataDir) ? { kind: "ours", info, health } : stranger;

@@ -5,11 +5,11 @@ import { TEMPLATES_DIR } from "../context/templates.js";
 import { fault } from "../fault.js";
 import type { LlmProvider } from "../providers/client.js";
 import type { ChatMessage } from "../providers/messages.js";
-import { getSessionMeta, sessionMessagesWithSeq, type SessionMeta, type StoredMessage } from "../store/sessions.js";
+import { getSessionMeta, sessionMessagesInRange, sessionMessagesWithSeq, type SessionMeta, type StoredMessage } from "../store/sessions.js";
 import type { Store } from "../store/store.js";
 import { historyTimestamp, type HistoryEntry, type MemoryFiles } from "./files.js";
 import { consolidationStateOp, getConsolidationState, type ConsolidationState } from "./session-state.js";
-import { messageTokens, textTokens } from "./tokens.js";
+import { messagesTokensBound, messageTokens, textTokens, type TokenCost } from "./tokens.js";
 
 /** nanobot's limits: rounds per consolidation, messages per archived chunk. */
 export const MAX_ROUNDS = 5;
@@ -26,8 +26,8 @@ export interface ConsolidatorDeps {
   files: MemoryFiles;
   /** Tokens a request may take (window − reply − buffer). */
   budget: number;
-  /** What every request of the session carries besides its history: the system prompt and the tool schemas. */
-  fixedTokens: () => Promise<number>;
+  /** What every request of the session carries besides its history: the system prompt and the tool schemas (counted lazily as a TokenCost). */
+  fixedTokens: () => Promise<number | TokenCost>;
   timezone?: string;
   logger?: Logger;
 }
@@ -125,13 +125,42 @@ export function createConsolidator(deps: ConsolidatorDeps) {
     return next;
   };
 
+  /**
+   * Each session's messages as last read, kept while its actor lives (`forget` when it ends): a
+   * session's stored messages are only ever appended to (a new epoch or a deleted session starts
+   * over), so a turn reads what was appended since, not the whole history again.
+   */
+  const known = new Map<string, { epoch: number; createdAt: number; messages: SessionView["messages"] }>();
+
+  async function messagesOf(meta: SessionMeta): Promise<{ messages: SessionView["messages"]; fresh: boolean }> {
+    const cached = known.get(meta.key);
+    if (cached && cached.epoch === meta.epoch && cached.createdAt === meta.createdAt && cached.messages.length <= meta.nextSeq) {
+      const from = cached.messages.length;
+      const added = await sessionMessagesInRange(deps.store, meta.key, meta.epoch, from, meta.nextSeq);
+      if (added.length === meta.nextSeq - from) {
+        const messages = [...cached.messages, ...added.map((m, i) => ({ ...m, seq: from + i }))];
+        known.set(meta.key, { ...cached, messages });
+        return { messages, fresh: false };
+      }
+    }
+    const messages = await sessionMessagesWithSeq(deps.store, meta);
+    // Kept only when seq and position agree (as appending makes them), so a read of the new tail continues it.
+    if (messages.every((m, i) => m.seq === i)) known.set(meta.key, { epoch: meta.epoch, createdAt: meta.createdAt, messages });
+    else known.delete(meta.key);
+    return { messages, fresh: true };
+  }
+
   /** The session, its messages and how many are archived, repaired from history.jsonl after a crash. */
   async function view(sessionKey: string): Promise<SessionView | undefined> {
     const meta = await getSessionMeta(deps.store, sessionKey);
-    if (!meta) return undefined;
-    const messages = await sessionMessagesWithSeq(deps.store, meta);
+    if (!meta) {
+      known.delete(sessionKey);
+      return undefined;
+    }
+    const { messages, fresh } = await messagesOf(meta);
     let state = await getConsolidationState(deps.store, meta);
-    const written = archivedUpTo(await deps.files.readHistory(), meta);
+    // An archive interrupted by a crash (or a failed write: see archive) is caught up on the first read of the session.
+    const written = fresh ? archivedUpTo(await deps.files.readHistory(), meta) : 0;
     if (written > state.lastConsolidated) {
       deps.logger?.info({ sessionKey, from: state.lastConsolidated, to: written }, "consolidation was interrupted after its history entry; catching up");
       state = { ...state, lastConsolidated: written };
@@ -143,8 +172,19 @@ export function createConsolidator(deps: ConsolidatorDeps) {
 
   const unarchived = (v: SessionView) => v.messages.slice(v.state.lastConsolidated).filter((m) => !m.shownOnly).map((m) => m.message);
 
+  const fixedExact = async () => {
+    const fixed = await deps.fixedTokens();
+    return typeof fixed === "number" ? fixed : fixed.exact();
+  };
+
   async function estimate(v: SessionView): Promise<number> {
-    return (await deps.fixedTokens()) + unarchived(v).reduce((n, m) => n + messageTokens(m), 0);
+    return (await fixedExact()) + unarchived(v).reduce((n, m) => n + messageTokens(m), 0);
+  }
+
+  /** At least estimate(v), without the tokenizer (UTF-8 bytes bound tokens). */
+  async function estimateBound(v: SessionView): Promise<number> {
+    const fixed = await deps.fixedTokens();
+    return (typeof fixed === "number" ? fixed : fixed.bound) + messagesTokensBound(unarchived(v));
   }
 
   /** The summary of a chunk, or undefined when the model could not give one (the raw dump is used). */
@@ -166,7 +206,17 @@ export function createConsolidator(deps: ConsolidatorDeps) {
   }
 
   /** Archives messages [from, to) of the session's epoch: the entry first (synced), then the store. */
-  async function archive(v: SessionView, { from, to }: Chunk): Promise<"summary" | "raw" | "nothing"> {
+  async function archive(v: SessionView, range: Chunk): Promise<"summary" | "raw" | "nothing"> {
+    try {
+      return await archiveChunk(v, range);
+    } catch (err) {
+      // Its entry may be written and the record not: the next read of the session checks history.jsonl again.
+      known.delete(v.meta.key);
+      throw err;
+    }
+  }
+
+  async function archiveChunk(v: SessionView, { from, to }: Chunk): Promise<"summary" | "raw" | "nothing"> {
     const chunk = v.messages.slice(from, to);
     const forModel = chunk.filter((m) => !m.shownOnly);
     const summary = await summarise(forModel);
@@ -208,6 +258,8 @@ export function createConsolidator(deps: ConsolidatorDeps) {
   /** Archives the oldest messages of a session over budget (v's state moves with them); returns how many chunks. */
   async function consolidateView(v: SessionView): Promise<number> {
     if (deps.budget <= 0) return 0;
+    // Under the budget by the byte bound: under it by the exact count too.
+    if ((await estimateBound(v)) < deps.budget) return 0;
     let estimated = await estimate(v);
     if (estimated < deps.budget) return 0;
     const target = Math.floor(deps.budget / 2);
@@ -239,13 +291,15 @@ export function createConsolidator(deps: ConsolidatorDeps) {
 
   return {
     view,
+    /** The session's actor ended: its messages are read afresh when it starts again. */
+    forget: (sessionKey: string) => void known.delete(sessionKey),
     maybeConsolidate,
     consolidateAndView,
     archiveTail,
     /** The session's prompt estimate against the budget, for /status. */
     async status(sessionKey: string) {
       const v = await view(sessionKey);
-      return { estimated: v ? await estimate(v) : await deps.fixedTokens(), budget: deps.budget, lastConsolidated: v?.state.lastConsolidated ?? 0, messages: v?.messages.length ?? 0 };
+      return { estimated: v ? await estimate(v) : await fixedExact(), budget: deps.budget, lastConsolidated: v?.state.lastConsolidated ?? 0, messages: v?.messages.length ?? 0 };
     },
     /** Resolves when no consolidation of the session runs. */
     idle: (sessionKey: string) => locks.get(sessionKey) ?? Promise.resolve(),

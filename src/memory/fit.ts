@@ -1,5 +1,5 @@
 import type { ChatMessage } from "../providers/messages.js";
-import { messageTokens } from "./tokens.js";
+import { messagesTokens, messagesTokensBound, messageTokens, type TokenCost } from "./tokens.js";
 
 /** What replaces a tool result that had to go so the request fits the window. */
 export const droppedResult = (chars: number) =>
@@ -10,6 +10,8 @@ export const droppedResult = (chars: number) =>
  * or tool call is left without its partner.
  */
 export function tokenWindow(messages: ChatMessage[], budget: number): ChatMessage[] {
+  // All of it fits by the byte bound, so by the exact count too: no tokenizer needed.
+  if (messagesTokensBound(messages) <= budget) return fromUser(messages, 0);
   let start = messages.length;
   let used = 0;
   while (start > 0) {
@@ -18,8 +20,24 @@ export function tokenWindow(messages: ChatMessage[], budget: number): ChatMessag
     used += cost;
     start--;
   }
+  return fromUser(messages, start);
+}
+
+function fromUser(messages: ChatMessage[], start: number): ChatMessage[] {
   while (start < messages.length && messages[start]?.role !== "user") start++;
   return messages.slice(start);
+}
+
+/**
+ * The stored history a new turn is sent: the newest that fits in `budget` beside `fixed` (system
+ * prompt, user message, tool schemas), as tokenWindow. `estimate` is what the whole prompt costs,
+ * at least its exact count (the byte bound when that fits the budget, else the exact count).
+ */
+export function historyWindow(stored: ChatMessage[], budget: number, fixed: TokenCost): { history: ChatMessage[]; estimate: number; exact: boolean } {
+  const bound = fixed.bound + messagesTokensBound(stored);
+  if (bound <= budget) return { history: fromUser(stored, 0), estimate: bound, exact: false };
+  const exactFixed = fixed.exact();
+  return { history: tokenWindow(stored, Math.max(0, budget - exactFixed)), estimate: exactFixed + messagesTokens(stored), exact: true };
 }
 
 /**
@@ -27,9 +45,13 @@ export function tokenWindow(messages: ChatMessage[], budget: number): ChatMessag
  * messages stay; the oldest turns go first, whole, at a user message (never leaving a tool result
  * without its call), down to the newest user message; if that is still too much (one tool-heavy
  * turn), the oldest tool results of what is left are replaced by a note, newest kept longest.
- * A history that cannot be cut further is returned as it is.
+ * A history that cannot be cut further is returned as it is. `fixedCost` is what the tool schemas
+ * take (a number, or a TokenCost counted exactly only when the byte bound does not fit).
  */
-export function fitToBudget(messages: ChatMessage[], budget: number, fixed = 0): ChatMessage[] {
+export function fitToBudget(messages: ChatMessage[], budget: number, fixedCost: number | TokenCost = 0): ChatMessage[] {
+  // Under the budget by the byte bound: under it by the exact count too, and nothing is cut.
+  if ((typeof fixedCost === "number" ? fixedCost : fixedCost.bound) + messagesTokensBound(messages) <= budget) return messages;
+  const fixed = typeof fixedCost === "number" ? fixedCost : fixedCost.exact();
   const costs = messages.map(messageTokens);
   let total = fixed + costs.reduce((a, b) => a + b, 0);
   if (total <= budget) return messages;

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import * as fs from "node:fs";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import git from "isomorphic-git";
+import type IsomorphicGit from "isomorphic-git";
 import { TroupeError } from "../errors.js";
 import { writeAtomic } from "./files.js";
 import { lineCounts, unifiedHunks } from "./line-diff.js";
@@ -26,9 +26,14 @@ export interface MemoryCommit {
 
 export class MemoryGitError extends TroupeError {}
 
+// isomorphic-git (with pako and crc-32) loads at the first git operation, not with every turn.
+let gitModule: Promise<typeof IsomorphicGit> | undefined;
+const loadGit = () => (gitModule ??= import("isomorphic-git").then((m) => m.default));
+
 /** Creates the repository on first use (with one commit of the files as they are). */
 export async function ensureMemoryRepo(workspace: string, now: () => number = Date.now): Promise<void> {
   if (existsSync(join(workspace, ".git"))) return;
+  const git = await loadGit();
   await git.init({ fs, dir: workspace, defaultBranch: "main" });
   if (!existsSync(join(workspace, ".gitignore"))) await writeFile(join(workspace, ".gitignore"), GITIGNORE);
   await git.add({ fs, dir: workspace, filepath: ".gitignore" });
@@ -37,6 +42,7 @@ export async function ensureMemoryRepo(workspace: string, now: () => number = Da
 
 /** Stages the tracked files as they are on disk; returns which changed against HEAD. */
 async function stage(workspace: string): Promise<string[]> {
+  const git = await loadGit();
   const changed: string[] = [];
   for (const filepath of TRACKED) {
     const [, head, work] = (await git.statusMatrix({ fs, dir: workspace, filepaths: [filepath], ignored: true })).find((r) => r[0] === filepath) ?? [filepath, 0, 0];
@@ -56,6 +62,7 @@ async function stage(workspace: string): Promise<string[]> {
 
 /** Commits the tracked files if any changed; returns the new commit's sha, or undefined when nothing changed. */
 export async function commitMemory(workspace: string, message: string, now: () => number = Date.now, always = false): Promise<string | undefined> {
+  const git = await loadGit();
   await ensureMemoryRepo(workspace, now);
   const changed = await stage(workspace);
   if (!changed.length && !always) return undefined;
@@ -65,6 +72,7 @@ export async function commitMemory(workspace: string, message: string, now: () =
 
 /** Which tracked files differ from HEAD, with their line counts (the body of a Dream commit message). */
 export async function changeSummary(workspace: string): Promise<string[]> {
+  const git = await loadGit();
   await ensureMemoryRepo(workspace);
   const head = await git.resolveRef({ fs, dir: workspace, ref: "HEAD" });
   const lines: string[] = [];
@@ -79,6 +87,7 @@ export async function changeSummary(workspace: string): Promise<string[]> {
 }
 
 async function fileAt(workspace: string, sha: string, filepath: string): Promise<string | undefined> {
+  const git = await loadGit();
   try {
     const { blob } = await git.readBlob({ fs, dir: workspace, oid: sha, filepath });
     return Buffer.from(blob).toString("utf8");
@@ -88,6 +97,7 @@ async function fileAt(workspace: string, sha: string, filepath: string): Promise
 }
 
 export async function memoryLog(workspace: string, depth = 10): Promise<MemoryCommit[]> {
+  const git = await loadGit();
   if (!existsSync(join(workspace, ".git"))) return [];
   try {
     return (await git.log({ fs, dir: workspace, depth })).map((c) => ({ sha: c.oid, message: c.commit.message.trim(), timestamp: c.commit.author.timestamp }));
@@ -98,6 +108,7 @@ export async function memoryLog(workspace: string, depth = 10): Promise<MemoryCo
 
 /** A full sha from an abbreviation, or a clear error. */
 export async function resolveCommit(workspace: string, sha: string): Promise<string> {
+  const git = await loadGit();
   if (!/^[0-9a-f]{4,40}$/i.test(sha)) throw new MemoryGitError(`"${sha}" is not a commit sha (see /dream-log for them)`);
   try {
     const oid = await git.expandOid({ fs, dir: workspace, oid: sha.toLowerCase() });
@@ -110,6 +121,7 @@ export async function resolveCommit(workspace: string, sha: string): Promise<str
 
 /** One commit: its message and the unified diff of the tracked files against its parent. */
 export async function commitDiff(workspace: string, sha: string): Promise<{ commit: MemoryCommit; diff: string }> {
+  const git = await loadGit();
   const oid = await resolveCommit(workspace, sha);
   const { commit } = await git.readCommit({ fs, dir: workspace, oid });
   const parent = commit.parent[0];

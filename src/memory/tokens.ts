@@ -1,12 +1,26 @@
+import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
-import { countTokens } from "gpt-tokenizer";
+import { createRequire } from "node:module";
+import type * as GptTokenizer from "gpt-tokenizer";
 import type { ToolSchema } from "../providers/client.js";
 import type { ChatMessage } from "../providers/messages.js";
 
 /**
  * Token counts with a real BPE tokenizer (gpt-tokenizer, o200k_base). Other models' tokenizers
  * differ by a few percent; the safety buffer in every budget absorbs that.
+ *
+ * Every o200k (and cl100k) token covers at least one UTF-8 byte, so a text's byte length is an upper
+ * bound on its token count. Where that bound already fits a budget the exact count cannot change the
+ * outcome, and the tokenizer (its encoder takes ~50 ms to build) is neither loaded nor run: the
+ * `…Bound` functions below, and `TokenCost` for a part counted either way.
  */
+
+// Loaded at the first exact count (a synchronous require keeps every count synchronous).
+let tokenizer: typeof GptTokenizer | undefined;
+// Text that spells a special token (`<|endoftext|>`) is counted as the text it is; by default the tokenizer throws on it.
+const PLAIN_TEXT = { disallowedSpecial: new Set<string>() };
+const countTokens = (text: string): number =>
+  (tokenizer ??= createRequire(import.meta.url)("gpt-tokenizer") as typeof GptTokenizer).countTokens(text, PLAIN_TEXT);
 
 /** What a message costs beyond its text (role, separators), as OpenAI counts chat messages. */
 const PER_MESSAGE = 4;
@@ -51,18 +65,41 @@ export function textTokens(text: string): number {
   return n;
 }
 
-export function messageTokens(m: ChatMessage): number {
+/** An upper bound on `textTokens(text)` that needs no tokenizer: its UTF-8 byte length. */
+export const textTokensBound = (text: string): number => Buffer.byteLength(text, "utf8");
+
+function messageCost(m: ChatMessage, text: (t: string) => number): number {
   let n = PER_MESSAGE;
-  if (typeof m.content === "string") n += textTokens(m.content);
-  else if (Array.isArray(m.content)) for (const part of m.content) n += part.type === "text" ? textTokens(part.text) : PER_IMAGE;
-  if (m.role === "assistant" && m.tool_calls?.length) n += textTokens(JSON.stringify(m.tool_calls));
-  if (m.role === "tool") n += m.name ? textTokens(m.name) : 0;
+  if (typeof m.content === "string") n += text(m.content);
+  else if (Array.isArray(m.content)) for (const part of m.content) n += part.type === "text" ? text(part.text) : PER_IMAGE;
+  if (m.role === "assistant" && m.tool_calls?.length) n += text(JSON.stringify(m.tool_calls));
+  if (m.role === "tool") n += m.name ? text(m.name) : 0;
   return n;
 }
 
+export const messageTokens = (m: ChatMessage): number => messageCost(m, textTokens);
+/** An upper bound on `messageTokens(m)` (see textTokensBound). */
+export const messageTokensBound = (m: ChatMessage): number => messageCost(m, textTokensBound);
+
 export const messagesTokens = (messages: ChatMessage[]) => messages.reduce((sum, m) => sum + messageTokens(m), 0);
+export const messagesTokensBound = (messages: ChatMessage[]) => messages.reduce((sum, m) => sum + messageTokensBound(m), 0);
 
 export const toolsTokens = (tools: ToolSchema[]) => (tools.length ? textTokens(JSON.stringify(tools)) : 0);
+
+/** A part of a request counted lazily: `bound` ≥ `exact()`, and `exact()` runs the tokenizer only when called. */
+export interface TokenCost {
+  bound: number;
+  exact(): number;
+}
+
+/** The cost of texts and tool schemas that go into a request whole (system prompt, user message, tools). */
+export function fixedCost(texts: string[], tools: ToolSchema[] = []): TokenCost {
+  const json = tools.length ? JSON.stringify(tools) : "";
+  return {
+    bound: texts.reduce((n, t) => n + textTokensBound(t), 0) + textTokensBound(json),
+    exact: () => texts.reduce((n, t) => n + textTokens(t), 0) + (json ? textTokens(json) : 0),
+  };
+}
 
 /** What a request may take: the window less the reply and the safety buffer. */
 export const inputBudget = (contextWindowTokens: number, maxTokens: number) => contextWindowTokens - maxTokens - SAFETY_BUFFER;

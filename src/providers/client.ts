@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from "node:async_hooks";
 import type OpenAI from "openai";
 import { loadedOpenAi, loadOpenAi } from "./openai-sdk.js";
 import type { Logger } from "pino";
@@ -107,24 +106,34 @@ function idleWatch(ms: number, onIdle: () => void, now: () => number = Date.now)
   return { touch: () => void (last = now()), stop: () => clearTimeout(timer) };
 }
 
-/** A fetch that reports every received byte (headers, then each body chunk) to `touch`. */
-/** The idle watch of the attempt a fetch belongs to: one client serves every attempt (building one per call cost CPU on every turn). */
-const attemptWatch = new AsyncLocalStorage<() => void>();
+/**
+ * Where an attempt's idle watch rides along with its request: a key of the fetch options the SDK
+ * hands to our fetch unchanged. One client serves every attempt (building one per call cost CPU on
+ * every turn), and no AsyncLocalStorage is needed to tell attempts apart (on Node 20 one enables a
+ * promise hook for the whole process, which every promise of every turn then pays for).
+ */
+const TOUCH = Symbol("troupe.touch");
+type WatchedInit = RequestInit & { [TOUCH]?: () => void };
+const watchOptions = (touch: () => void) => ({ [TOUCH]: touch }) as Record<string, never>;
 
+/** A fetch that reports every received byte (headers, then each body chunk) to the attempt's touch. */
 function watchedFetch(): typeof fetch {
   return async (input, init) => {
-    const touch = attemptWatch.getStore() ?? (() => {});
-    const res = await fetch(input, init);
+    const { [TOUCH]: touch = () => {}, ...rest } = (init ?? {}) as WatchedInit;
+    const res = await fetch(input, rest);
     touch();
     if (!res.body) return res;
-    const body = res.body.pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        transform(chunk, out) {
-          touch();
-          out.enqueue(chunk);
-        },
-      }),
-    );
+    // A pull-through stream, not pipeThrough(TransformStream): the same chunks, a fraction of the machinery.
+    const reader = res.body.getReader();
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const { done, value } = await reader.read();
+        touch();
+        if (done) controller.close();
+        else controller.enqueue(value);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    });
     return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
   };
 }
@@ -247,14 +256,15 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
     const reply = createReplyAccumulator(maxReplyChars);
     try {
       if (!stream) {
-        const raw: unknown = await attemptWatch.run(idle.touch, () => watched.chat.completions.create({ ...body, stream: false }, { signal: controller.signal }));
+        const raw: unknown = await watched.chat.completions.create({ ...body, stream: false }, { signal: controller.signal, fetchOptions: watchOptions(idle.touch) });
         reply.completion(raw);
         const response = reply.finish();
         if (response.content) req.onDelta?.(response.content);
         return warnDropped(response, reply.droppedCalls);
       }
-      const chunks = await attemptWatch.run(idle.touch, () =>
-        watched.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } }, { signal: controller.signal }),
+      const chunks = await watched.chat.completions.create(
+        { ...body, stream: true, stream_options: { include_usage: true } },
+        { signal: controller.signal, fetchOptions: watchOptions(idle.touch) },
       );
       const visible = createThinkFilter();
       for await (const chunk of chunks as AsyncIterable<unknown>) {

@@ -1,5 +1,5 @@
 import type { AnyActorRef, InspectionEvent } from "xstate";
-import type { Bus } from "../bus/index.js";
+import type { Bus, BusEvent } from "../bus/index.js";
 import { createSnapshotRedactor } from "./snapshot-redact.js";
 
 /** One live actor, as GET /api/actors, `troupe daemon status` and the inspector show it. */
@@ -31,12 +31,43 @@ interface Tracked {
   seen?: Record<string, AnyActorRef>;
   /** Each tracked child's id under its parent (the key in the snapshot's children). */
   childIds: Map<string, string>;
+  /** Its last state event, and that state's status, while its snapshot may not have been read (so not yet redacted). */
+  unread?: { event: StateEvent; status: string | null };
 }
 
+type StateEvent = Extract<BusEvent, { type: "actor_state" }>;
+type Snapshot = NonNullable<StateEvent["snapshot"]>;
+
+/** What a state event whose snapshot nobody read carries once a later state of its actor replaced it. */
+export const SUPERSEDED = "(not kept: a later state replaced it before anyone read it)";
+
+/**
+ * Sets the event's snapshot to be made when first read: redacting every snapshot of every actor
+ * cost CPU on every state change, and most are never looked at (no inspector connected).
+ */
+function lazySnapshot(event: StateEvent, make: () => Snapshot): void {
+  Object.defineProperty(event, "snapshot", {
+    enumerable: true,
+    configurable: true,
+    get() {
+      const snapshot = make();
+      settle(event, snapshot);
+      return snapshot;
+    },
+  });
+}
+
+const settle = (event: StateEvent, snapshot: Snapshot) =>
+  Object.defineProperty(event, "snapshot", { value: snapshot, enumerable: true, configurable: true, writable: true });
+
+/** Whether the event's snapshot is still to be made (nobody has read it). */
+const unread = (event: StateEvent) => typeof Object.getOwnPropertyDescriptor(event, "snapshot")?.get === "function";
+
 /** "active.running" for a nested machine state; the actor status for other logic (and for a machine stopped or failed). */
+const flat = (v: unknown): string =>
+  typeof v === "string" ? v : v && typeof v === "object" ? Object.entries(v).map(([k, sub]) => `${k}.${flat(sub)}`).join(",") : String(v);
+
 export function stateName(snapshot: { value?: unknown; status?: string }): string {
-  const flat = (v: unknown): string =>
-    typeof v === "string" ? v : v && typeof v === "object" ? Object.entries(v).map(([k, sub]) => `${k}.${flat(sub)}`).join(",") : String(v);
   // A machine that finished is in its final state (responded, passivated…), which says more than "done".
   return snapshot.value !== undefined && (snapshot.status === "active" || snapshot.status === "done") ? flat(snapshot.value) : (snapshot.status ?? "unknown");
 }
@@ -81,6 +112,9 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
     if (!t) return;
     t.children.forEach(remove);
     actors.delete(sessionId);
+    // Its last snapshot is made now, so the stopped actor's context is not held on to by the event log.
+    if (t.unread && unread(t.unread.event)) void t.unread.event.snapshot;
+    t.unread = undefined;
     bus.publish({ type: "actor_stopped", ...base(t) });
   };
 
@@ -101,6 +135,8 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
   }
 
   function onEvent(event: InspectionEvent, systemRoot?: string, under?: string) {
+    // Actions and microsteps (a third of what XState reports) change nothing the tree shows.
+    if (event.type === "@xstate.action" || event.type === "@xstate.microstep") return;
     const ref = event.actorRef as Internals;
     if (event.type === "@xstate.actor") {
       const parent = ref._parent;
@@ -147,14 +183,24 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
       t.state = state;
       t.since = now();
       const cause = (event.event as { type?: unknown } | undefined)?.type;
-      bus.publish({
+      const changed: StateEvent = {
         type: "actor_state",
         ...base(t),
         from,
         event: typeof cause === "string" ? cause : null,
-        snapshot: t.machine ? { status: snap.status ?? null, context: redact(snap.context) } : null,
+        snapshot: null,
         error: snap.status === "error" ? String(snap.error instanceof Error ? snap.error.message : snap.error) : null,
-      });
+      };
+      if (t.machine) {
+        // The previous state's snapshot, if nobody read it, is not made at all; this one is made when read.
+        const previous = t.unread;
+        if (previous && unread(previous.event)) settle(previous.event, { status: previous.status, context: SUPERSEDED });
+        const status = snap.status ?? null;
+        const context = snap.context;
+        lazySnapshot(changed, () => ({ status, context: redact(context) }));
+        t.unread = { event: changed, status };
+      }
+      bus.publish(changed);
     }
     // Most events change no child: the diff runs only when the children object is a new one.
     if (snap.children && snap.children !== t.seen) {

@@ -15,8 +15,8 @@ export interface SseMessage {
   data: unknown;
 }
 
-/** Reads server-sent events from a fetch body, one parsed message at a time. */
-export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseMessage> {
+/** Reads server-sent events from a response body (fetch's, or node:http's), one parsed message at a time. */
+export async function* readSse(body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>): AsyncGenerator<SseMessage> {
   const decoder = new TextDecoder();
   let buffer = "";
   for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {

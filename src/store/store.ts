@@ -8,7 +8,7 @@ import { diagnoseOpenFailure, droppedAtOpen, type DroppedAtOpen } from "./damage
 import { createGroupCommit, type GroupCommitStats } from "./group-commit.js";
 import { classifyStoreError, createStoreHealth, StoreUnavailableError, type StoreFailure, type StoreHealth } from "./health.js";
 
-export const SUBLEVELS = ["sessions", "turns", "journal", "inbox", "outbox", "cron", "meta", "subagents"] as const;
+export const SUBLEVELS = ["sessions", "turns", "journal", "inbox", "outbox", "cron", "meta", "subagents", "blobs"] as const;
 export type SublevelName = (typeof SUBLEVELS)[number];
 
 export type StoreOp =

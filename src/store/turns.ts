@@ -2,6 +2,7 @@ import { z } from "zod";
 import { CorruptRecordError } from "../errors.js";
 import { chatMessageSchema, type ChatMessage } from "../providers/messages.js";
 import { KEY_END } from "../session-key.js";
+import { readBlobs } from "./blobs.js";
 import { sessionMessagesInRange } from "./sessions.js";
 import type { ListOptions, Store, StoreOp } from "./store.js";
 
@@ -14,9 +15,12 @@ import type { ListOptions, Store, StoreOp } from "./store.js";
  * The format of turn records and their journal. 1: tool calls journalled by the model's call id
  * (records without `format`); 2: by iteration and position, which are unique within a turn; 3: the
  * record's snapshot holds no messages: the turn's input is stored once and every message the turn
- * adds once, under its own key, so a checkpoint writes what its transition changed, not the history.
+ * adds once, under its own key, so a checkpoint writes what its transition changed, not the history;
+ * 4: the input's system prompt may be stored by content (`systemBlobs`: the keys of its chunks in the
+ * `blobs` sublevel, see blobs.ts), written once however many turns carry it. Format-3 inputs hold
+ * their prompt inline and are read as they are.
  */
-export const TURN_FORMAT = 3;
+export const TURN_FORMAT = 4;
 
 /** What a turn is started with (system prompt, history, the new user message). */
 export const turnInputSchema = z.object({
@@ -28,6 +32,8 @@ export const turnInputSchema = z.object({
   maxIterations: z.number().int().positive(),
   messageId: z.string().optional(),
   history: z.object({ epoch: z.number().int().nonnegative(), fromSeq: z.number().int().nonnegative(), toSeq: z.number().int().nonnegative(), count: z.number().int().nonnegative() }).optional(),
+  /** Format 4: the system prompt (messages[0]) is stored as these blobs, in order (blobs.ts); its stored content is empty. */
+  systemBlobs: z.array(z.string()).optional(),
 });
 
 /** A persisted turn-machine snapshot: checked for the parts recovery relies on, the rest kept as is. */
@@ -198,15 +204,31 @@ export function stateJournalOp(turnId: string, at: { seq: number; state: string;
   return { type: "put", sublevel: "journal", key: `${turnId}:state:${pad(at.seq)}`, value: entry };
 }
 
-/** The input as stored: a history the session holds is left out (its `history` says where it is). */
+/**
+ * The input as stored: a history the session holds is left out (its `history` says where it is),
+ * and so is a system prompt stored by content (its `systemBlobs`, written by whoever set them).
+ */
 function storedInput(input: TurnInput): TurnInput {
-  if (!input.history) return input;
-  const { count } = input.history;
-  return { ...input, messages: [...input.messages.slice(0, 1), ...input.messages.slice(1 + count)] };
+  const count = input.history?.count ?? 0;
+  const [system, ...rest] = input.messages;
+  const head = system && input.systemBlobs && system.role === "system" ? { ...system, content: "" } : system;
+  return { ...input, messages: [...(head ? [head] : []), ...rest.slice(count)] };
 }
 
-/** The inverse of storedInput: the history read back from the session it refers to. */
+/** The inverse of storedInput: the prompt read back from its blobs, the history from the session it refers to. */
 async function loadInput(store: Store, stored: TurnInput): Promise<TurnInput> {
+  const withPrompt = await loadSystem(store, stored);
+  return loadHistory(store, withPrompt);
+}
+
+async function loadSystem(store: Store, stored: TurnInput): Promise<TurnInput> {
+  const [system, ...rest] = stored.messages;
+  if (!stored.systemBlobs || system?.role !== "system") return stored;
+  const content = await readBlobs(store, stored.systemBlobs, `turn ${stored.turnId}'s system prompt`);
+  return { ...stored, messages: [{ ...system, content }, ...rest] };
+}
+
+async function loadHistory(store: Store, stored: TurnInput): Promise<TurnInput> {
   if (!stored.history) return stored;
   const { epoch, fromSeq, toSeq, count } = stored.history;
   const history = (await sessionMessagesInRange(store, stored.sessionKey, epoch, fromSeq, toSeq)).filter((m) => !m.shownOnly).map((m) => m.message);
@@ -345,4 +367,21 @@ export async function turnSummaryKeys(store: Store, sessionKey: string): Promise
   const resumed = await store.list("meta", z.unknown(), { prefix: resumedPrefix(sessionKey), onCorrupt: () => {} });
   const last = await store.get("meta", lastTurnKey(sessionKey), z.unknown()).catch(() => undefined);
   return [...(last !== undefined ? [lastTurnKey(sessionKey)] : []), ...resumed.map((r) => r.key)];
+}
+
+/**
+ * Every blob a stored turn input names (for the blob sweep). Only unfinished turns keep their input
+ * (a finished turn's is pruned in its final batch); the open-turn index and the turn records are
+ * both read, so a turn missing from one is still counted.
+ */
+export async function referencedBlobs(store: Store): Promise<Set<string>> {
+  const skip: ListOptions = { onCorrupt: () => {} };
+  const ids = new Set((await listOpenTurns(store, undefined, skip)).map((t) => t.turnId));
+  for (const t of await listTurns(store, skip)) if (!t.final) ids.add(t.turnId);
+  const refs = new Set<string>();
+  for (const turnId of ids) {
+    const input = await store.get("journal", inputKey(turnId), storedInputSchema).catch(() => undefined);
+    for (const ref of input?.input.systemBlobs ?? []) refs.add(ref);
+  }
+  return refs;
 }

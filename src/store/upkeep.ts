@@ -1,8 +1,10 @@
 import type { Logger } from "../log/logger.js";
+import { sweepBlobs } from "./blobs.js";
 import { compactTurns, type CompactionPolicy } from "./compact.js";
 import { diskSpace, floorBytes, lowSpaceLine } from "./disk.js";
 import { MARKER_RETENTION_MS, pruneMarkers } from "./markers.js";
 import type { Store } from "./store.js";
+import { referencedBlobs } from "./turns.js";
 
 /** The free space under the data dir, as /health and `troupe status` show it (last measured). */
 export type DiskState = { free: number; size: number; floor: number; low: string | null } | null;
@@ -22,7 +24,8 @@ export interface UpkeepOptions {
 /**
  * What keeps the store healthy while the daemon runs: the free space under the data dir measured
  * every 30 s (a warning below the floor, and when it is back), and the store kept bounded at start
- * and hourly (old seen/sent markers pruned, finished turns' journals compacted, the space reclaimed).
+ * and hourly (old seen/sent markers pruned, finished turns' journals compacted, prompt chunks no turn
+ * refers to dropped, the space reclaimed).
  */
 export async function startUpkeep(opts: UpkeepOptions) {
   const { store, logger } = opts;
@@ -48,9 +51,11 @@ export async function startUpkeep(opts: UpkeepOptions) {
       .then((n) => void (n && logger.info({ markers: n }, "pruned old seen/sent markers")))
       .then(() => compactTurns(store, Date.now(), opts.compaction, opts.turnView))
       .then(async (n) => {
-        if (!n) return;
-        logger.info({ turns: n }, "compacted finished turns' journals into their summaries");
-        await store.reclaim();
+        if (n) logger.info({ turns: n }, "compacted finished turns' journals into their summaries");
+        // Stored prompt chunks no turn input names any more (finished turns' inputs are pruned).
+        const swept = await sweepBlobs(store, () => referencedBlobs(store));
+        if (swept) logger.info({ blobs: swept }, "dropped stored prompt chunks no turn refers to");
+        if (n || swept) await store.reclaim();
       })
       .catch((err) => logger.warn({ err }, "pruning old records failed; will try again")));
   void prune();

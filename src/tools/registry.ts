@@ -52,18 +52,23 @@ export function createToolRegistry(tools: Tool[] = [], opts: ToolRegistryOptions
     if (!schema) jsonSchemas.set(tool.name, (schema = jsonSchemaOf(tool)));
     return schema;
   };
+  // Every model call sends the whole list: it is built once per change of the tools, the same array until then.
+  let allSchemas: ToolSchema[] | undefined;
   const registry: ToolRegistry = {
     register(tool) {
       byName.set(tool.name, tool);
       jsonSchemas.delete(tool.name);
+      allSchemas = undefined;
     },
     unregister(name) {
       byName.delete(name);
       jsonSchemas.delete(name);
+      allSchemas = undefined;
     },
     get: (name) => byName.get(name),
     names: () => [...byName.keys()].sort(),
-    schemas(allow = () => true) {
+    schemas(allow) {
+      if (!allow) return (allSchemas ??= registry.schemas(() => true));
       const rank = (t: Tool) => (t.source === "mcp" ? 1 : 0);
       return [...byName.values()]
         .filter(allow)

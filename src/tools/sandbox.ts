@@ -42,7 +42,8 @@ export function realpathLoose(path: string, hops = 0): string {
   const rest: string[] = [];
   for (;;) {
     try {
-      return join(realpathSync(current), ...rest.reverse());
+      // The system's realpath(3): one call, where the JavaScript one lstats every component of the path.
+      return join(realpathSync.native(current), ...rest.reverse());
     } catch {
       const target = readlinkOrUndefined(current);
       if (target !== undefined) {
@@ -64,8 +65,14 @@ export function isInside(path: string, root: string): boolean {
 
 /** The real paths a restricted tool may reach. */
 function allowedRoots(sandbox: Sandbox, access: "read" | "write"): string[] {
-  return [sandbox.workspace, ...(access === "read" ? sandbox.readableRoots : [])].map((r) => realpathLoose(resolve(r)));
+  return rootsOf(sandbox, access).map((r) => realpathLoose(resolve(r)));
 }
+
+const rootsOf = (sandbox: Sandbox, access: "read" | "write") => [sandbox.workspace, ...(access === "read" ? sandbox.readableRoots : [])];
+
+/** Whether a real path is inside one of the allowed roots; each root's real path is looked up only when the ones before it did not hold the path. */
+const insideAllowed = (sandbox: Sandbox, real: string, access: "read" | "write") =>
+  rootsOf(sandbox, access).some((root) => isInside(real, realpathLoose(resolve(root))));
 
 const RESTRICTED = "tools.restrictToWorkspace is on, so tools only reach files inside the workspace";
 
@@ -92,7 +99,7 @@ export function resolveToolPath(sandbox: Sandbox, input: string, access: "read" 
   const path = isAbsolute(expanded) ? resolve(expanded) : resolve(sandbox.workspace, expanded);
   if (!sandbox.restrict) return path;
   const real = realpathLoose(path);
-  if (!allowedRoots(sandbox, access).some((root) => isInside(real, root))) {
+  if (!insideAllowed(sandbox, real, access)) {
     const via = real === path ? "" : ` (it resolves to ${real})`;
     throw new ToolError(`access denied: ${input} is outside the workspace ${sandbox.workspace}${via}. ${RESTRICTED}; use a path inside it.`);
   }

@@ -1,7 +1,8 @@
 import { request as httpRequest, type Agent } from "node:http";
 import { request as httpsRequest } from "node:https";
-import { HttpProxyAgent } from "http-proxy-agent";
-import { HttpsProxyAgent } from "https-proxy-agent";
+import { createRequire } from "node:module";
+import type * as HttpProxy from "http-proxy-agent";
+import type * as HttpsProxy from "https-proxy-agent";
 import { ToolError } from "./contract.js";
 
 /**
@@ -19,7 +20,11 @@ export function webProxyAgent(proxy: string | null | undefined, target: URL): Ag
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw new ToolError(`tools.web.proxy uses ${url.protocol.replace(":", "")}, which troupe does not support; use an http:// or https:// proxy`);
   }
-  return target.protocol === "https:" ? new HttpsProxyAgent(url) : new HttpProxyAgent(url);
+  // The proxy agents (and their dependencies) load only when a proxy is configured.
+  const load = createRequire(import.meta.url);
+  return target.protocol === "https:"
+    ? new (load("https-proxy-agent") as typeof HttpsProxy).HttpsProxyAgent(url)
+    : new (load("http-proxy-agent") as typeof HttpProxy).HttpProxyAgent(url);
 }
 
 export interface HttpTextOptions {

@@ -22,13 +22,15 @@ interface Run {
   ms: number;
   /** Peak RSS in MB (undefined without /usr/bin/time). */
   rssMb?: number;
+  /** User + system CPU in ms, every thread (undefined without /usr/bin/time): steadier than wall time on a loaded machine. */
+  cpuMs?: number;
   code: number | null;
   out: string;
 }
 
 /** Runs a command to its end: wall time, peak RSS (through /usr/bin/time when there is one). */
 function timed(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<Run> {
-  const [file, argv] = TIME ? [TIME, ["-f", "%M", cmd, ...args]] : [cmd, args];
+  const [file, argv] = TIME ? [TIME, ["-f", "%U %S %M", cmd, ...args]] : [cmd, args];
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const child = spawn(file, argv, { env: opts.env ?? process.env, cwd: opts.cwd, stdio: ["ignore", "pipe", "pipe"] });
@@ -39,8 +41,9 @@ function timed(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd
     child.on("error", reject);
     child.on("close", (code) => {
       const ms = performance.now() - t0;
-      const kb = TIME ? Number(err.trim().split("\n").at(-1)) : NaN;
-      resolve({ ms, rssMb: Number.isFinite(kb) ? kb / 1024 : undefined, code, out: out + err });
+      const [user, sys, kb] = TIME ? (err.trim().split("\n").at(-1) ?? "").split(" ").map(Number) : [];
+      const cpu = (user ?? NaN) + (sys ?? NaN);
+      resolve({ ms, rssMb: Number.isFinite(kb) ? kb! / 1024 : undefined, cpuMs: Number.isFinite(cpu) ? cpu * 1000 : undefined, code, out: out + err });
     });
   });
 }
@@ -124,10 +127,12 @@ await rm(scratch, { recursive: true, force: true });
 
 const ms = (runs: Run[]) => median(runs.map((r) => r.ms));
 const rss = (runs: Run[]) => median(runs.map((r) => r.rssMb ?? NaN));
+const cpu = (runs: Run[]) => median(runs.map((r) => r.cpuMs ?? NaN));
 const fmt = (n: number, unit: string) => (Number.isFinite(n) ? `${n.toFixed(0)} ${unit}` : "n/a");
 console.log(`## start-up, median of ${RUNS} interleaved runs (cold: a fresh data dir each run; fake model on loopback)`);
-console.log("command                               wall      peak RSS");
-const row = (name: string, runs: Run[]) => console.log(`${name.padEnd(36)}  ${fmt(ms(runs), "ms").padStart(7)}  ${fmt(rss(runs), "MB").padStart(8)}`);
+console.log("command                               wall      peak RSS  CPU (user+sys)");
+const row = (name: string, runs: Run[]) =>
+  console.log(`${name.padEnd(36)}  ${fmt(ms(runs), "ms").padStart(7)}  ${fmt(rss(runs), "MB").padStart(8)}  ${fmt(cpu(runs), "ms").padStart(8)}`);
 row("node -e '' (the floor)", floor);
 row("troupe --version", version);
 row("troupe agent -m hello (cold)", troupeCold);

@@ -4,6 +4,7 @@
  * can be reasoned about. Turns are those of the durability bench (2 model calls, 1 tool call).
  */
 import { rm } from "node:fs/promises";
+import { z } from "zod";
 import { storeSize } from "../../src/store/repair.js";
 import { burst, daemonFor, fakeModel } from "./harness.js";
 import { record } from "./summary.js";
@@ -21,6 +22,8 @@ for (let done = 0; done < total; done += sessions) await burst(daemon, Array.fro
 const elapsed = performance.now() - t0;
 await daemon.store.reclaim();
 const after = await storeSize(daemon.store.path);
+const blobCount = async (store: typeof daemon.store) => (await store.list("blobs", z.unknown())).length;
+const chunksBefore = await blobCount(daemon.store);
 await daemon.shutdown();
 
 // The same store under a policy that compacts every finished turn: its upkeep at start folds them.
@@ -33,6 +36,7 @@ const c0 = performance.now();
 await again.upkeep();
 const compactMs = performance.now() - c0;
 const compacted = await storeSize(again.store.path);
+const chunksAfter = await blobCount(again.store);
 await again.shutdown();
 await rm(dir, { recursive: true, force: true });
 model.stop();
@@ -41,6 +45,7 @@ const perTurn = (after - before) / total;
 console.log(`## store size: ${total.toLocaleString("en")} turns (2 model calls, 1 tool call, a short message) in ${sessions} sessions`);
 console.log(`${(elapsed / 1000).toFixed(1)} s of turns; ${((after - before) / MB).toFixed(1)} MB on disk (${(perTurn / 1024).toFixed(1)} KB/turn)`);
 console.log(`after compaction of every finished turn: ${(compacted / MB).toFixed(1)} MB (${((compacted - before) / total / 1024).toFixed(2)} KB/turn; compaction took ${(compactMs / 1000).toFixed(1)} s)`);
+console.log(`stored prompt chunks (blobs.ts): ${chunksBefore} after the turns, ${chunksAfter} after the upkeep's sweep (no unfinished turn names them)`);
 console.log(`the default floor (200 MB) leaves room for about ${Math.floor((200 * MB) / perTurn).toLocaleString("en")} uncompacted turns before the disk is full`);
 record({ figure: `store size after ${total.toLocaleString("en")} turns`, target: "—", measured: `${(after / MB).toFixed(1)} MB (${(perTurn / 1024).toFixed(1)} KB/turn)` });
 record({

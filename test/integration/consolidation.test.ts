@@ -133,6 +133,30 @@ describe("the Consolidator", () => {
     expect((await getConsolidationState(store!, meta)).lastConsolidated).toBe(0);
   });
 
+  it("a failed store write after the history entry is caught up on the next read in the same process, not archived twice", async () => {
+    const { consolidator, files } = await setup((r) => (isSummaryCall(r) ? { content: "- [durable] once" } : undefined), 4_000);
+    await seed(store!, "t:1", conversationOf(20, 100));
+    // Read once, so the session's messages are kept: the next read would not look at history.jsonl for them.
+    expect((await consolidator.view("t:1"))!.state.lastConsolidated).toBe(0);
+    const batch = store!.batch.bind(store!);
+    let failed = 0;
+    store!.batch = async (ops, opts) => {
+      if (!failed && ops.some((op) => op.key.startsWith("consolidated:"))) {
+        failed++;
+        throw new Error("disk full");
+      }
+      return batch(ops, opts);
+    };
+    await expect(consolidator.maybeConsolidate("t:1")).rejects.toThrow(/disk full/);
+    const written = await files.readHistory();
+    expect(written).toHaveLength(1);
+    expect((await consolidator.view("t:1"))!.state.lastConsolidated).toBe(written[0]!.archived!.to);
+    await consolidator.maybeConsolidate("t:1");
+    const entries = await files.readHistory();
+    const covered = entries.flatMap((e) => Array.from({ length: e.archived!.to - e.archived!.from }, (_, i) => e.archived!.from + i));
+    expect(new Set(covered).size).toBe(covered.length);
+  });
+
   it("/new archives the unarchived tail in chunks, then starts a fresh session; the next turn does not see the old messages", async () => {
     fake = await startFakeOpenAi([], (r) => (isSummaryCall(r) ? { content: `- [durable] summary ${fake!.requests.filter(isSummaryCall).length}` } : { content: "fresh answer" }));
     const dir = await tempDir();

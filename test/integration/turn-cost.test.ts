@@ -23,6 +23,8 @@ async function countStore<T>(store: Store, run: () => Promise<T>): Promise<Recor
   } finally {
     Object.assign(store, { get, list, batch });
   }
+  // The system prompt's stored chunks are looked up by their own cache (src/store/blobs.ts), not pinned here.
+  delete counts["get blobs"];
   return counts;
 }
 
@@ -51,12 +53,12 @@ describe("a turn's store traffic", () => {
     // A new session: its start reads its open turns and inbox; the turn reads the session's meta
     // (absent) to build the input and again for its final batch; the tool journal is not read.
     // Synced: the inbox, then awaiting_model, awaiting_tools (carrying tool.started), awaiting_model
-    // (carrying tools_completed), responded. Unsynced: cron's last chat, tool.completed (the next synced batch covers it).
+    // (carrying tools_completed), responded. Unsynced: tool.completed (the next synced batch covers it).
     const first = await turn("cost");
-    expect(first).toEqual({ "list meta": 1, "list inbox": 1, "get sessions": 2, "synced batch": 5, batch: 2 });
+    expect(first).toEqual({ "list meta": 1, "list inbox": 1, "get sessions": 2, "synced batch": 5, batch: 1 });
 
     // The same live session again: its messages and consolidation state once, its meta twice.
     const second = await turn("cost");
-    expect(second).toEqual({ "get sessions": 2, "list sessions": 1, "get meta": 1, "synced batch": 5, batch: 2 });
+    expect(second).toEqual({ "get sessions": 2, "list sessions": 1, "get meta": 1, "synced batch": 5, batch: 1 });
   });
 });

@@ -90,6 +90,34 @@ describe("turn machine", () => {
     expect((await toolJournal(store, "t-count")).get("000001:000000")?.status).toBe("completed");
   });
 
+  it("waits for the disk on a call's started record only where it keeps the call from running twice", async () => {
+    // append_note runs first and alone, its started record riding on the awaiting_tools checkpoint;
+    // lookup, in the next batch, writes its own.
+    fake = await startFakeOpenAi([
+      { toolCalls: [{ id: "n1", name: "append_note", arguments: { text: "seen" } }, { id: "l1", name: "lookup", arguments: { word: "alpha" } }] },
+      { content: "done" },
+    ]);
+    const tools = countingTools();
+    const deps = await turnDeps(await tempDir(), fake.url, tools.registry);
+    store = deps.store;
+    const started: Array<{ name: string; sync: boolean; withCheckpoint: boolean }> = [];
+    const batch = store.batch.bind(store);
+    store.batch = async (ops, opts) => {
+      const withCheckpoint = ops.some((op) => op.sublevel === "turns");
+      for (const op of ops) {
+        const record = op.type === "put" && op.sublevel === "journal" ? (op.value as { kind?: string; status?: string; name?: string }) : undefined;
+        if (record?.kind === "tool" && record.status === "started") started.push({ name: record.name!, sync: opts?.sync === true, withCheckpoint });
+      }
+      return batch(ops, opts);
+    };
+    expect((await startTurn(deps, { input: turnInput("t1", "note and look up") }).done).state).toBe("responded");
+    // lookup is read-only (run again after a crash anyway); append_note is neither read-only nor idempotent.
+    expect(started).toEqual([
+      { name: "append_note", sync: true, withCheckpoint: true },
+      { name: "lookup", sync: false, withCheckpoint: false },
+    ]);
+  });
+
   it("writes each checkpoint before the effect that follows it starts", async () => {
     fake = await startFakeOpenAi([{ toolCalls: [{ id: "p1", name: "probe", arguments: {} }] }, { content: "ok" }]);
     const seenByTool: Array<string | undefined> = [];

@@ -44,6 +44,20 @@ describe("tool registry", () => {
     expect(schemas.map((s) => s.function.name)).toEqual(["boom", "sleep", "mcp_search"]);
     expect(schemas[1]?.function.parameters).toMatchObject({ type: "object", properties: { seconds: { type: "integer" } }, required: ["seconds"] });
   });
+
+  it("builds the schema list once per change of the tools: the same list until one is registered or unregistered", () => {
+    const own = createToolRegistry([sleepTool]);
+    const first = own.schemas();
+    expect(own.schemas()).toBe(first);
+    own.register(defineTool({ name: "nap", description: "Naps.", parameters: z.object({}), execute: async () => "napped" }));
+    const second = own.schemas();
+    expect(second).not.toBe(first);
+    expect(second.map((s) => s.function.name)).toEqual(["nap", "sleep"]);
+    own.unregister("nap");
+    expect(own.schemas().map((s) => s.function.name)).toEqual(["sleep"]);
+    // A filter gets a list of its own.
+    expect(own.schemas((t) => t.name !== "sleep")).toEqual([]);
+  });
 });
 
 describe("long tool results", () => {

@@ -1,7 +1,9 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { parseFrontmatter } from "../../src/context/frontmatter.js";
+import { parse as parseYaml } from "yaml";
+import { parseFrontmatter, simpleFields } from "../../src/context/frontmatter.js";
+import { BUILTIN_SKILLS_DIR } from "../../src/context/templates.js";
 import { buildSystemPrompt } from "../../src/context/prompt.js";
 import { loadSkills, mentionedSkills, readSkill, withMentionedSkills, type Skill } from "../../src/context/skills.js";
 import { useTempDirs } from "../helpers/tmp.js";
@@ -196,5 +198,52 @@ describe("skills: loading, disabling and $skill-name", () => {
     const text = withMentionedSkills("Use $beta, then $always, $beta again", skills);
     expect(text).not.toContain("ALWAYS BODY");
     expect(text.match(/BETA BODY/g)).toHaveLength(1);
+  });
+});
+
+describe("skills: frontmatter read without the YAML parser", () => {
+  const blockOf = (text: string) => /^---\r?\n([\s\S]*?)\r?\n---/.exec(text)?.[1] ?? "";
+
+  it("reads every built-in skill's frontmatter on the fast path, exactly as YAML reads it", async () => {
+    const dirs = await readdir(BUILTIN_SKILLS_DIR);
+    expect(dirs.length).toBeGreaterThan(3);
+    for (const dir of dirs) {
+      const block = blockOf(await readFile(join(BUILTIN_SKILLS_DIR, dir, "SKILL.md"), "utf8"));
+      expect(simpleFields(block), dir).toBeDefined();
+      expect(simpleFields(block), dir).toEqual(parseYaml(block));
+    }
+  });
+
+  it.each([
+    "name: a\ndescription: Plain words, commas, (parentheses) and 'quotes' inside.",
+    'metadata: {"nanobot":{"emoji":"🦞","requires":{"bins":["node"]}}}',
+    'description: "an escaped \\"quote\\" and \\u00e9"',
+    "always: true\nflag: FALSE\nname: x",
+    "name: yes\nother: on",
+    "url: https://example.com/a?b=c",
+    "name: a\n\ndescription: after a blank line",
+  ])("takes simple frontmatter and agrees with YAML: %s", (block) => {
+    expect(simpleFields(block)).toBeDefined();
+    expect(simpleFields(block)).toEqual(parseYaml(block));
+  });
+
+  it.each([
+    ["an unquoted colon", "description: Use it: for things"],
+    ["a comment", "name: a # the name"],
+    ["a number", "version: 1.0"],
+    ["null", "name: null"],
+    ["a tilde", "name: ~"],
+    ["a single-quoted string", "name: 'a'"],
+    ["a block scalar", "description: |\n  two\n  lines"],
+    ["a nested mapping", "metadata:\n  nanobot: {}"],
+    ["a list item", "- a"],
+    ["an anchor", "name: &a x"],
+    ["a tag", "name: !!str x"],
+    ["broken JSON", 'metadata: {"nanobot": '],
+    ["a duplicate key", "name: a\nname: b"],
+    ["a date", "date: 2024-01-01"],
+    ["a signed number", "n: -1"],
+  ])("leaves anything else to YAML: %s", (_label, block) => {
+    expect(simpleFields(block)).toBeUndefined();
   });
 });

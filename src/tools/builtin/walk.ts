@@ -1,5 +1,4 @@
 import { stat } from "node:fs/promises";
-import { glob } from "tinyglobby";
 import { ToolError } from "../contract.js";
 import { assertPatternInside, keepReachable, type Sandbox } from "../sandbox.js";
 
@@ -19,6 +18,8 @@ export async function findFiles(
   opts: { directories?: boolean; onlyDirectories?: boolean } = {},
 ): Promise<string[]> {
   assertPatternInside(sandbox, pattern);
+  // tinyglobby (with fdir and picomatch) loads at the first search, not with every turn.
+  const { glob } = await import("tinyglobby");
   const found = await glob(pattern, {
     cwd: dir,
     absolute: true,

@@ -1,0 +1,125 @@
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import { CorruptRecordError } from "../errors.js";
+import type { Store, StoreOp } from "./store.js";
+
+/**
+ * Content-addressed text (the `blobs` sublevel, key: the sha256 of the text, base64url). A turn's
+ * system prompt is stored as the list of its chunks' keys: the parts that repeat from turn to turn
+ * (identity, bootstrap files, memory, skills, each undigested history entry) are written once, not
+ * with every turn, so a turn's bytes do not grow with the prompt. A chunk is written in the same
+ * synced batch as the first turn input that names it, and dropped by `sweepBlobs` only when no
+ * stored turn input names it any more.
+ */
+
+const blobSchema = z.object({ text: z.string() });
+
+export const blobHash = (text: string) => createHash("sha256").update(text).digest("base64url");
+
+/**
+ * The prompt cut into chunks that repeat across turns: before each section separator (`---` line)
+ * and each undigested history entry (a line starting `- [`), so a new entry or one that falls off
+ * changes one chunk, not the rest. Joining the chunks gives the text back exactly.
+ */
+export function splitPrompt(text: string): string[] {
+  const chunks: string[] = [];
+  let start = 0;
+  const boundary = /\n(?=---\n|- \[)/g;
+  for (let m = boundary.exec(text); m; m = boundary.exec(text)) {
+    if (m.index + 1 > start) chunks.push(text.slice(start, m.index + 1));
+    start = m.index + 1;
+  }
+  if (start < text.length || chunks.length === 0) chunks.push(text.slice(start));
+  return chunks;
+}
+
+/**
+ * What this process knows of a store's blobs, so a turn does not read or rewrite what is there.
+ * `known`: read back or found present; `touched`: when a prepared input last named each blob (the
+ * sweep spares recent ones: their input may not be committed yet); `doomed`: blobs a sweep is
+ * deleting now, treated as absent (written again) until its batch is done.
+ */
+interface BlobState {
+  known: Set<string>;
+  touched: Map<string, number>;
+  doomed: Set<string>;
+}
+const states = new WeakMap<Store, BlobState>();
+const stateOf = (store: Store): BlobState => {
+  let state = states.get(store);
+  if (!state) states.set(store, (state = { known: new Set(), touched: new Map(), doomed: new Set() }));
+  return state;
+};
+
+/**
+ * A text as blob references, and the puts of the chunks not yet stored: the caller writes these
+ * in the same synced batch as the record that names the references (a reader must always find them).
+ */
+export async function blobRefs(store: Store, text: string, now = Date.now()): Promise<{ refs: string[]; ops: StoreOp[] }> {
+  const state = stateOf(store);
+  const chunks = splitPrompt(text);
+  const refs = chunks.map(blobHash);
+  // Touched before anything is decided: a sweep running now spares them.
+  for (const ref of refs) state.touched.set(ref, now);
+  const ops: StoreOp[] = [];
+  const seen = new Set<string>();
+  for (const [i, ref] of refs.entries()) {
+    if (seen.has(ref)) continue;
+    seen.add(ref);
+    if (state.known.has(ref)) continue;
+    if (!state.doomed.has(ref) && (await store.get("blobs", ref, blobSchema)) !== undefined) {
+      // The sweep may have doomed it while we read: then it is written again.
+      if (!state.doomed.has(ref)) {
+        state.known.add(ref);
+        continue;
+      }
+    }
+    ops.push({ type: "put", sublevel: "blobs", key: ref, value: { text: chunks[i]! } });
+  }
+  return { refs, ops };
+}
+
+/** The text the references stand for; a missing chunk is a corrupt record, named with `what`. */
+export async function readBlobs(store: Store, refs: string[], what: string): Promise<string> {
+  const state = stateOf(store);
+  const parts = await Promise.all(
+    refs.map(async (ref) => {
+      const blob = await store.get("blobs", ref, blobSchema);
+      if (!blob) throw new CorruptRecordError(`${what} refers to stored text ${ref}, which is missing from the store`);
+      if (!state.doomed.has(ref)) state.known.add(ref);
+      return blob.text;
+    }),
+  );
+  return parts.join("");
+}
+
+/** How long a blob named by a prepared input is spared by the sweep (its input may still be on its way to disk). */
+export const BLOB_GRACE_MS = 10 * 60_000;
+
+/**
+ * Mark and sweep: deletes every blob that no stored turn input names (`referenced`, read after the
+ * sweep starts) and that no input prepared in the last BLOB_GRACE_MS named. Returns how many went.
+ */
+export async function sweepBlobs(store: Store, referenced: () => Promise<Set<string>>, now = Date.now()): Promise<number> {
+  const state = stateOf(store);
+  const since = now - BLOB_GRACE_MS;
+  for (const [ref, at] of state.touched) if (at < since) state.touched.delete(ref);
+  const stored = (await store.list("blobs", z.unknown(), { onCorrupt: () => {} })).map((r) => r.key);
+  const live = await referenced();
+  // From here to the batch being issued nothing awaits: no input can name a blob in between unseen.
+  const doomed = stored.filter((ref) => !live.has(ref) && !((state.touched.get(ref) ?? -Infinity) >= since));
+  if (!doomed.length) return 0;
+  for (const ref of doomed) {
+    state.known.delete(ref);
+    state.doomed.add(ref);
+  }
+  try {
+    await store.batch(
+      doomed.map((key): StoreOp => ({ type: "del", sublevel: "blobs", key })),
+      { sync: true },
+    );
+  } finally {
+    for (const ref of doomed) state.doomed.delete(ref);
+  }
+  return doomed.length;
+}

@@ -1,0 +1,48 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import type { Daemon } from "../../src/runtime.js";
+import type { StoreOp } from "../../src/store/store.js";
+import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
+import { replyTo, sendApi, startDaemon } from "../helpers/daemon.js";
+import { useTempDirs } from "../helpers/tmp.js";
+import { until } from "../helpers/wait.js";
+
+const lastChat = z.object({ channel: z.string(), chatId: z.string() });
+
+describe("the heartbeat's last chat", () => {
+  const tmp = useTempDirs();
+  let fake: FakeOpenAi | undefined;
+  let daemon: Daemon | undefined;
+  afterEach(async () => {
+    await daemon?.shutdown();
+    await fake?.close();
+    daemon = undefined;
+  });
+
+  it("is stored when it changes, not once per message: a burst writes it once and ends at the last chat", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "ok" }));
+    daemon = await startDaemon(await tmp(), fake.url);
+    const writes: unknown[] = [];
+    const batch = daemon.store.batch.bind(daemon.store);
+    daemon.store.batch = async (ops: StoreOp[], opts) => {
+      for (const op of ops) if (op.type === "put" && op.sublevel === "meta" && op.key === "cron:lastChat") writes.push(op.value);
+      return batch(ops, opts);
+    };
+    // The same chat, many times: written once.
+    const same = await Promise.all(Array.from({ length: 8 }, (_, i) => sendApi(daemon!, "one", `hello ${i}`)));
+    await Promise.all(same.map((id) => replyTo(daemon!, id)));
+    await until(async () => (await daemon!.store.get("meta", "cron:lastChat", lastChat))?.chatId === "one", 10_000, "the last chat stored");
+    expect(writes).toEqual([{ channel: "api", chatId: "one" }]);
+    // A burst from many chats: far fewer writes than messages, and the last one wins.
+    for (let i = 0; i < 20; i++) await daemon.accept("api", { chatId: `c${i}`, senderId: "u", content: "hi" });
+    await until(async () => (await daemon!.store.get("meta", "cron:lastChat", lastChat))?.chatId === "c19", 10_000, "the burst's last chat stored");
+    // Written at most once a second: 20 messages in well under that many seconds make far fewer writes.
+    expect(writes.length).toBeLessThan(1 + 10);
+    expect(writes.at(-1)).toEqual({ channel: "api", chatId: "c19" });
+    // A shutdown writes what is pending at once.
+    await daemon.accept("api", { chatId: "final", senderId: "u", content: "bye" });
+    await daemon.shutdown();
+    daemon = undefined;
+    expect(writes.at(-1)).toEqual({ channel: "api", chatId: "final" });
+  });
+});
