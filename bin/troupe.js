@@ -15,8 +15,9 @@ if (args.length === 1 && (args[0] === "--version" || args[0] === "-v")) {
 } else {
   // Node's fetch (the model client's) parses HTTP with llhttp built to WebAssembly, and V8's optimizing
   // wasm compiler takes ~30 MB for it: more than a one-shot command's whole heap. Commands keep the
-  // baseline compiler (Liftoff); the gateway, which parses every model response, keeps both.
-  if (args[0] !== "gateway") require("node:v8").setFlagsFromString("--liftoff-only");
+  // baseline compiler (Liftoff); the gateway, which parses every model response, keeps both (named
+  // anywhere: `troupe --config x gateway` too; a message that says "gateway" only costs memory).
+  if (!args.includes("gateway")) require("node:v8").setFlagsFromString("--liftoff-only");
   const main = join(__dirname, "..", "dist", "main.js");
   if (!existsSync(main)) {
     console.error("troupe: the compiled CLI (dist/main.js) is missing; run npm run build (npm ci does it too) in the troupe folder");
