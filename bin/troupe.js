@@ -23,7 +23,12 @@ if (args.length === 1 && (args[0] === "--version" || args[0] === "-v")) {
     console.error("troupe: the compiled CLI (dist/main.js) is missing; run npm run build (npm ci does it too) in the troupe folder");
     process.exit(1);
   }
-  import(pathToFileURL(main).href).catch((err) => {
+  // Run as an ES module entry, a CLI whose top-level await never settles exits 13; imported from here,
+  // it would exit 0 as if it had succeeded. The code stands until the CLI's module has finished.
+  process.exitCode = 13;
+  import(pathToFileURL(main).href).then(() => {
+    if (process.exitCode === 13) process.exitCode = undefined;
+  }, (err) => {
     console.error(err);
     process.exit(1);
   });
