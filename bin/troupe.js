@@ -15,14 +15,20 @@ if (args.length === 1 && (args[0] === "--version" || args[0] === "-v")) {
 } else {
   // Node's fetch (the model client's) parses HTTP with llhttp built to WebAssembly, and V8's optimizing
   // wasm compiler takes ~30 MB for it: more than a one-shot command's whole heap. Commands keep the
-  // baseline compiler (Liftoff); the gateway, which parses every model response, keeps both.
-  if (args[0] !== "gateway") require("node:v8").setFlagsFromString("--liftoff-only");
+  // baseline compiler (Liftoff); the gateway, which parses every model response, keeps both (named
+  // anywhere: `troupe --config x gateway` too; a message that says "gateway" only costs memory).
+  if (!args.includes("gateway")) require("node:v8").setFlagsFromString("--liftoff-only");
   const main = join(__dirname, "..", "dist", "main.js");
   if (!existsSync(main)) {
     console.error("troupe: the compiled CLI (dist/main.js) is missing; run npm run build (npm ci does it too) in the troupe folder");
     process.exit(1);
   }
-  import(pathToFileURL(main).href).catch((err) => {
+  // Run as an ES module entry, a CLI whose top-level await never settles exits 13; imported from here,
+  // it would exit 0 as if it had succeeded. The code stands until the CLI's module has finished.
+  process.exitCode = 13;
+  import(pathToFileURL(main).href).then(() => {
+    if (process.exitCode === 13) process.exitCode = undefined;
+  }, (err) => {
     console.error(err);
     process.exit(1);
   });

@@ -438,27 +438,42 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   // The chat a heartbeat reports to: the last one someone wrote from (kept in the store across restarts).
   const LAST_CHAT_KEY = "cron:lastChat";
   const lastChatSchema = z.object({ channel: z.string(), chatId: z.string() });
-  // Written when it changes, at most once a second: a burst of messages writes the last chat once,
-  // not once per message (the write was never synced; the heartbeat reads it every 30 minutes or so).
-  let lastChat: { channel: string; chatId: string } | undefined;
-  let nextChat: typeof lastChat;
+  // Handed to the store (unsynced: it survives a kill, not a power cut) as soon as a new chat writes;
+  // further changes within the next second are written once, at its end, so a burst from many chats
+  // writes twice, not once per message. Compared with the last chat handed over, not the last one
+  // written, so a slow write cannot leave an older chat behind.
+  type Chat = { channel: string; chatId: string };
+  const sameChat = (a: Chat | undefined, b: Chat | undefined) => a?.channel === b?.channel && a?.chatId === b?.chatId;
+  let queuedChat: Chat | undefined;
+  let pendingChat: Chat | undefined;
   let lastChatTimer: NodeJS.Timeout | undefined;
   let lastChatWrite: Promise<void> = Promise.resolve();
-  const writeLastChat = () => {
-    clearTimeout(lastChatTimer);
-    lastChatTimer = undefined;
-    const chat = nextChat;
-    nextChat = undefined;
-    if (!chat || (chat.channel === lastChat?.channel && chat.chatId === lastChat.chatId)) return lastChatWrite;
+  const putLastChat = (chat: Chat) => {
+    queuedChat = chat;
     lastChatWrite = lastChatWrite.then(() =>
-      store.batch([{ type: "put", sublevel: "meta", key: LAST_CHAT_KEY, value: chat }]).then(() => void (lastChat = chat), () => {}),
+      store.batch([{ type: "put", sublevel: "meta", key: LAST_CHAT_KEY, value: chat }]).then(
+        () => undefined,
+        () => void (queuedChat === chat && (queuedChat = undefined)),
+      ),
     );
     return lastChatWrite;
   };
+  /** Writes the change held back in the last second, if any (also at shutdown). */
+  const writeLastChat = () => {
+    clearTimeout(lastChatTimer);
+    lastChatTimer = undefined;
+    const chat = pendingChat;
+    pendingChat = undefined;
+    return chat && !sameChat(chat, queuedChat) ? putLastChat(chat) : lastChatWrite;
+  };
   const lastChatSub = bus.ofType("inbound").subscribe((e) => {
     if (e.senderId === "cron" || e.senderId === "heartbeat" || !channels.has(e.channel)) return;
-    nextChat = { channel: e.channel, chatId: e.chatId };
-    lastChatTimer ??= setTimeout(() => void writeLastChat(), 1_000).unref();
+    const chat = { channel: e.channel, chatId: e.chatId };
+    if (lastChatTimer) pendingChat = chat;
+    else if (!sameChat(chat, queuedChat)) {
+      void putLastChat(chat);
+      lastChatTimer = setTimeout(() => void writeLastChat(), 1_000).unref();
+    }
   });
   const heartbeatConfig = loaded.config.gateway.heartbeat;
   const heartbeat = createHeartbeat({

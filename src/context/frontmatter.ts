@@ -66,7 +66,20 @@ export function recoverFields(block: string): Record<string, unknown> {
 
 /** A value YAML could read as something other than the plain string it spells (null, a number, a date, …), or that starts with an indicator. */
 const NOT_PLAIN = /^[-?:,[\]{}#&*!|>'"%@`+.~\d]|^(null|Null|NULL|true|True|TRUE|false|False|FALSE)$|:(\s|$)|\s#/;
-const BOOLEAN: Record<string, boolean> = { true: true, True: true, TRUE: true, false: false, False: false, FALSE: false };
+const BOOLEAN = new Map([
+  ["true", true],
+  ["True", true],
+  ["TRUE", true],
+  ["false", false],
+  ["False", false],
+  ["FALSE", false],
+]);
+/** Keys YAML reads as something else (null, a boolean), and the one key an object cannot hold as its own. */
+const NOT_PLAIN_KEY = /^(null|Null|NULL|true|True|TRUE|false|False|FALSE|__proto__)$/;
+/** In JSON, a string followed by a colon is always a key: as many of these as keys parsed means none repeated. */
+const JSON_KEY = /"(?:[^"\\]|\\.)*"\s*:/g;
+const keyCount = (value: unknown): number =>
+  Array.isArray(value) ? value.reduce((n: number, v) => n + keyCount(v), 0) : value && typeof value === "object" ? Object.values(value).reduce((n: number, v) => n + keyCount(v), Object.keys(value).length) : 0;
 
 /**
  * The fields of a frontmatter made only of one-line `key: value` pairs whose values are plain strings,
@@ -79,15 +92,19 @@ export function simpleFields(block: string): Record<string, unknown> | undefined
   for (const line of block.split(/\r?\n/)) {
     if (!line.trim()) continue;
     const m = /^([A-Za-z_][\w-]*):[ \t]+(\S.*?)\s*$/.exec(line);
-    if (!m || Object.hasOwn(fields, m[1]!)) return undefined;
+    if (!m || Object.hasOwn(fields, m[1]!) || NOT_PLAIN_KEY.test(m[1]!)) return undefined;
     const value = m[2]!;
-    if (value in BOOLEAN) fields[m[1]!] = BOOLEAN[value];
+    if (BOOLEAN.has(value)) fields[m[1]!] = BOOLEAN.get(value);
     else if (/^[[{]/.test(value) || value.startsWith('"')) {
+      let parsed: unknown;
       try {
-        fields[m[1]!] = JSON.parse(value) as unknown;
+        parsed = JSON.parse(value);
       } catch {
         return undefined;
       }
+      // YAML refuses a mapping with a repeated key; JSON.parse keeps the last one.
+      if (keyCount(parsed) !== (value.match(JSON_KEY)?.length ?? 0)) return undefined;
+      fields[m[1]!] = parsed;
     } else if (NOT_PLAIN.test(value)) return undefined;
     else fields[m[1]!] = value;
   }

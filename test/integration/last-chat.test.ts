@@ -45,4 +45,46 @@ describe("the heartbeat's last chat", () => {
     daemon = undefined;
     expect(writes.at(-1)).toEqual({ channel: "api", chatId: "final" });
   });
+
+  it("is handed to the store as soon as a new chat writes, so a kill -9 a moment later keeps it", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "ok" }));
+    daemon = await startDaemon(await tmp(), fake.url);
+    const writes: unknown[] = [];
+    const batch = daemon.store.batch.bind(daemon.store);
+    daemon.store.batch = async (ops: StoreOp[], opts) => {
+      for (const op of ops) if (op.type === "put" && op.sublevel === "meta" && op.key === "cron:lastChat") writes.push(op.value);
+      return batch(ops, opts);
+    };
+    // accept() publishes the message before it resolves: the write is issued by then, not a second later.
+    await daemon.accept("api", { chatId: "chat-42", senderId: "u", content: "hi" });
+    expect(writes).toEqual([{ channel: "api", chatId: "chat-42" }]);
+  });
+
+  it("ends at the last chat even when a write is slow (A, B while B's write is in flight, then A again)", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "ok" }));
+    const home = await tmp();
+    daemon = await startDaemon(home, fake.url);
+    await daemon.accept("api", { chatId: "A", senderId: "u", content: "hi" });
+    await until(async () => (await daemon!.store.get("meta", "cron:lastChat", lastChat))?.chatId === "A", 10_000, "A stored");
+    // From here, writes of the key take a while (a busy store).
+    let release!: () => void;
+    const slow = new Promise<void>((r) => (release = r));
+    let issued!: () => void;
+    const bIssued = new Promise<void>((r) => (issued = r));
+    const batch = daemon.store.batch.bind(daemon.store);
+    daemon.store.batch = async (ops: StoreOp[], opts) => {
+      if (ops.some((op) => op.type === "put" && op.key === "cron:lastChat")) {
+        issued();
+        await slow;
+      }
+      return batch(ops, opts);
+    };
+    await daemon.accept("api", { chatId: "B", senderId: "u", content: "hi" });
+    await bIssued;
+    await daemon.accept("api", { chatId: "A", senderId: "u", content: "again" });
+    release();
+    await daemon.shutdown();
+    daemon = await startDaemon(home, fake.url);
+    expect(await daemon.store.get("meta", "cron:lastChat", lastChat)).toEqual({ channel: "api", chatId: "A" });
+  });
 });

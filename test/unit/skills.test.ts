@@ -243,7 +243,24 @@ describe("skills: frontmatter read without the YAML parser", () => {
     ["a duplicate key", "name: a\nname: b"],
     ["a date", "date: 2024-01-01"],
     ["a signed number", "n: -1"],
+    ["a __proto__ key", '__proto__: {"always": true}'],
+    ["a key YAML reads as null", "null: x"],
+    ["a key YAML reads as a boolean", "True: x"],
+    ["JSON with a repeated key", 'metadata: {"a": 1, "a": 2}'],
+    ["nested JSON with a repeated key", 'metadata: {"nanobot": {"emoji": "x", "emoji": "y"}}'],
   ])("leaves anything else to YAML: %s", (_label, block) => {
     expect(simpleFields(block)).toBeUndefined();
+  });
+
+  it.each(["description: constructor", "name: toString", "name: hasOwnProperty", "name: __proto__", "description: valueOf"])(
+    "reads a value named like an Object property as the plain string YAML reads: %s",
+    (block) => {
+      expect(simpleFields(block)).toEqual(parseYaml(block));
+    },
+  );
+
+  it("never lets a __proto__ key make a skill always-loaded", () => {
+    const fm = parseFrontmatter('---\nname: demo\n__proto__: {"always": true}\n---\nbody');
+    expect((fm.fields as { always?: unknown }).always).toBeUndefined();
   });
 });
