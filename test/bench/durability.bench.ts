@@ -3,7 +3,7 @@
  *
  * 1. The floor: raw LevelDB batches with sync, one after another (one fsync each), beside the same
  *    writes from 100 concurrent writers through troupe's group-commit writer.
- * 2. Durable turns (2 model calls + 1 tool, 9 checkpoints each) against a zero-latency model with
+ * 2. Durable turns (2 model calls + 1 tool each) against a zero-latency model with
  *    1, 10 and 100 sessions at once: turns/s and fsyncs per turn.
  * 3. The same turns with the per-transition checkpoints off, to show what checkpointing costs.
  */
@@ -70,7 +70,7 @@ console.log(
 );
 
 const model = await fakeModel(0);
-console.log("\n## durable turns, zero-latency model (2 model calls, 1 tool call, 9 checkpoints per turn)");
+console.log("\n## durable turns, zero-latency model (2 model calls, 1 tool call per turn)");
 console.log("sessions  checkpoints  turns/s  ms/turn  synced batches/turn  fsyncs/turn");
 const rows: Array<[number, boolean, Awaited<ReturnType<typeof turns>>]> = [];
 for (const [sessions, total] of [[1, 100], [10, 300], [100, 1_000]] as const) {

@@ -9,6 +9,17 @@ import { until } from "../helpers/wait.js";
 
 const lastChat = z.object({ channel: z.string(), chatId: z.string() });
 
+/** Every last-chat value the daemon hands to its store from now on, in order. */
+function lastChatWrites(daemon: Daemon): unknown[] {
+  const writes: unknown[] = [];
+  const batch = daemon.store.batch.bind(daemon.store);
+  daemon.store.batch = async (ops: StoreOp[], opts) => {
+    for (const op of ops) if (op.type === "put" && op.sublevel === "meta" && op.key === "cron:lastChat") writes.push(op.value);
+    return batch(ops, opts);
+  };
+  return writes;
+}
+
 describe("the heartbeat's last chat", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
@@ -22,12 +33,7 @@ describe("the heartbeat's last chat", () => {
   it("is stored when it changes, not once per message: a burst writes it once and ends at the last chat", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "ok" }));
     daemon = await startDaemon(await tmp(), fake.url);
-    const writes: unknown[] = [];
-    const batch = daemon.store.batch.bind(daemon.store);
-    daemon.store.batch = async (ops: StoreOp[], opts) => {
-      for (const op of ops) if (op.type === "put" && op.sublevel === "meta" && op.key === "cron:lastChat") writes.push(op.value);
-      return batch(ops, opts);
-    };
+    const writes = lastChatWrites(daemon);
     // The same chat, many times: written once.
     const same = await Promise.all(Array.from({ length: 8 }, (_, i) => sendApi(daemon!, "one", `hello ${i}`)));
     await Promise.all(same.map((id) => replyTo(daemon!, id)));
@@ -49,12 +55,7 @@ describe("the heartbeat's last chat", () => {
   it("is handed to the store as soon as a new chat writes, so a kill -9 a moment later keeps it", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "ok" }));
     daemon = await startDaemon(await tmp(), fake.url);
-    const writes: unknown[] = [];
-    const batch = daemon.store.batch.bind(daemon.store);
-    daemon.store.batch = async (ops: StoreOp[], opts) => {
-      for (const op of ops) if (op.type === "put" && op.sublevel === "meta" && op.key === "cron:lastChat") writes.push(op.value);
-      return batch(ops, opts);
-    };
+    const writes = lastChatWrites(daemon);
     // accept() publishes the message before it resolves: the write is issued by then, not a second later.
     await daemon.accept("api", { chatId: "chat-42", senderId: "u", content: "hi" });
     expect(writes).toEqual([{ channel: "api", chatId: "chat-42" }]);
