@@ -93,8 +93,20 @@ export interface TokenCost {
 }
 
 /** The cost of texts and tool schemas that go into a request whole (system prompt, user message, tools). */
+/**
+ * The tool schemas as the model is sent them, kept per list: the registry hands out the same list
+ * until its tools change (a new list then), and a turn costs it several times.
+ */
+const toolsJson = new WeakMap<ToolSchema[], string>();
+function jsonOf(tools: ToolSchema[]): string {
+  if (!tools.length) return "";
+  let json = toolsJson.get(tools);
+  if (json === undefined) toolsJson.set(tools, (json = JSON.stringify(tools)));
+  return json;
+}
+
 export function fixedCost(texts: string[], tools: ToolSchema[] = []): TokenCost {
-  const json = tools.length ? JSON.stringify(tools) : "";
+  const json = jsonOf(tools);
   return {
     bound: texts.reduce((n, t) => n + textTokensBound(t), 0) + textTokensBound(json),
     exact: () => texts.reduce((n, t) => n + textTokens(t), 0) + (json ? textTokens(json) : 0),

@@ -129,6 +129,17 @@ function randomHistory(r: Prng, turns: number): ChatMessage[] {
 }
 
 describe("the byte bound on token counts", () => {
+  it("costs the same tool list from its first reading, and a new list (the tools changed) anew", () => {
+    const tool = (name: string, description: string) => ({ type: "function" as const, function: { name, description, parameters: { type: "object" } } });
+    const tools = [tool("exec", "run a command")];
+    const first = fixedCost([], tools);
+    expect(fixedCost([], tools).bound).toBe(first.bound);
+    expect(fixedCost([], tools).exact()).toBe(first.exact());
+    const more = [...tools, tool("read_file", "read a file of the workspace, a long description ".repeat(20))];
+    expect(fixedCost([], more).bound).toBe(Buffer.byteLength(JSON.stringify(more)));
+    expect(fixedCost([], more).bound).toBeGreaterThan(first.bound + 900);
+  });
+
   it("is at least the exact count for random texts (ASCII, CJK, emoji, long runs, mixed)", () => {
     const r = createPrng(15);
     for (const kind of ["ascii", "cjk", "emoji", "other", "run", "mixed"]) {
