@@ -84,15 +84,12 @@ export const messageTokensBound = (m: ChatMessage): number => messageCost(m, tex
 export const messagesTokens = (messages: ChatMessage[]) => messages.reduce((sum, m) => sum + messageTokens(m), 0);
 export const messagesTokensBound = (messages: ChatMessage[]) => messages.reduce((sum, m) => sum + messageTokensBound(m), 0);
 
-export const toolsTokens = (tools: ToolSchema[]) => (tools.length ? textTokens(JSON.stringify(tools)) : 0);
-
 /** A part of a request counted lazily: `bound` ≥ `exact()`, and `exact()` runs the tokenizer only when called. */
 export interface TokenCost {
   bound: number;
   exact(): number;
 }
 
-/** The cost of texts and tool schemas that go into a request whole (system prompt, user message, tools). */
 /**
  * The tool schemas as the model is sent them, kept per list: the registry hands out the same list
  * until its tools change (a new list then), and a turn costs it several times.
@@ -105,6 +102,7 @@ function jsonOf(tools: ToolSchema[]): string {
   return json;
 }
 
+/** The cost of texts and tool schemas that go into a request whole (system prompt, user message, tools). */
 export function fixedCost(texts: string[], tools: ToolSchema[] = []): TokenCost {
   const json = jsonOf(tools);
   return {
