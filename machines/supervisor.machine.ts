@@ -79,6 +79,8 @@ export type SupervisorEvent =
   | { type: "dream.start" };
 
 export const sessionActorId = (sessionKey: string) => `session:${sessionKey}`;
+/** The session key of a session actor's id (the inverse of sessionActorId). */
+export const sessionKeyOfActor = (id: string) => id.slice("session:".length);
 export const channelActorId = (name: string) => `channel:${name}`;
 export const CRON_ACTOR_ID = "cron";
 export const DREAM_ACTOR_ID = "dream";

@@ -20,7 +20,7 @@ import { createSubagentPool, type SubagentPool } from "../actors/subagents.js";
 import { userMessageWithMedia } from "./context/media.js";
 import { sessionMachine, type SessionMessage } from "../machines/session.machine.js";
 import { createSessionHost, type SessionHost } from "../actors/session-host.js";
-import { channelActorId, DREAM_ACTOR_ID, supervisorMachine, type SupervisionPolicy } from "../machines/supervisor.machine.js";
+import { channelActorId, DREAM_ACTOR_ID, sessionActorId, sessionKeyOfActor, supervisorMachine, type SupervisionPolicy } from "../machines/supervisor.machine.js";
 import { createApiChannel } from "./channels/api.js";
 import type { Channel, ChannelInbound } from "./channels/channel.js";
 import { fault } from "./fault.js";
@@ -267,7 +267,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     // A subagent's turn is an actor system of its own; the tree shows it under the session that spawned it.
     attachTo: (id) => {
       const sub = subagents.active().find((a) => `subagent:${a.record.id}` === id);
-      return sub ? `session:${sub.record.origin.sessionKey}` : undefined;
+      return sub ? sessionActorId(sub.record.origin.sessionKey) : undefined;
     },
   });
   const subagents = createSubagentPool({
@@ -404,7 +404,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     inspect: (id) => tree.inspectRoot(id, "supervisor"),
     onEnd: (end) => {
       // The session's history is kept while its actor lives (the consolidator's view), not past it.
-      conversation.forget(end.id.replace(/^session:/, ""));
+      conversation.forget(sessionKeyOfActor(end.id));
       supervisor.send(end);
     },
   });

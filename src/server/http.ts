@@ -345,7 +345,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
       const live = new Set((daemon.tree.tree()?.children ?? []).map((c) => c.id));
       const { sessions, corrupt } = await sessionsOverview(store);
       for (const c of corrupt) daemon.logger.warn({ record: `${c.sublevel}/${c.key}`, problem: c.problem }, "corrupt record skipped in a session listing");
-      return json(res, 200, { sessions: sessions.map((m) => ({ ...m, active: live.has(`session:${m.key}`) })), corrupt });
+      return json(res, 200, { sessions: sessions.map((m) => ({ ...m, active: live.has(sessionActorId(m.key)) })), corrupt });
     }
     if (req.method === "GET" && path === "/api/machines") return json(res, 200, { machines: graphs });
     const turnMatch = /^\/api\/turns\/([^/]+)$/.exec(path);
@@ -472,7 +472,7 @@ function subagentsUnder(daemon: Daemon) {
     for (const { record, phase, since } of daemon.subagents.active()) {
       // Running ones are in the tree already (their turn actor); queued ones are not actors yet.
       if (shown.has(`subagent:${record.id}`)) continue;
-      const parent = root.children.find((c) => c.id === `session:${record.origin.sessionKey}`) ?? root;
+      const parent = root.children.find((c) => c.id === sessionActorId(record.origin.sessionKey)) ?? root;
       parent.children.push({ id: `subagent:${record.id}`, kind: "subagent", machine: "turn", state: phase, since, children: [] });
     }
   };
