@@ -27,7 +27,7 @@ export interface ConsolidatorDeps {
   /** Tokens a request may take (window − reply − buffer). */
   budget: number;
   /** What every request of the session carries besides its history: the system prompt and the tool schemas (counted lazily as a TokenCost). */
-  fixedTokens: () => Promise<number | TokenCost>;
+  fixedTokens: () => Promise<TokenCost>;
   timezone?: string;
   logger?: Logger;
 }
@@ -172,10 +172,7 @@ export function createConsolidator(deps: ConsolidatorDeps) {
 
   const unarchived = (v: SessionView) => v.messages.slice(v.state.lastConsolidated).filter((m) => !m.shownOnly).map((m) => m.message);
 
-  const fixedExact = async () => {
-    const fixed = await deps.fixedTokens();
-    return typeof fixed === "number" ? fixed : fixed.exact();
-  };
+  const fixedExact = async () => (await deps.fixedTokens()).exact();
 
   async function estimate(v: SessionView): Promise<number> {
     return (await fixedExact()) + unarchived(v).reduce((n, m) => n + messageTokens(m), 0);
@@ -183,8 +180,7 @@ export function createConsolidator(deps: ConsolidatorDeps) {
 
   /** At least estimate(v), without the tokenizer (UTF-8 bytes bound tokens). */
   async function estimateBound(v: SessionView): Promise<number> {
-    const fixed = await deps.fixedTokens();
-    return (typeof fixed === "number" ? fixed : fixed.bound) + messagesTokensBound(unarchived(v));
+    return (await deps.fixedTokens()).bound + messagesTokensBound(unarchived(v));
   }
 
   /** The summary of a chunk, or undefined when the model could not give one (the raw dump is used). */

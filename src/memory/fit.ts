@@ -1,5 +1,5 @@
 import type { ChatMessage } from "../providers/messages.js";
-import { messagesTokens, messagesTokensBound, messageTokens, type TokenCost } from "./tokens.js";
+import { exactCost, messagesTokens, messagesTokensBound, messageTokens, type TokenCost } from "./tokens.js";
 
 /** What replaces a tool result that had to go so the request fits the window. */
 export const droppedResult = (chars: number) =>
@@ -46,12 +46,12 @@ export function historyWindow(stored: ChatMessage[], budget: number, fixed: Toke
  * without its call), down to the newest user message; if that is still too much (one tool-heavy
  * turn), the oldest tool results of what is left are replaced by a note, newest kept longest.
  * A history that cannot be cut further is returned as it is. `fixedCost` is what the tool schemas
- * take (a number, or a TokenCost counted exactly only when the byte bound does not fit).
+ * take (counted exactly only when the byte bound does not fit).
  */
-export function fitToBudget(messages: ChatMessage[], budget: number, fixedCost: number | TokenCost = 0): ChatMessage[] {
+export function fitToBudget(messages: ChatMessage[], budget: number, fixedCost: TokenCost = exactCost(0)): ChatMessage[] {
   // Under the budget by the byte bound: under it by the exact count too, and nothing is cut.
-  if ((typeof fixedCost === "number" ? fixedCost : fixedCost.bound) + messagesTokensBound(messages) <= budget) return messages;
-  const fixed = typeof fixedCost === "number" ? fixedCost : fixedCost.exact();
+  if (fixedCost.bound + messagesTokensBound(messages) <= budget) return messages;
+  const fixed = fixedCost.exact();
   const costs = messages.map(messageTokens);
   let total = fixed + costs.reduce((a, b) => a + b, 0);
   if (total <= budget) return messages;

@@ -90,6 +90,9 @@ export interface TokenCost {
   exact(): number;
 }
 
+/** A cost already known exactly (its bound is itself). */
+export const exactCost = (n: number): TokenCost => ({ bound: n, exact: () => n });
+
 /**
  * The tool schemas as the model is sent them, kept per list: the registry hands out the same list
  * until its tools change (a new list then), and a turn costs it several times.

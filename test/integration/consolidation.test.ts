@@ -6,7 +6,7 @@ import { defaultConfig } from "../../src/config/index.js";
 import { createConsolidator, MAX_CHUNK_MESSAGES, pickBoundary } from "../../src/memory/consolidator.js";
 import { createMemoryFiles } from "../../src/memory/files.js";
 import { consolidationStateOp, getConsolidationState } from "../../src/memory/session-state.js";
-import { messagesTokens } from "../../src/memory/tokens.js";
+import { exactCost, messagesTokens } from "../../src/memory/tokens.js";
 import type { ChatMessage } from "../../src/providers/messages.js";
 import { appendMessagesOps, getSessionMeta, newSessionMeta, sessionMessages } from "../../src/store/sessions.js";
 import type { Store } from "../../src/store/store.js";
@@ -45,7 +45,7 @@ describe("the Consolidator", () => {
     const deps = await turnDeps(dir, fake.url, countingTools().registry, false);
     store = deps.store;
     const files = createMemoryFiles(dir);
-    const consolidator = createConsolidator({ store, provider: deps.provider, files, budget, fixedTokens: async () => 100 });
+    const consolidator = createConsolidator({ store, provider: deps.provider, files, budget, fixedTokens: async () => exactCost(100) });
     return { dir, deps, files, consolidator };
   }
 

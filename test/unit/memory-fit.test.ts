@@ -1,7 +1,7 @@
 import { countTokens } from "gpt-tokenizer";
 import { describe, expect, it } from "vitest";
 import { droppedResult, fitToBudget, historyWindow, tokenWindow } from "../../src/memory/fit.js";
-import { fixedCost, messagesTokens, messagesTokensBound, messageTokens, messageTokensBound, textTokens, textTokensBound, type TokenCost } from "../../src/memory/tokens.js";
+import { exactCost, fixedCost, messagesTokens, messagesTokensBound, messageTokens, messageTokensBound, textTokens, textTokensBound, type TokenCost } from "../../src/memory/tokens.js";
 import { createPrng, type Prng } from "../helpers/prng.js";
 import { repairHistory } from "../../src/providers/history.js";
 import type { ChatMessage } from "../../src/providers/messages.js";
@@ -61,7 +61,7 @@ describe("fitting a request to the window", () => {
     const messages = [system, ...turn(1, 300), { role: "user", content: "now" } as ChatMessage];
     const total = messagesTokens(messages);
     expect(fitToBudget(messages, total).length).toBe(messages.length);
-    expect(fitToBudget(messages, total, 100).length).toBe(2);
+    expect(fitToBudget(messages, total, exactCost(100)).length).toBe(2);
   });
 
   it("shrinks the oldest tool results of one tool-heavy turn, keeping the newest", () => {
