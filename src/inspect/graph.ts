@@ -1,4 +1,3 @@
-import type { AnyStateMachine } from "xstate";
 
 /**
  * A machine's graph, read from its own state nodes (`machine.root`), so what `troupe inspect` and the
@@ -76,8 +75,16 @@ function eventLabel(eventType: string, node: Node): string {
   return eventType;
 }
 
+/**
+ * A machine as this module reads it: its definition's root state node, walked as plain data (the
+ * `Node` shape above), so reading a graph needs nothing of XState itself.
+ */
+export interface MachineDefinition {
+  root: unknown;
+}
+
 /** The graph of one machine. */
-export function machineGraph(name: string, machine: AnyStateMachine): MachineGraph {
+export function machineGraph(name: string, machine: MachineDefinition): MachineGraph {
   const root = machine.root as unknown as Node;
   const states: StateInfo[] = [];
   const transitions: TransitionInfo[] = [];
@@ -105,7 +112,7 @@ export function machineGraph(name: string, machine: AnyStateMachine): MachineGra
 }
 
 /** Every machine of a catalogue (machines/index.ts), by name. */
-export function machineGraphs(catalogue: Record<string, AnyStateMachine>): MachineGraph[] {
+export function machineGraphs(catalogue: Record<string, MachineDefinition>): MachineGraph[] {
   return Object.entries(catalogue).map(([name, m]) => machineGraph(name, m));
 }
 
