@@ -1,6 +1,5 @@
 import { createTranscriber, resolveTranscription, type Transcriber } from "./channels/transcription.js";
 import { randomUUID } from "node:crypto";
-import { z } from "zod";
 import { mkdir } from "node:fs/promises";
 import { createActor, type Actor, type AnyActorRef } from "xstate";
 import { createChannelActor } from "../actors/channel.js";
@@ -8,6 +7,7 @@ import { createCronScheduler } from "../actors/cron.js";
 import { createHeartbeat } from "../actors/heartbeat.js";
 import { cronFinalOps, fireNow, unfinishedSystemRuns, finishRunOps, type StartedRun } from "./cron/fire.js";
 import { HEARTBEAT_SESSION, pickHeartbeatTarget } from "./cron/heartbeat.js";
+import { trackLastChat } from "./cron/last-chat.js";
 import { NO_CHAT, type CronJob } from "./cron/jobs.js";
 import { createCronService, type CronService } from "./cron/service.js";
 import { cronTool } from "./tools/builtin/cron.js";
@@ -436,45 +436,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   supervisor.subscribe({ error: (err) => logger.fatal({ err }, "supervisor failed") });
 
   // The chat a heartbeat reports to: the last one someone wrote from (kept in the store across restarts).
-  const LAST_CHAT_KEY = "cron:lastChat";
-  const lastChatSchema = z.object({ channel: z.string(), chatId: z.string() });
-  // Handed to the store (unsynced: it survives a kill, not a power cut) as soon as a new chat writes;
-  // further changes within the next second are written once, at its end, so a burst from many chats
-  // writes twice, not once per message. Compared with the last chat handed over, not the last one
-  // written, so a slow write cannot leave an older chat behind.
-  type Chat = { channel: string; chatId: string };
-  const sameChat = (a: Chat | undefined, b: Chat | undefined) => a?.channel === b?.channel && a?.chatId === b?.chatId;
-  let queuedChat: Chat | undefined;
-  let pendingChat: Chat | undefined;
-  let lastChatTimer: NodeJS.Timeout | undefined;
-  let lastChatWrite: Promise<void> = Promise.resolve();
-  const putLastChat = (chat: Chat) => {
-    queuedChat = chat;
-    lastChatWrite = lastChatWrite.then(() =>
-      store.batch([{ type: "put", sublevel: "meta", key: LAST_CHAT_KEY, value: chat }]).then(
-        () => undefined,
-        () => void (queuedChat === chat && (queuedChat = undefined)),
-      ),
-    );
-    return lastChatWrite;
-  };
-  /** Writes the change held back in the last second, if any (also at shutdown). */
-  const writeLastChat = () => {
-    clearTimeout(lastChatTimer);
-    lastChatTimer = undefined;
-    const chat = pendingChat;
-    pendingChat = undefined;
-    return chat && !sameChat(chat, queuedChat) ? putLastChat(chat) : lastChatWrite;
-  };
-  const lastChatSub = bus.ofType("inbound").subscribe((e) => {
-    if (e.senderId === "cron" || e.senderId === "heartbeat" || !channels.has(e.channel)) return;
-    const chat = { channel: e.channel, chatId: e.chatId };
-    if (lastChatTimer) pendingChat = chat;
-    else if (!sameChat(chat, queuedChat)) {
-      void putLastChat(chat);
-      lastChatTimer = setTimeout(() => void writeLastChat(), 1_000).unref();
-    }
-  });
+  const lastChat = trackLastChat(store, bus, (c) => channels.has(c));
   const heartbeatConfig = loaded.config.gateway.heartbeat;
   const heartbeat = createHeartbeat({
     store,
@@ -484,7 +446,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     keepRecent: heartbeatConfig.keepRecentMessages,
     logger,
     target: async () =>
-      (await store.get("meta", LAST_CHAT_KEY, lastChatSchema).catch(() => undefined)) ??
+      (await lastChat.read()) ??
       pickHeartbeatTarget(await listSessions(store, { onCorrupt: () => {} }), (c) => channels.has(c)),
     deliver: (m) => startRun({ inbox: m }),
   });
@@ -597,8 +559,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     upkeep: upkeep.run,
     async shutdown() {
       accepting = false;
-      lastChatSub.unsubscribe();
-      await writeLastChat();
+      await lastChat.stop();
       await upkeep.stop();
       const grace = opts.shutdownGraceMs ?? 3_000;
       const settled = Promise.allSettled(sessionTurns.turns.running().map((id) => sessionTurns.turns.settled(id)));
