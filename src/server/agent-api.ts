@@ -9,7 +9,7 @@ import type { Store } from "../store/store.js";
 import { listOpenTurns } from "../store/turns.js";
 import { VERSION } from "../version.js";
 import { allowedHosts, hostAllowed } from "./host-check.js";
-import { HttpError, json, messageBody, parseBody, readJson, sessionKeyOf, type ControlServer } from "./http.js";
+import { HttpError, json, messageBody, parseBody, readJson, sessionKeyOf, type ControlServer } from "./request-io.js";
 import { openSse } from "./sse.js";
 import { tokenMatches } from "./token.js";
 
