@@ -162,8 +162,6 @@ export function describeModelError(err: unknown, resolved: Pick<ResolvedProvider
     const code = systemCode(err);
     if (code && NETWORK_CAUSES[code]) return `${NETWORK_CAUSES[code]} ${where}`;
     const cause = rootCause(err);
-    // fetch never connects to some ports (9, 25, 6000…), whatever listens there.
-    if (/bad port/i.test(cause ?? "")) return `fetch refuses to connect to port ${/:(\d+)/.exec(where.replace(/^\w+:\/\//, ""))?.[1] ?? "?"} (a reserved port) at ${where}: use another port in ${key}.apiBase`;
     return `could not connect to ${where}${code ? ` (${code})` : cause ? ` (${cause})` : ""}`;
   }
   return `${(err as Error)?.message ?? String(err)} (at ${where})`;
