@@ -35,6 +35,20 @@ const safeJson = (text: string): unknown => {
   }
 };
 
+/**
+ * The request body as JSON. The tool schemas are the same array on every call of a session (the
+ * registry keeps it until its tools change) and often the larger part of a request: serialised once.
+ */
+const toolsJson = new WeakMap<object, string>();
+export function requestJson(body: Record<string, unknown>): string {
+  const { tools, ...rest } = body;
+  if (!Array.isArray(tools) || !tools.length) return JSON.stringify(body);
+  let json = toolsJson.get(tools);
+  if (json === undefined) toolsJson.set(tools, (json = JSON.stringify(tools)));
+  const head = JSON.stringify(rest);
+  return head === "{}" ? `{"tools":${json}}` : `${head.slice(0, -1)},"tools":${json}}`;
+}
+
 export function createChatHttp(resolved: ResolvedProvider): ChatHttp {
   const endpoint = chatEndpoint(resolved);
   const url = new URL(endpoint.url);
@@ -47,7 +61,7 @@ export function createChatHttp(resolved: ResolvedProvider): ChatHttp {
   async function send(body: Record<string, unknown>, signal: AbortSignal, touch: () => void): Promise<HttpReply> {
     let reply: HttpReply;
     try {
-      reply = await transport.post(url, headers, JSON.stringify(body), signal, touch);
+      reply = await transport.post(url, headers, requestJson(body), signal, touch);
     } catch (err) {
       if (signal.aborted) throw signal.reason;
       const { APIConnectionError } = await loadOpenAiErrors();

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { createOpenAiProvider, ModelCallError, type ProviderOptions } from "../../src/providers/client.js";
+import { requestJson } from "../../src/providers/chat-http.js";
 import { sseEvents } from "../../src/providers/transport.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { useTempDirs } from "../helpers/tmp.js";
@@ -217,6 +218,20 @@ describe("the model client's HTTP transport", () => {
       expect(err.message).toBe(`model call to custom failed after 3 attempts: could not connect to ${server.url} (self-signed certificate)`);
       expect(server.bodies).toHaveLength(0);
     });
+  });
+});
+
+describe("the request body", () => {
+  it("is the body's JSON, the tool schemas serialised once per array", () => {
+    const tools = [{ type: "function", function: { name: "read_file", description: "Reads \"a\" file", parameters: { type: "object", properties: { path: { type: "string" } } } } }];
+    const body = { model: "m", messages: [{ role: "user", content: "hi ✓" }], tools, tool_choice: "auto", stream: true };
+    expect(JSON.parse(requestJson(body))).toEqual(body);
+    expect(JSON.parse(requestJson({ tools }))).toEqual({ tools });
+    expect(JSON.parse(requestJson({ model: "m", tools: [] }))).toEqual({ model: "m", tools: [] });
+    // The same array again gives its first serialisation (the registry replaces the array when its tools change).
+    tools[0]!.function.name = "changed";
+    expect(JSON.parse(requestJson(body)).tools[0].function.name).toBe("read_file");
+    expect(JSON.parse(requestJson({ ...body, tools: [...tools] })).tools[0].function.name).toBe("changed");
   });
 });
 
