@@ -155,7 +155,9 @@ export function describeModelError(err: unknown, resolved: Pick<ResolvedProvider
               ? "rate limited"
               : err.status >= 500
                 ? "the provider had a server error"
-                : "the provider refused the request";
+                : err.status >= 300 && err.status < 400
+                  ? `the endpoint redirects${err.headers?.get("location") ? ` to ${err.headers.get("location")}` : ""} (not followed): set ${key}.apiBase to where it moved`
+                  : "the provider refused the request";
     return `HTTP ${err.status} from ${where}: ${hint}${detail}`;
   }
   if ((sdk && err instanceof sdk.APIConnectionError) || systemCode(err)) {

@@ -4,8 +4,9 @@
  * machinery on every call; a model call needs one POST, its status and headers, and the body as it
  * arrives, which Node's own client gives directly.
  */
-import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
+import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import type { LookupFunction, Socket } from "node:net";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 
 export interface HttpReply {
@@ -44,9 +45,28 @@ function decoded(res: IncomingMessage): NodeJS.ReadableStream {
   return stream;
 }
 
-export function createHttpTransport(): HttpTransport {
+export interface TransportOptions {
+  /** A connection not made within this long fails with ETIMEDOUT (undici's default for fetch: 10 s). */
+  connectTimeoutMs?: number;
+  /** DNS lookup (tests stall it). */
+  lookup?: LookupFunction;
+}
+
+export const CONNECT_TIMEOUT_MS = 10_000;
+
+export function createHttpTransport(opts: TransportOptions = {}): HttpTransport {
+  const connectTimeoutMs = opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
   // Free sockets are unref'd by Node's Agent: a kept-alive connection never holds the process open.
   const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
+
+  /** Fails the request if its new connection (lookup, TCP) is not made in time; a reused one is already made. */
+  function boundConnect(req: ClientRequest, socket: Socket) {
+    if (!socket.connecting) return;
+    const timer = setTimeout(() => req.destroy(Object.assign(new Error(`could not connect within ${connectTimeoutMs / 1000} s`), { code: "ETIMEDOUT" })), connectTimeoutMs);
+    const clear = () => clearTimeout(timer);
+    socket.once("connect", clear);
+    socket.once("close", clear);
+  }
 
   function attempt(url: URL, headers: Record<string, string>, payload: string, signal: AbortSignal, touch: () => void, fresh: boolean): Promise<HttpReply> {
     return new Promise((resolve, reject) => {
@@ -56,7 +76,9 @@ export function createHttpTransport(): HttpTransport {
         method: "POST",
         headers: { ...headers, "content-length": String(Buffer.byteLength(payload)) },
         agent: https ? agents.https : agents.http,
+        ...(opts.lookup ? { lookup: opts.lookup } : {}),
       });
+      req.once("socket", (socket: Socket) => boundConnect(req, socket));
       const onAbort = () => req.destroy(signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason)));
       const cleanup = () => signal.removeEventListener("abort", onAbort);
       signal.addEventListener("abort", onAbort, { once: true });

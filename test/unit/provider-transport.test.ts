@@ -8,7 +8,7 @@ import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { createOpenAiProvider, ModelCallError, type ProviderOptions } from "../../src/providers/client.js";
 import { requestJson } from "../../src/providers/chat-http.js";
-import { sseEvents } from "../../src/providers/transport.js";
+import { createHttpTransport, sseEvents } from "../../src/providers/transport.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
@@ -187,6 +187,17 @@ describe("the model client's HTTP transport", () => {
     expect(((err.cause as Error).cause as NodeJS.ErrnoException).code).toBe("ECONNREFUSED");
   });
 
+  it("gives up on a connection not made within the connect timeout (ETIMEDOUT), as fetch did after 10 s", async () => {
+    // A DNS lookup that never answers: the socket stays "connecting".
+    const transport = createHttpTransport({ connectTimeoutMs: 200, lookup: () => {} });
+    const started = Date.now();
+    const err = (await transport.post(new URL("http://model.invalid/v1/chat/completions"), {}, "{}", new AbortController().signal, () => {}).catch((e: unknown) => e)) as NodeJS.ErrnoException;
+    expect(err.code).toBe("ETIMEDOUT");
+    expect(err.message).toBe("could not connect within 0.2 s");
+    expect(Date.now() - started).toBeGreaterThanOrEqual(190);
+    transport.close();
+  });
+
   it("an error status keeps its body, whatever its type; a 5xx is retried, a 4xx is not", async () => {
     server = await rawServer((_req, res, i) => {
       if (i === 0) res.writeHead(503, { "content-type": "text/html" }).end("<h1>down</h1>");
@@ -195,6 +206,14 @@ describe("the model client's HTTP transport", () => {
     const err = (await provider(server.url, true).chat(ask()).catch((e: unknown) => e)) as ModelCallError;
     expect(err.message).toBe(`model call to custom failed after 2 attempts: HTTP 400 from ${server.url}: the provider refused the request (bad messages)`);
     expect(server.bodies).toHaveLength(2);
+  });
+
+  it("a redirect is not followed (a POST's body would be dropped) but named, with where it points", async () => {
+    server = await rawServer((_req, res) => res.writeHead(308, { location: "https://api.example.com/v1/chat/completions" }).end());
+    const err = (await provider(server.url, false).chat(ask()).catch((e: unknown) => e)) as ModelCallError;
+    expect(err.message).toBe(
+      `model call to custom failed: HTTP 308 from ${server.url}: the endpoint redirects to https://api.example.com/v1/chat/completions (not followed): set providers.custom.apiBase to where it moved`,
+    );
   });
 
   it("an error event mid-stream fails the call with the provider's message", async () => {
