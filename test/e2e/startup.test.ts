@@ -73,9 +73,11 @@ describe("start-up: what each command loads", () => {
     expect(cold.code, cold.stderr).toBe(0);
     expect(cold.stdout).toContain("hi there");
     expect(heavyIn(cold.modules)).toEqual([]);
-    // The store and the model client are what a turn needs: they are there.
+    // The store is what a turn needs: it is there.
     expect(loadedPackages(cold.modules).has("classic-level")).toBe(true);
-    expect(cold.modules.some((m) => /\/dist\/openai-[^/]+\.js$/.test(m))).toBe(true);
+    // The model is called over node:http: neither the openai SDK nor undici (global fetch) is loaded.
+    expect(cold.modules.some((m) => m === "builtin:http")).toBe(true);
+    expect(cold.modules.filter((m) => /\/dist\/openai-[^/]+\.js$/.test(m) || m.includes("undici"))).toEqual([]);
     // ~60 KB of text: its byte count no longer fits the budget, so the tokenizer counts it exactly.
     const big = await modulesLoaded(["agent", "-m", `summarise: ${"lorem ipsum dolor sit amet ".repeat(2_300)}`], home);
     expect(big.code, big.stderr).toBe(0);
