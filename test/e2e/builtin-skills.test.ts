@@ -5,11 +5,12 @@ import { zipSync } from "fflate";
 import { readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { SKIP_BWRAP } from "../helpers/bwrap.js";
 import { runCli } from "../helpers/cli.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 /** Where the bundled CLI finds its built-in skills: templates/skills under the package root. */
 const BUILTIN = fileURLToPath(new URL("../../templates/skills/", import.meta.url));
@@ -18,10 +19,7 @@ const CREATOR = join(BUILTIN, "skill-creator", "scripts");
 describe("built-in skills through the bundled CLI", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
-  afterEach(async () => {
-    await fake?.close();
-    fake = undefined;
-  });
+  closeAfterEach(() => [fake]);
 
   // Restricted to the workspace, in the sandbox and without it: a built-in skill's script may be run
   // by its path (read-only), and what it makes lands in the workspace.

@@ -1,10 +1,11 @@
 import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
 import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 /**
  * A nanobot user's data dir, moved over as is: a v0.2-style config.json (nulls for unused providers,
@@ -27,12 +28,7 @@ describe("a nanobot user's config and skills, through the CLI", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let gateway: GatewayProcess | undefined;
-  afterEach(async () => {
-    gateway?.proc.kill("SIGKILL");
-    gateway = undefined;
-    await fake?.close();
-    fake = undefined;
-  });
+  closeAfterEach(() => [gateway, fake]);
 
   async function nanobotHome(apiBase: string): Promise<string> {
     const home = await tempDir();

@@ -1,7 +1,8 @@
 import { afterEach } from "vitest";
+import { runCli } from "./cli.js";
 
 /** What a test opens: a daemon is shut down; a store, fake server or gateway process closed. */
-export type Closable = { shutdown(): Promise<unknown> } | { close(): Promise<unknown> };
+export type Closable = { shutdown(): Promise<unknown> } | { close(): unknown };
 
 /**
  * After each test, closes what `opened()` names, in the order listed (list what depends on the
@@ -27,4 +28,14 @@ export function closeAfterEach(opened: () => ReadonlyArray<Closable | undefined>
     if (errors.length === 1) throw errors[0];
     if (errors.length > 1) throw new AggregateError(errors, "several things failed to close after the test");
   });
+}
+
+const detached = new Map<string, Closable>();
+
+/** The detached daemon of a data dir (one handle per dir, so closeAfterEach stops it once): closing runs `troupe daemon stop` there. */
+export function detachedDaemon(home: string | undefined): Closable | undefined {
+  if (home === undefined) return undefined;
+  let daemon = detached.get(home);
+  if (!daemon) detached.set(home, (daemon = { close: () => runCli(["daemon", "stop"], { TROUPE_HOME: home }) }));
+  return daemon;
 }
