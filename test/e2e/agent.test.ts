@@ -1,4 +1,4 @@
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/store.js";
@@ -9,6 +9,7 @@ import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
 import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtures/fake-openai.js";
 import { closeAfterEach } from "../helpers/teardown.js";
+import { writeConfig } from "../helpers/daemon.js";
 
 /** The text the user typed, without the runtime context that heads it. */
 const typed = (req: RecordedRequest) => String(req.body.messages.findLast((m) => m.role === "user")?.content).split("\n").at(-1);
@@ -21,14 +22,11 @@ describe("troupe agent (real process, fake model over loopback)", () => {
 
   async function home(url: string): Promise<string> {
     const dir = await tempDir();
-    await writeFile(
-      join(dir, "config.json"),
-      JSON.stringify({
-        agents: { defaults: { provider: "custom", model: "fake-model", timezone: "Europe/Paris" } },
-        providers: { custom: { apiBase: url } },
-        gateway: { port: 0 },
-      }),
-    );
+    await writeConfig(dir, {
+      agents: { defaults: { provider: "custom", model: "fake-model", timezone: "Europe/Paris" } },
+      providers: { custom: { apiBase: url } },
+      gateway: { port: 0 },
+    });
     return dir;
   }
 

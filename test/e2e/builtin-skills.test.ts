@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { zipSync } from "fflate";
-import { readdir, writeFile } from "node:fs/promises";
+import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -11,6 +11,7 @@ import { runCli } from "../helpers/cli.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { closeAfterEach } from "../helpers/teardown.js";
+import { writeConfig } from "../helpers/daemon.js";
 
 /** Where the bundled CLI finds its built-in skills: templates/skills under the package root. */
 const BUILTIN = fileURLToPath(new URL("../../templates/skills/", import.meta.url));
@@ -34,14 +35,11 @@ describe("built-in skills through the bundled CLI", () => {
       { content: "Scaffolded trip-notes." },
     ]);
     const home = await tempDir();
-    await writeFile(
-      join(home, "config.json"),
-      JSON.stringify({
-        agents: { defaults: { provider: "custom", model: "fake-model" } },
-        providers: { custom: { apiBase: fake.url } },
-        tools: { restrictToWorkspace: true, exec: { sandbox } },
-      }),
-    );
+    await writeConfig(home, {
+      agents: { defaults: { provider: "custom", model: "fake-model" } },
+      providers: { custom: { apiBase: fake.url } },
+      tools: { restrictToWorkspace: true, exec: { sandbox } },
+    });
     const r = await runCli(["agent", "-m", "$weather, and make me a skill for trip notes"], { TROUPE_HOME: home, TROUPE_PROVIDERS__CUSTOM__API_KEY: "sk-e2e" });
     expect(r.stderr).toBe("");
     expect([r.code, r.stdout]).toEqual([0, "Scaffolded trip-notes.\n"]);
@@ -84,15 +82,12 @@ describe("built-in skills through the bundled CLI", () => {
         { content: "Installed." },
       ]);
       const home = await tempDir();
-      await writeFile(
-        join(home, "config.json"),
-        JSON.stringify({
-          agents: { defaults: { provider: "custom", model: "fake-model" } },
-          providers: { custom: { apiBase: fake.url } },
-          // The registry is on loopback, which the proxy refuses unless whitelisted.
-          tools: { restrictToWorkspace: true, exec: { sandbox: "bwrap" }, ssrfWhitelist: ["127.0.0.1"] },
-        }),
-      );
+      await writeConfig(home, {
+        agents: { defaults: { provider: "custom", model: "fake-model" } },
+        providers: { custom: { apiBase: fake.url } },
+        // The registry is on loopback, which the proxy refuses unless whitelisted.
+        tools: { restrictToWorkspace: true, exec: { sandbox: "bwrap" }, ssrfWhitelist: ["127.0.0.1"] },
+      });
       const r = await runCli(["agent", "-m", "install the trip skill"], { TROUPE_HOME: home, TROUPE_PROVIDERS__CUSTOM__API_KEY: "sk-e2e" });
       expect([r.code, r.stdout, r.stderr]).toEqual([0, "Installed.\n", ""]);
       const result = String((fake.requests[1]?.body.messages ?? []).find((m) => m.role === "tool")?.content);

@@ -1,12 +1,11 @@
 import { createServer, type Server } from "node:net";
-import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { startFakeTelegram, type FakeTelegram } from "../fixtures/fake-telegram.js";
 import { runCli } from "../helpers/cli.js";
 import { openStore } from "../../src/store/store.js";
-import { telegramOn, writeHome } from "../helpers/daemon.js";
+import { telegramOn, writeHome, writeConfig } from "../helpers/daemon.js";
 import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { closeAfterEach } from "../helpers/teardown.js";
@@ -78,14 +77,14 @@ describe("troupe doctor", () => {
   it("an unreachable provider and an invalid config are named, with what to do", async () => {
     const home = await tmp();
     const closed = await freePort();
-    await writeFile(join(home, "config.json"), JSON.stringify({ agents: { defaults: { provider: "custom", model: "m" } }, providers: { custom: { apiBase: `http://127.0.0.1:${closed}/v1` } }, gateway: { port: 0 } }));
+    await writeConfig(home, { agents: { defaults: { provider: "custom", model: "m" } }, providers: { custom: { apiBase: `http://127.0.0.1:${closed}/v1` } }, gateway: { port: 0 } });
     const down = await runCli(["doctor"], { TROUPE_HOME: home });
     expect(down.code).toBe(1);
     expect(line(down.stdout, "provider")).toMatch(new RegExp(`^FAIL +provider: connection refused at http://127\\.0\\.0\\.1:${closed}/v1: .*providers\\.custom\\.apiBase`));
     expect(line(down.stdout, "gateway")).toMatch(/^ok +gateway: port 0/);
     expect(line(down.stdout, "telegram")).toMatch(/^skip +telegram: not enabled/);
 
-    await writeFile(join(home, "config.json"), JSON.stringify({ gateway: { port: -1 } }));
+    await writeConfig(home, { gateway: { port: -1 } });
     const bad = await runCli(["doctor"], { TROUPE_HOME: home });
     expect(bad.code).toBe(1);
     expect(line(bad.stdout, "config")).toMatch(/^FAIL +config: .*gateway\.port: /);

@@ -7,7 +7,7 @@ import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtu
 import { runCli, TROUPE_BIN } from "../helpers/cli.js";
 import { writeHome } from "../helpers/daemon.js";
 import { getJson, startGateway, type GatewayProcess } from "../helpers/gateway.js";
-import { fixtureLog, stdioFixture } from "../helpers/mcp.js";
+import { alive, fixtureLog, stdioFixture } from "../helpers/mcp.js";
 import { startHttpFixture } from "../fixtures/mcp-server.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
@@ -32,15 +32,6 @@ function toolCaller() {
 interface Reply {
   content: string;
 }
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe("MCP servers in a real gateway (fake model, SDK fixture server)", () => {
   const tmp = useTempDirs();

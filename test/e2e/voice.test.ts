@@ -1,4 +1,4 @@
-import { readdir, readFile, writeFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readSse } from "../../src/server/sse.js";
@@ -9,6 +9,7 @@ import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
 import { closeAfterEach } from "../helpers/teardown.js";
+import { writeConfig } from "../helpers/daemon.js";
 
 /** POSTs a message to the gateway and reads its event stream to the reply (or returns the error answer). */
 async function post(g: GatewayProcess, key: string, body: unknown): Promise<{ status: number; reply?: string; error?: string }> {
@@ -41,15 +42,12 @@ describe("voice on every channel: an audio file posted to the control API is tra
       },
     });
     const home = await tempDir();
-    await writeFile(
-      join(home, "config.json"),
-      JSON.stringify({
-        agents: { defaults: { provider: "custom", model: "fake-model" } },
-        providers: { custom: { apiBase: fake.url, apiKey: "k" }, openai: { apiKey: "sk-voice", apiBase: `${speech.origin}/v1` } },
-        channels: { transcriptionProvider: "openai", transcriptionLanguage: "en" },
-        gateway: { port: 0 },
-      }),
-    );
+    await writeConfig(home, {
+      agents: { defaults: { provider: "custom", model: "fake-model" } },
+      providers: { custom: { apiBase: fake.url, apiKey: "k" }, openai: { apiKey: "sk-voice", apiBase: `${speech.origin}/v1` } },
+      channels: { transcriptionProvider: "openai", transcriptionLanguage: "en" },
+      gateway: { port: 0 },
+    });
     const status = await runCli(["status"], { TROUPE_HOME: home });
     expect(status.stdout).toMatch(new RegExp(`^voice: +transcribed by openai at ${speech.origin.replace(/[/.]/g, "\\$&")}/v1 \\(model whisper-1\\)$`, "m"));
     expect(status.stdout).not.toContain("sk-voice");
