@@ -14,20 +14,23 @@ export type Closable = { shutdown(): Promise<unknown> } | { close(): unknown };
  */
 export function closeAfterEach(opened: () => ReadonlyArray<Closable | undefined>): void {
   const closed = new WeakSet<Closable>();
-  afterEach(async () => {
-    const errors: unknown[] = [];
-    for (const thing of opened()) {
-      if (!thing || closed.has(thing)) continue;
-      closed.add(thing);
-      try {
-        await ("shutdown" in thing ? thing.shutdown() : thing.close());
-      } catch (error) {
-        errors.push(error);
-      }
+  afterEach(() => closeEach(opened(), closed));
+}
+
+/** Closes each thing not yet in `closed`, in order; then throws the first failure (or all of them). */
+export async function closeEach(things: ReadonlyArray<Closable | undefined>, closed: WeakSet<Closable>): Promise<void> {
+  const errors: unknown[] = [];
+  for (const thing of things) {
+    if (!thing || closed.has(thing)) continue;
+    closed.add(thing);
+    try {
+      await ("shutdown" in thing ? thing.shutdown() : thing.close());
+    } catch (error) {
+      errors.push(error);
     }
-    if (errors.length === 1) throw errors[0];
-    if (errors.length > 1) throw new AggregateError(errors, "several things failed to close after the test");
-  });
+  }
+  if (errors.length === 1) throw errors[0];
+  if (errors.length > 1) throw new AggregateError(errors, "several things failed to close after the test");
 }
 
 const detached = new Map<string, Closable>();
