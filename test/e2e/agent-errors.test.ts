@@ -1,21 +1,18 @@
 import { join } from "node:path";
 import { createServer } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
 import { writeHome } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
+import { closeAfterEach, detachedDaemon } from "../helpers/teardown.js";
 
 /** What `troupe agent -m` says, and exits with, when a turn does not succeed. */
 describe("troupe agent when the model fails", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let daemonHome: string | undefined;
-  afterEach(async () => {
-    if (daemonHome) await runCli(["daemon", "stop"], { TROUPE_HOME: daemonHome });
-    daemonHome = undefined;
-    await fake?.close();
-  });
+  closeAfterEach(() => [detachedDaemon(daemonHome), fake]);
 
   it("exits 1 and names the endpoint and the cause: a refused connection (port 9, one fetch would refuse, too), a rejected key", async () => {
     fake = await startFakeOpenAi([{ status: 401 }]);

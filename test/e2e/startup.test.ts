@@ -2,13 +2,14 @@ import { spawn } from "node:child_process";
 import { copyFile, mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { TROUPE_BIN } from "../helpers/cli.js";
 import { writeHome } from "../helpers/daemon.js";
 import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { stdioFixture } from "../helpers/mcp.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 const TRACE = fileURLToPath(new URL("../fixtures/module-trace.mjs", import.meta.url));
 const PACKAGE = JSON.parse(await readFile(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
@@ -37,13 +38,7 @@ describe("start-up: what each command loads", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let gateway: GatewayProcess | undefined;
-  afterEach(async () => {
-    gateway?.proc.kill("SIGKILL");
-    await gateway?.exited;
-    gateway = undefined;
-    await fake?.close();
-    fake = undefined;
-  });
+  closeAfterEach(() => [gateway, fake]);
 
   it("--version answers from package.json without loading the CLI", async () => {
     const home = await tempDir();
