@@ -7,6 +7,7 @@ import { injectedDiskFull } from "../fault.js";
 import { diagnoseOpenFailure, droppedAtOpen, type DroppedAtOpen } from "./damage.js";
 import { createGroupCommit, type GroupCommitStats } from "./group-commit.js";
 import { classifyStoreError, createStoreHealth, StoreUnavailableError, type StoreFailure, type StoreHealth } from "./health.js";
+import { createRangeMirror, createRecordCache } from "./known.js";
 
 export const SUBLEVELS = ["sessions", "turns", "journal", "inbox", "outbox", "cron", "meta", "subagents", "blobs"] as const;
 export type SublevelName = (typeof SUBLEVELS)[number];
@@ -70,6 +71,8 @@ export interface Store {
   /** One atomic batch across sublevels. With sync it goes through the group-commit writer. */
   batch(ops: StoreOp[], opts?: { sync?: boolean }): Promise<void>;
   readonly commitStats: GroupCommitStats;
+  /** Reads so far: those that went to LevelDB (gets, iterators) and those answered from what the store wrote (see known.ts). */
+  readonly readStats: ReadStats;
   /** ok / failing (a disk failure; writes refused until a probe succeeds and the store is reopened) / recovering. */
   readonly health: StoreHealth;
   /** What LevelDB dropped as corrupt while opening (from its LOG file); null when nothing. */
@@ -83,6 +86,22 @@ export interface Store {
   reclaim(): Promise<void>;
   close(): Promise<void>;
 }
+
+export interface ReadStats {
+  /** LevelDB gets and iterators, by sublevel. */
+  gets: Partial<Record<SublevelName, number>>;
+  lists: Partial<Record<SublevelName, number>>;
+  /** Reads answered without LevelDB: a record this process wrote, a listing its index knows is empty. */
+  fromMemory: number;
+}
+
+/**
+ * Records answered from what the store wrote: sessions' metas (read when a turn starts and again
+ * for its final batch). Mirrored ranges (`<prefix><owner>KEY_END…`): a session's unanswered messages
+ * and its open turns, listed when its actor starts (pending work: small).
+ */
+const CACHED_PREFIXES = [`${SUB_PREFIX.sessions}meta:`];
+const MIRRORED_PREFIXES = [SUB_PREFIX.inbox, `${SUB_PREFIX.meta}open:`];
 
 export interface StoreOptions {
   /** `troupe doctor`: a missing store is not created, no holder file is written and writes are refused. */
@@ -159,6 +178,18 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
     throw (await diagnoseOpenFailure(path, err)) ?? err;
   }
   const dropped = opts.readOnly ? null : await droppedAtOpen(path);
+  const cache = createRecordCache(CACHED_PREFIXES);
+  const mirror = createRangeMirror(MIRRORED_PREFIXES);
+  const readStats: ReadStats = { gets: {}, lists: {}, fromMemory: 0 };
+  /** The mirror from LevelDB (a read-only store keeps none: it is never written, and reads go to LevelDB). */
+  async function buildMirror(): Promise<void> {
+    const rows: Array<[string, string]> = [];
+    for (const p of MIRRORED_PREFIXES) rows.push(...(await db.iterator({ gte: p, lt: prefixEnd(p)! }).all()));
+    mirror.build(rows);
+  }
+  if (!opts.readOnly) await buildMirror();
+  /** Numbers writes in the order they are handed in, so the cache keeps the newest of a key. */
+  let writeSeq = 0;
   if (!opts.readOnly) await writeFile(join(path, HOLDER_FILE), JSON.stringify({ pid: process.pid, since: new Date().toISOString() }));
 
   const health = createStoreHealth();
@@ -217,6 +248,8 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
     await db.close().catch(() => undefined);
     db = openLevel(path);
     await db.open({ createIfMissing: false });
+    cache.clear();
+    await buildMirror();
     await db.batch(encodeOps([{ type: "put", sublevel: "meta", key: "store-probe", value: { at: Date.now() } }]), { sync: true });
     await db.batch(encodeOps([{ type: "del", sublevel: "meta", key: "store-probe" }]), { sync: true });
   }
@@ -253,7 +286,18 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
     try {
       const injected = injectedDiskFull(path);
       if (injected) throw injected;
-      await batchEncoded(db, encodeOps(ops), sync);
+      const encoded = encodeOps(ops);
+      const seq = ++writeSeq;
+      try {
+        await batchEncoded(db, encoded, sync);
+      } catch (err) {
+        // What of it reached the disk is unknown until LevelDB is read again.
+        cache.clear();
+        mirror.invalidate();
+        throw err;
+      }
+      cache.written(encoded, seq);
+      mirror.written(encoded);
     } catch (err) {
       const failure = classifyStoreError(err);
       if (!failure) throw err;
@@ -287,18 +331,40 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
     const where = issue?.path.length ? `${issue.path.map(String).join(".")}: ` : "";
     return { corrupt: { sublevel, key, problem: `${where}${issue?.message ?? "does not match its schema"}` } };
   }
+  /** Listed rows (root keys, stored text) as records of the sublevel. */
+  function decodeRows<S extends z.ZodType>(sublevel: SublevelName, rows: Array<[string, string]>, schema: S, opts: ListOptions): Array<{ key: string; value: z.infer<S> }> {
+    const at = SUB_PREFIX[sublevel];
+    const out: Array<{ key: string; value: z.infer<S> }> = [];
+    for (const [prefixed, text] of rows) {
+      const key = prefixed.slice(at.length);
+      const parsed = parse(sublevel, key, text, schema);
+      if ("value" in parsed) out.push({ key, value: parsed.value });
+      else if (opts.onCorrupt) opts.onCorrupt(parsed.corrupt);
+      else throw raise(parsed.corrupt);
+    }
+    return out;
+  }
   const raise = (c: CorruptRecord) => new CorruptRecordError(`record ${c.sublevel}/${c.key} does not match its schema: ${c.problem}`);
 
   return {
     path,
     commitStats: synced.stats,
+    readStats,
     health,
     droppedAtOpen: dropped,
     onRecovered(handler) {
       recoveryHandler = handler;
     },
     async get(sublevel, key, schema) {
-      const text = await reading(() => db.get(SUB_PREFIX[sublevel] + key));
+      const known = closed || reopening ? "unknown" : cache.lookup(SUB_PREFIX[sublevel] + key);
+      let text: string | undefined;
+      if (known === "unknown") {
+        readStats.gets[sublevel] = (readStats.gets[sublevel] ?? 0) + 1;
+        text = await reading(() => db.get(SUB_PREFIX[sublevel] + key));
+      } else {
+        readStats.fromMemory++;
+        text = known.text;
+      }
       if (text === undefined) return undefined;
       const parsed = parse(sublevel, key, text, schema);
       if ("corrupt" in parsed) throw raise(parsed.corrupt);
@@ -310,18 +376,16 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
       const lt = opts.lt ?? end;
       const at = SUB_PREFIX[sublevel];
       const range = { gte: gte === undefined ? at : at + gte, lt: lt === undefined ? SUB_END[sublevel] : at + lt };
+      const mirrored = closed || reopening ? undefined : mirror.rows(range.gte, range.lt);
+      if (mirrored) {
+        readStats.fromMemory++;
+        return decodeRows(sublevel, mirrored.slice(0, opts.limit === undefined || opts.limit < 0 ? undefined : opts.limit), schema, opts);
+      }
+      readStats.lists[sublevel] = (readStats.lists[sublevel] ?? 0) + 1;
       return reading(async () => {
-        const out: Array<{ key: string; value: z.infer<typeof schema> }> = [];
         // One call for the whole range (a listing is read whole anyway), not a promise per record.
         const rows = await db.iterator({ ...range, limit: opts.limit ?? -1 }).all();
-        for (const [prefixed, text] of rows) {
-          const key = prefixed.slice(at.length);
-          const parsed = parse(sublevel, key, text, schema);
-          if ("value" in parsed) out.push({ key, value: parsed.value });
-          else if (opts.onCorrupt) opts.onCorrupt(parsed.corrupt);
-          else throw raise(parsed.corrupt);
-        }
-        return out;
+        return decodeRows(sublevel, rows, schema, opts);
       });
     },
     async batch(ops, batchOpts = {}) {

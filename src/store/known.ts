@@ -1,0 +1,121 @@
+import { KEY_END } from "../session-key.js";
+
+/**
+ * What the store knows of its own writes. LevelDB allows one process, so every write of an open
+ * store goes through it: records it wrote, and which keys exist in a few small indexed ranges, can
+ * answer a read without a LevelDB call (each costs a hop to LevelDB's thread pool and back, which
+ * on a loaded machine cost more than the read). Keys here are the root database's (sublevel-prefixed).
+ *
+ * Both are updated once a write succeeded, in the order writes were handed in; a failed write may
+ * or may not have reached the disk, so it empties the cache and stops the index until it is rebuilt
+ * from LevelDB (at open and after a reopen).
+ */
+
+/** A record the cache knows is not stored (it wrote its deletion). */
+const ABSENT = Symbol("absent");
+type Entry = { seq: number; text: string | typeof ABSENT };
+
+type EncodedOp = { type: "put"; key: string; value: string } | { type: "del"; key: string };
+
+/**
+ * The last value this process wrote for keys under the given prefixes (at most `max`, oldest
+ * dropped first). A read of a key it holds needs no LevelDB call; a key it does not hold is read
+ * from LevelDB as before (a read's result is never cached: a write could land between the read and
+ * its answer).
+ */
+export function createRecordCache(prefixes: string[], max = 2_048) {
+  const entries = new Map<string, Entry>();
+  const cached = (key: string) => prefixes.some((p) => key.startsWith(p));
+  return {
+    /** The stored text, undefined for a record known to be absent, or `unknown`. */
+    lookup(key: string): { text: string | undefined } | "unknown" {
+      const e = entries.get(key);
+      if (!e) return "unknown";
+      return { text: e.text === ABSENT ? undefined : e.text };
+    },
+    /** A write numbered `seq` (in the order writes were handed in) succeeded. */
+    written(ops: EncodedOp[], seq: number): void {
+      for (const op of ops) {
+        if (!cached(op.key)) continue;
+        const e = entries.get(op.key);
+        // A later write of the key finished first: it holds the newer value.
+        if (e && e.seq > seq) continue;
+        entries.delete(op.key);
+        entries.set(op.key, { seq, text: op.type === "put" ? op.value : ABSENT });
+        if (entries.size > max) entries.delete(entries.keys().next().value!);
+      }
+    },
+    clear: () => entries.clear(),
+    get size() {
+      return entries.size;
+    },
+  };
+}
+
+/** LevelDB's key order: by UTF-8 bytes, that is by code point (JS compares UTF-16 code units). */
+const byBytes = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
+
+/**
+ * A copy of small ranges whose keys are `<prefix><owner>KEY_END<rest>` (the sessions' unanswered
+ * messages, their open turns): a listing of one owner's keys is answered from it, without a LevelDB
+ * iterator. What they hold is pending work, so they stay small. Built from LevelDB and kept by
+ * every successful write.
+ */
+export function createRangeMirror(prefixes: string[]) {
+  /** Records by owner prefix (`<prefix><owner>KEY_END`), key → stored text; undefined while not built. */
+  let owners: Map<string, Map<string, string>> | undefined;
+  const ownerOf = (key: string): string | undefined => {
+    const prefix = prefixes.find((p) => key.startsWith(p));
+    if (prefix === undefined) return undefined;
+    const end = key.indexOf(KEY_END, prefix.length);
+    return end < 0 ? undefined : key.slice(0, end + 1);
+  };
+  const put = (map: Map<string, Map<string, string>>, key: string, text: string) => {
+    const owner = ownerOf(key);
+    if (owner === undefined) return;
+    let records = map.get(owner);
+    if (!records) map.set(owner, (records = new Map()));
+    records.set(key, text);
+  };
+  return {
+    /** Built from every record LevelDB holds in the ranges. */
+    build(rows: Iterable<[string, string]>): void {
+      const map = new Map<string, Map<string, string>>();
+      for (const [key, text] of rows) put(map, key, text);
+      owners = map;
+    },
+    /** Stops answering until built again (a write failed: what reached the disk is unknown). */
+    invalidate(): void {
+      owners = undefined;
+    },
+    written(ops: EncodedOp[]): void {
+      if (!owners) return;
+      for (const op of ops) {
+        if (op.type === "put") put(owners, op.key, op.value);
+        else {
+          const owner = ownerOf(op.key);
+          const records = owner === undefined ? undefined : owners.get(owner);
+          if (!records) continue;
+          records.delete(op.key);
+          if (records.size === 0) owners.delete(owner!);
+        }
+      }
+    },
+    /**
+     * The records of the listing `[gte, lt)` in key order when it is exactly one owner's range
+     * (`gte` its owner prefix, `lt` the key after every key under it); undefined when the mirror
+     * cannot answer it (another range, or not built).
+     */
+    rows(gte: string, lt: string): Array<[string, string]> | undefined {
+      if (!owners || !gte.endsWith(KEY_END) || ownerOf(gte) !== gte) return undefined;
+      if (lt !== gte.slice(0, -1) + String.fromCharCode(KEY_END.charCodeAt(0) + 1)) return undefined;
+      const records = owners.get(gte);
+      if (!records) return [];
+      return [...records].sort((a, b) => byBytes(a[0], b[0]));
+    },
+    /** How many owners have records (for tests and the bench). */
+    get owners(): number {
+      return owners?.size ?? 0;
+    },
+  };
+}
