@@ -71,6 +71,8 @@ export interface Store {
   /** One atomic batch across sublevels. With sync it goes through the group-commit writer. */
   batch(ops: StoreOp[], opts?: { sync?: boolean }): Promise<void>;
   readonly commitStats: GroupCommitStats;
+  /** The same for unsynced batches, which coalesce too. */
+  readonly unsyncedStats: GroupCommitStats;
   /** Reads so far: those that went to LevelDB (gets, iterators) and those answered from what the store wrote (see known.ts). */
   readonly readStats: ReadStats;
   /** ok / failing (a disk failure; writes refused until a probe succeeds and the store is reopened) / recovering. */
@@ -244,7 +246,7 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
 
   /** Closes and opens LevelDB again: it keeps a failed background write as its state until then. */
   async function reopen(): Promise<void> {
-    await synced.drain();
+    await drainAll();
     await db.close().catch(() => undefined);
     db = openLevel(path);
     await db.open({ createIfMissing: false });
@@ -280,13 +282,12 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
     if (health.snapshot().state === "recovering") health.set("ok");
   }
 
-  async function write(ops: StoreOp[], sync: boolean): Promise<void> {
+  async function write(encoded: EncodedOps, sync: boolean): Promise<void> {
     if (health.state === "failing") throw new StoreUnavailableError(health.snapshot().failure ?? "io-error");
     if (reopening) await reopening;
     try {
       const injected = injectedDiskFull(path);
       if (injected) throw injected;
-      const encoded = encodeOps(ops);
       const seq = ++writeSeq;
       try {
         await batchEncoded(db, encoded, sync);
@@ -304,7 +305,17 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
       throw failing(failure, err);
     }
   }
-  const synced = createGroupCommit<StoreOp>((ops) => write(ops, true));
+  const synced = createGroupCommit<EncodedOps[number]>((ops) => write(ops, true));
+  /**
+   * Unsynced batches (a tool's result, which the next synced checkpoint makes durable) coalesce
+   * too: each is one call into LevelDB's thread pool, which costs more than the write itself; each
+   * caller still waits for its own write, so its order against its next write is kept.
+   */
+  const unsynced = createGroupCommit<EncodedOps[number]>((ops) => write(ops, false));
+  const drainAll = async () => {
+    await synced.drain();
+    await unsynced.drain();
+  };
 
   /** A read while the store is closed for a probe is refused as the failure it is. */
   async function reading<T>(read: () => Promise<T>): Promise<T> {
@@ -349,6 +360,7 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
   return {
     path,
     commitStats: synced.stats,
+    unsyncedStats: unsynced.stats,
     readStats,
     health,
     droppedAtOpen: dropped,
@@ -391,8 +403,9 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
     async batch(ops, batchOpts = {}) {
       if (opts.readOnly) throw new Error(`the store at ${path} was opened read-only`);
       if (ops.length === 0) return;
-      if (batchOpts.sync) return synced.commit(ops);
-      await write(ops, false);
+      // Encoded here, so a value with no JSON form fails its own batch, not the group it would join.
+      const encoded = encodeOps(ops);
+      return (batchOpts.sync ? synced : unsynced).commit(encoded);
     },
     async reclaim() {
       if (opts.readOnly) return;
@@ -405,7 +418,7 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
       closed = true;
       clearTimeout(probeTimer);
       if (reopening) await reopening;
-      await synced.drain();
+      await drainAll();
       await db.close();
     },
   };

@@ -1,0 +1,139 @@
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { inboxDeleteOps, inboxPutOps, sessionInbox, type InboxRecord } from "../../src/store/inbox.js";
+import { createRangeMirror, createRecordCache } from "../../src/store/known.js";
+import { appendMessagesOps, getSessionMeta, newSessionMeta } from "../../src/store/sessions.js";
+import { openStore, type Store } from "../../src/store/store.js";
+import { closeTurnOp, listOpenTurns, openTurnOp } from "../../src/store/turns.js";
+import { useTempDirs } from "../helpers/tmp.js";
+
+const leveldbReads = (store: Store) => [...Object.values(store.readStats.gets), ...Object.values(store.readStats.lists)].reduce((a, b) => a + b, 0);
+const message = (sessionKey: string, id: string, at: number): InboxRecord => ({ id, sessionKey, channel: "api", chatId: sessionKey.slice(4), senderId: "u", content: `m ${id}`, media: [], at });
+
+describe("the store's reads of what it wrote (src/store/known.ts)", () => {
+  const tmp = useTempDirs();
+
+  it("answers a session's meta it wrote (and deleted) without LevelDB, and the same as LevelDB would", async () => {
+    const dir = join(await tmp(), "store");
+    const store = await openStore(dir);
+    try {
+      expect(await getSessionMeta(store, "api:a")).toBeUndefined();
+      expect(leveldbReads(store)).toBe(1);
+      const { ops, meta } = appendMessagesOps(newSessionMeta("api:a", 1), [{ role: "user", content: "hi" }], "t1", 2);
+      await store.batch(ops, { sync: true });
+      const reads = leveldbReads(store);
+      expect(await getSessionMeta(store, "api:a")).toEqual(meta);
+      expect(leveldbReads(store)).toBe(reads);
+      await store.batch([{ type: "del", sublevel: "sessions", key: "meta:api:a" }], { sync: false });
+      expect(await getSessionMeta(store, "api:a")).toBeUndefined();
+      expect(leveldbReads(store)).toBe(reads);
+      expect(store.readStats.fromMemory).toBe(2);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("lists a session's inbox and open turns from its mirror, kept by every write and rebuilt at open", async () => {
+    const dir = join(await tmp(), "store");
+    let store = await openStore(dir);
+    try {
+      await store.batch([...inboxPutOps(message("api:a", "api:2", 20)), ...inboxPutOps(message("api:a", "api:1", 10)), ...inboxPutOps(message("api:ab", "api:3", 5))], { sync: true });
+      await store.batch([openTurnOp("t1", "api:a")], { sync: false });
+      const before = leveldbReads(store);
+      expect((await sessionInbox(store, "api:a")).map((m) => m.id)).toEqual(["api:1", "api:2"]);
+      expect((await sessionInbox(store, "api:ab")).map((m) => m.id)).toEqual(["api:3"]);
+      expect(await sessionInbox(store, "api:none")).toEqual([]);
+      expect(await listOpenTurns(store, "api:a")).toEqual([{ turnId: "t1", sessionKey: "api:a" }]);
+      expect(await listOpenTurns(store, "api:ab")).toEqual([]);
+      expect(leveldbReads(store)).toBe(before);
+      // Every session's listing is not one owner's range: LevelDB answers it.
+      expect(await listOpenTurns(store)).toHaveLength(1);
+      expect(leveldbReads(store)).toBe(before + 1);
+
+      await store.batch([...inboxDeleteOps("api:a", ["api:1"]), closeTurnOp("t1", "api:a")], { sync: true });
+      expect((await sessionInbox(store, "api:a")).map((m) => m.id)).toEqual(["api:2"]);
+      expect(await listOpenTurns(store, "api:a")).toEqual([]);
+
+      // A new process: the mirror is built from what LevelDB holds.
+      await store.close();
+      store = await openStore(dir);
+      const reopened = leveldbReads(store);
+      expect((await sessionInbox(store, "api:a")).map((m) => m.id)).toEqual(["api:2"]);
+      expect((await sessionInbox(store, "api:ab")).map((m) => m.id)).toEqual(["api:3"]);
+      expect(leveldbReads(store)).toBe(reopened);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("lists mirrored keys in LevelDB's order (UTF-8 bytes), as an iterator does", async () => {
+    const dir = join(await tmp(), "store");
+    const store = await openStore(dir);
+    // U+FF5E sorts before U+1F600 in UTF-8, after its UTF-16 surrogates.
+    const ids = ["api:\u{1F600}", "api:\uFF5E", "api:b", "api:a"];
+    const schema = z.unknown();
+    try {
+      await store.batch(ids.flatMap((id) => inboxPutOps(message("api:s", id, 1))), { sync: true });
+      const fromMirror = (await store.list("inbox", schema, { prefix: "api:s\u0000" })).map((r) => r.key);
+      expect(store.readStats.lists.inbox ?? 0).toBe(0);
+      await store.close();
+      const readOnly = await openStore(dir, { readOnly: true });
+      try {
+        const fromLevel = (await readOnly.list("inbox", schema, { prefix: "api:s\u0000" })).map((r) => r.key);
+        expect(readOnly.readStats.lists.inbox).toBe(1);
+        expect(fromMirror).toEqual(fromLevel);
+      } finally {
+        await readOnly.close();
+      }
+    } finally {
+      await store.close().catch(() => undefined);
+    }
+  });
+
+  it("coalesces concurrent unsynced batches; a batch with no JSON form fails alone", async () => {
+    const store = await openStore(join(await tmp(), "store"));
+    try {
+      const writes = Array.from({ length: 20 }, (_, i) => store.batch([{ type: "put", sublevel: "journal", key: `k${i}`, value: { i } }]));
+      const bad = expect(store.batch([{ type: "put", sublevel: "journal", key: "bad", value: undefined }])).rejects.toThrow(/no JSON form/);
+      await Promise.all(writes);
+      await bad;
+      expect(store.unsyncedStats.requests).toBe(20);
+      expect(store.unsyncedStats.writes).toBeLessThan(20);
+      expect(await store.list("journal", z.object({ i: z.number() }))).toHaveLength(20);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe("createRecordCache / createRangeMirror", () => {
+  it("keeps the newest write of a key when an older write finishes after it; forgets everything when cleared", () => {
+    const cache = createRecordCache(["!sessions!meta:"], 2);
+    cache.written([{ type: "put", key: "!sessions!meta:a", value: "2" }], 2);
+    cache.written([{ type: "put", key: "!sessions!meta:a", value: "1" }], 1);
+    expect(cache.lookup("!sessions!meta:a")).toEqual({ text: "2" });
+    expect(cache.lookup("!sessions!msg:a")).toBe("unknown");
+    cache.written([{ type: "put", key: "!sessions!meta:b", value: "b" }, { type: "del", key: "!sessions!meta:c" }], 3);
+    // At most 2: the oldest went.
+    expect(cache.lookup("!sessions!meta:a")).toBe("unknown");
+    expect(cache.lookup("!sessions!meta:c")).toEqual({ text: undefined });
+    cache.clear();
+    expect(cache.lookup("!sessions!meta:b")).toBe("unknown");
+  });
+
+  it("answers only one owner's exact range, and nothing once invalidated until built again", () => {
+    const mirror = createRangeMirror(["!inbox!"]);
+    expect(mirror.rows("!inbox!a\u0000", "!inbox!a\u0001")).toBeUndefined();
+    mirror.build([["!inbox!a\u0000x", "1"]]);
+    expect(mirror.rows("!inbox!a\u0000", "!inbox!a\u0001")).toEqual([["!inbox!a\u0000x", "1"]]);
+    expect(mirror.rows("!inbox!a", "!inbox!b")).toBeUndefined();
+    expect(mirror.rows("!inbox!a\u0000x", "!inbox!a\u0000y")).toBeUndefined();
+    mirror.written([{ type: "del", key: "!inbox!a\u0000x" }, { type: "put", key: "!inbox!b\u0000y", value: "2" }]);
+    expect(mirror.rows("!inbox!a\u0000", "!inbox!a\u0001")).toEqual([]);
+    expect(mirror.owners).toBe(1);
+    mirror.invalidate();
+    mirror.written([{ type: "put", key: "!inbox!a\u0000z", value: "3" }]);
+    expect(mirror.rows("!inbox!a\u0000", "!inbox!a\u0001")).toBeUndefined();
+  });
+});
