@@ -10,10 +10,17 @@ export interface GroupCommitStats {
   writes: number;
   /** Largest number of requests merged into one write. */
   largestGroup: number;
+  /** Requests that joined a group already forming (`join`), not counted in `requests`. */
+  joined: number;
 }
 
 export interface GroupCommit<Op> {
   commit(ops: Op[]): Promise<void>;
+  /**
+   * Adds ops to the group that waits for the write in flight and resolves when that group is
+   * written; undefined (nothing done) when no write is in flight.
+   */
+  join(ops: Op[]): Promise<void> | undefined;
   /** Resolves once everything handed in so far is written. */
   drain(): Promise<void>;
   readonly stats: GroupCommitStats;
@@ -26,7 +33,7 @@ interface Pending<Op> {
 }
 
 export function createGroupCommit<Op>(write: (ops: Op[]) => Promise<void>): GroupCommit<Op> {
-  const stats: GroupCommitStats = { requests: 0, writes: 0, largestGroup: 0 };
+  const stats: GroupCommitStats = { requests: 0, writes: 0, largestGroup: 0, joined: 0 };
   let queue: Pending<Op>[] = [];
   let inFlight: Promise<void> | undefined;
 
@@ -53,6 +60,11 @@ export function createGroupCommit<Op>(write: (ops: Op[]) => Promise<void>): Grou
       const done = new Promise<void>((resolve, reject) => queue.push({ ops, resolve, reject }));
       inFlight ??= flushLoop();
       return done;
+    },
+    join(ops) {
+      if (!inFlight) return undefined;
+      stats.joined++;
+      return new Promise<void>((resolve, reject) => queue.push({ ops, resolve, reject }));
     },
     async drain() {
       while (inFlight) await inFlight;
