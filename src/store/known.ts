@@ -18,34 +18,66 @@ type Entry = { seq: number; text: string | typeof ABSENT };
 type EncodedOp = { type: "put"; key: string; value: string } | { type: "del"; key: string };
 
 /**
- * The last value this process wrote for keys under the given prefixes (at most `max`, oldest
- * dropped first). A read of a key it holds needs no LevelDB call; a key it does not hold is read
- * from LevelDB as before (a read's result is never cached: a write could land between the read and
- * its answer).
+ * The last value of keys under the given prefixes (at most `max`, oldest dropped first): written by
+ * this process, or read from LevelDB when no write of the key was under way during the read (a
+ * write landing between the read and its answer would otherwise leave the older value here). A key
+ * it holds needs no LevelDB call; one it does not is read from LevelDB as before.
  */
 export function createRecordCache(prefixes: string[], max = 2_048) {
   const entries = new Map<string, Entry>();
+  /** Cached keys in writes handed to LevelDB and not finished, with how many. */
+  const pending = new Map<string, number>();
+  /** Bumped when entries go (cleared, the oldest dropped): a read under way may not add to it. */
+  let generation = 0;
   const cached = (key: string) => prefixes.some((p) => key.startsWith(p));
+  const set = (key: string, entry: Entry) => {
+    entries.delete(key);
+    entries.set(key, entry);
+    if (entries.size > max) {
+      entries.delete(entries.keys().next().value!);
+      generation++;
+    }
+  };
   return {
+    cached,
     /** The stored text, undefined for a record known to be absent, or `unknown`. */
     lookup(key: string): { text: string | undefined } | "unknown" {
       const e = entries.get(key);
       if (!e) return "unknown";
       return { text: e.text === ABSENT ? undefined : e.text };
     },
-    /** A write numbered `seq` (in the order writes were handed in) succeeded. */
-    written(ops: EncodedOp[], seq: number): void {
+    /** Before reading a key from LevelDB: what `read` needs to tell whether the answer may be kept. */
+    reading(key: string): number | undefined {
+      return cached(key) && !pending.has(key) ? generation : undefined;
+    },
+    /** LevelDB answered a read begun at `ticket`: kept only if no write of the key began or ended since. */
+    read(key: string, ticket: number | undefined, text: string | undefined): void {
+      if (ticket === undefined || ticket !== generation || pending.has(key) || entries.has(key)) return;
+      // Seq 0: any write of the key, however late it finishes, is newer.
+      set(key, { seq: 0, text: text ?? ABSENT });
+    },
+    /** A write is handed to LevelDB. */
+    writing(ops: EncodedOp[]): void {
+      for (const op of ops) if (cached(op.key)) pending.set(op.key, (pending.get(op.key) ?? 0) + 1);
+    },
+    /** A write numbered `seq` (in the order writes were handed in) ended; `ok` when it succeeded. */
+    written(ops: EncodedOp[], seq: number, ok = true): void {
       for (const op of ops) {
         if (!cached(op.key)) continue;
+        const n = (pending.get(op.key) ?? 1) - 1;
+        if (n > 0) pending.set(op.key, n);
+        else pending.delete(op.key);
+        if (!ok) continue;
         const e = entries.get(op.key);
         // A later write of the key finished first: it holds the newer value.
         if (e && e.seq > seq) continue;
-        entries.delete(op.key);
-        entries.set(op.key, { seq, text: op.type === "put" ? op.value : ABSENT });
-        if (entries.size > max) entries.delete(entries.keys().next().value!);
+        set(op.key, { seq, text: op.type === "put" ? op.value : ABSENT });
       }
     },
-    clear: () => entries.clear(),
+    clear(): void {
+      entries.clear();
+      generation++;
+    },
     get size() {
       return entries.size;
     },

@@ -98,11 +98,11 @@ export interface ReadStats {
 }
 
 /**
- * Records answered from what the store wrote: sessions' metas (read when a turn starts and again
- * for its final batch). Mirrored ranges (`<prefix><owner>KEY_END…`): a session's unanswered messages
+ * Records answered from what the store wrote or read: sessions' metas (read when a turn starts and
+ * again for its final batch) and consolidation states (read when a turn starts). Mirrored ranges (`<prefix><owner>KEY_END…`): a session's unanswered messages
  * and its open turns, listed when its actor starts (pending work: small).
  */
-const CACHED_PREFIXES = [`${SUB_PREFIX.sessions}meta:`];
+const CACHED_PREFIXES = [`${SUB_PREFIX.sessions}meta:`, `${SUB_PREFIX.meta}consolidated:`];
 const MIRRORED_PREFIXES = [SUB_PREFIX.inbox, `${SUB_PREFIX.meta}open:`];
 
 export interface StoreOptions {
@@ -289,10 +289,12 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
       const injected = injectedDiskFull(path);
       if (injected) throw injected;
       const seq = ++writeSeq;
+      cache.writing(encoded);
       try {
         await batchEncoded(db, encoded, sync);
       } catch (err) {
         // What of it reached the disk is unknown until LevelDB is read again.
+        cache.written(encoded, seq, false);
         cache.clear();
         mirror.invalidate();
         throw err;
@@ -372,7 +374,9 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
       let text: string | undefined;
       if (known === "unknown") {
         readStats.gets[sublevel] = (readStats.gets[sublevel] ?? 0) + 1;
+        const ticket = cache.reading(SUB_PREFIX[sublevel] + key);
         text = await reading(() => db.get(SUB_PREFIX[sublevel] + key));
+        cache.read(SUB_PREFIX[sublevel] + key, ticket, text);
       } else {
         readStats.fromMemory++;
         text = known.text;

@@ -72,5 +72,9 @@ describe("a turn's store traffic", () => {
     // read; its meta (twice) comes from what the last turn wrote.
     const second = await turn("cost");
     expect(second).toEqual({ "from memory": 2, "list sessions": 1, "get meta": 1, "synced batch": 5, batch: 1 });
+
+    // And again: its consolidation state too is known now (read last turn, unchanged since).
+    const third = await turn("cost");
+    expect(third).toEqual({ "from memory": 3, "list sessions": 1, "synced batch": 5, batch: 1 });
   });
 });

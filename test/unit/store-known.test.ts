@@ -141,6 +141,42 @@ describe("createRecordCache / createRangeMirror", () => {
     expect(cache.lookup("!sessions!meta:b")).toBe("unknown");
   });
 
+  it("keeps a read's answer only when no write of the key began, ended or failed during the read", () => {
+    const cache = createRecordCache(["!meta!c:"], 10);
+    const key = "!meta!c:a";
+    // Nothing under way: kept (an absent record too).
+    cache.read(key, cache.reading(key), undefined);
+    expect(cache.lookup(key)).toEqual({ text: undefined });
+    cache.clear();
+    // A write under way when the read begins: not kept.
+    const w1 = [{ type: "put" as const, key, value: "1" }];
+    cache.writing(w1);
+    cache.read(key, cache.reading(key), "0");
+    expect(cache.lookup(key)).toBe("unknown");
+    cache.written(w1, 1);
+    expect(cache.lookup(key)).toEqual({ text: "1" });
+    // A write that began and ended during the read: its value stays, the read's older answer is dropped.
+    cache.clear();
+    const ticket = cache.reading(key);
+    const w2 = [{ type: "put" as const, key, value: "2" }];
+    cache.writing(w2);
+    cache.written(w2, 2);
+    cache.read(key, ticket, "1");
+    expect(cache.lookup(key)).toEqual({ text: "2" });
+    // A write that failed during the read (what reached the disk is unknown: the store clears): not kept.
+    cache.clear();
+    const late = cache.reading(key);
+    cache.writing(w2);
+    cache.written(w2, 3, false);
+    cache.clear();
+    cache.read(key, late, "1");
+    expect(cache.lookup(key)).toBe("unknown");
+    // A read's answer is older than any write that finishes after it.
+    cache.read(key, cache.reading(key), "old");
+    cache.written(w1, 4);
+    expect(cache.lookup(key)).toEqual({ text: "1" });
+  });
+
   it("answers only one owner's exact range, and nothing once invalidated until built again", () => {
     const mirror = createRangeMirror(["!inbox!"]);
     expect(mirror.rows("!inbox!a\u0000", "!inbox!a\u0001")).toBeUndefined();
