@@ -103,6 +103,8 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
   const redact = createSnapshotRedactor({ secrets: opts.secrets });
   const actors = new Map<string, Tracked>();
   let rootSession: string | undefined;
+  /** What XState reported and what the tree made of it (the bench prints these per turn). */
+  const stats = { inspectionEvents: 0, actorsSpawned: 0 };
 
   const parentId = (t: Tracked) => (t.parent ? (actors.get(t.parent)?.id ?? null) : (t.attach ?? null));
   const base = (t: Tracked) => ({ actorId: t.id, parentId: parentId(t), kind: t.kind, machine: t.machine, state: t.state, at: now() });
@@ -135,6 +137,7 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
   }
 
   function onEvent(event: InspectionEvent, systemRoot?: string, under?: string) {
+    stats.inspectionEvents++;
     // Actions and microsteps (a third of what XState reports) change nothing the tree shows.
     if (event.type === "@xstate.action" || event.type === "@xstate.microstep") return;
     const ref = event.actorRef as Internals;
@@ -159,6 +162,7 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
         childIds: new Map(),
       };
       actors.set(ref.sessionId, t);
+      stats.actorsSpawned++;
       parentTracked?.children.add(ref.sessionId);
       parentTracked?.childIds.set(ref.sessionId, ref.id);
       bus.publish({ type: "actor_spawned", ...base(t) });
@@ -228,6 +232,7 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
   }
 
   return {
+    stats,
     inspect: (event: InspectionEvent) => onEvent(event),
     /** An inspection observer for an actor system of its own (a session, a subagent's turn), named `id` in the tree, under `under` (else where `attachTo` says). */
     inspectRoot: (id: string, under?: string) => (event: InspectionEvent) => onEvent(event, id, under),

@@ -130,14 +130,18 @@ async function overheadScenario() {
   const serial = (performance.now() - t0) / serialTurns;
   const cpu0 = process.cpuUsage();
   const synced0 = daemon.store.commitStats.requests;
+  const tree0 = { ...daemon.tree.stats };
   const parallel = await burst(daemon, Array.from({ length: 1_000 }, (_, i) => `p${i}`));
   const cpu = process.cpuUsage(cpu0);
+  const actorsPerTurn = (daemon.tree.stats.actorsSpawned - tree0.actorsSpawned) / 1_000;
+  const inspectionPerTurn = (daemon.tree.stats.inspectionEvents - tree0.inspectionEvents) / 1_000;
   const syncedPerTurn = (daemon.store.commitStats.requests - synced0) / 1_000;
   const cpuPerTurn = (cpu.user + cpu.system) / 1000 / 1_000;
   console.log("\n## runtime cost per turn, zero-latency model (2 model calls + 1 tool call per turn)");
   console.log(`one session, serial   ${serial.toFixed(1)} ms per turn (${serialTurns} turns)`);
   console.log(`1,000 sessions        ${parallel.toFixed(0)} ms total, ${(parallel / 1_000).toFixed(2)} ms per turn, ${(1_000_000 / parallel).toFixed(0)} turns/s`);
   console.log(`synced batches        ${syncedPerTurn.toFixed(1)} per turn (inbox, checkpoints, tool.started, the reply's delivery)`);
+  console.log(`actors                ${actorsPerTurn.toFixed(1)} spawned per turn, ${inspectionPerTurn.toFixed(0)} inspection events per turn (a session's start included)`);
   console.log(`CPU, 1,000 sessions   ${cpuPerTurn.toFixed(2)} ms of this process's CPU per turn (wall time above includes waiting on a loaded machine)`);
   record({ figure: "CPU per turn, 1,000 sessions, zero-latency model", target: "≤ 1.5 ms", measured: `${cpuPerTurn.toFixed(2)} ms`, pass: cpuPerTurn <= 1.5 });
   await daemon.shutdown();
