@@ -1,4 +1,4 @@
-import { assign, enqueueActions, raise, sendTo, setup, type CallbackActorLogic, type PromiseActorLogic } from "xstate";
+import { assign, enqueueActions, sendTo, setup, type CallbackActorLogic, type PromiseActorLogic } from "xstate";
 import { notProvided } from "./not-provided.js";
 import { MAX_INJECTED_PER_TURN, turnMachine, type TurnActorLogic, type TurnOutput, type TurnStart } from "./turn.machine.js";
 
@@ -276,9 +276,12 @@ export const sessionMachine = setup({
           },
         },
         running: {
-          // Raised, so what came while the turn was being prepared reaches it once it exists (entry runs before the invocation).
+          // Raised, so what came while the turn was being prepared reaches it once it exists (entry runs
+          // before the invocation); only when something came (most turns: nothing, and no extra step).
           entry: [
-            raise({ type: "turn.started" }),
+            enqueueActions(({ context, enqueue }) => {
+              if (context.current.length > 1 || context.stopRequested) enqueue.raise({ type: "turn.started" });
+            }),
             { type: "watchTurn", params: ({ context }) => ({ sessionKey: context.sessionKey, turnId: context.turnId! }) },
           ],
           exit: assign({ turnStart: null, turnId: null }),
