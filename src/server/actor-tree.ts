@@ -22,6 +22,8 @@ interface Tracked {
   /** The parent's sessionId (an actor of the same system), or for the root of another system (a subagent) the readable id it hangs under. */
   parent: string | null;
   attach?: string;
+  /** The readable id of what it hangs under, fixed at spawn (read on every event it publishes). */
+  parentId: string | null;
   kind: string;
   machine: string | null;
   state: string;
@@ -106,8 +108,7 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
   /** What XState reported and what the tree made of it (the bench prints these per turn). */
   const stats = { inspectionEvents: 0, actorsSpawned: 0 };
 
-  const parentId = (t: Tracked) => (t.parent ? (actors.get(t.parent)?.id ?? null) : (t.attach ?? null));
-  const base = (t: Tracked) => ({ actorId: t.id, parentId: parentId(t), kind: t.kind, machine: t.machine, state: t.state, at: now() });
+  const base = (t: Tracked) => ({ actorId: t.id, parentId: t.parentId, kind: t.kind, machine: t.machine, state: t.state, at: now() });
 
   const remove = (sessionId: string) => {
     const t = actors.get(sessionId);
@@ -148,11 +149,13 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
       const parentTracked = parent ? actors.get(parent.sessionId) : undefined;
       const { id, kind } = readable(ref, parentTracked, isRoot, systemRoot);
       const logic = ref.logic;
+      const attach = isRoot && systemRoot ? (under ?? opts.attachTo?.(id)) : undefined;
       const t: Tracked = {
         ref,
         id,
         parent: parent?.sessionId ?? null,
-        attach: isRoot && systemRoot ? (under ?? opts.attachTo?.(id)) : undefined,
+        attach,
+        parentId: parent ? (parentTracked?.id ?? null) : (attach ?? null),
         kind,
         // A state machine's logic has a config; its id is the machine's name. Other logic is named by its key.
         machine: logic?.config && logic.id ? logic.id : null,
