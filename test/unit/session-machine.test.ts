@@ -47,7 +47,8 @@ function session() {
   };
   const settle = (takenIds: string[] = []) =>
     watching!.self.send({ type: "turn.settled", turnId: watching!.turnId, output: { takenIds } as unknown as TurnOutput });
-  return { actor, reached, injected, letPrepare, until, settle, state: () => JSON.stringify(actor.getSnapshot().value) };
+  const fail = (error: string) => watching!.self.send({ type: "turn.failed", turnId: watching!.turnId, error });
+  return { actor, reached, injected, letPrepare, until, settle, fail, state: () => JSON.stringify(actor.getSnapshot().value) };
 }
 
 describe("the session machine", () => {
@@ -84,5 +85,16 @@ describe("the session machine", () => {
     s.settle();
     await s.until(() => s.state() === '"idle"');
     expect([s.injected, s.reached]).toEqual([[], []]);
+  });
+
+  it("a turn whose checkpoint could not be written ends the session as crashed, saying why (the supervisor restarts it)", async () => {
+    const s = session();
+    s.actor.send({ type: "message", message: msg("first") });
+    s.letPrepare();
+    await s.until(() => s.state().includes("running"));
+    s.fail("disk full");
+    await s.until(() => s.actor.getSnapshot().status === "done");
+    expect(s.state()).toBe('"crashed"');
+    expect(s.actor.getSnapshot().output).toEqual({ error: "a turn checkpoint could not be written: disk full" });
   });
 });
