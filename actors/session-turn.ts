@@ -1,11 +1,11 @@
-import { fromPromise } from "xstate";
+import { fromPromise, type AnyActorRef } from "xstate";
 import type { Logger } from "pino";
 import type { Bus } from "../src/bus/index.js";
 import { inboxDeleteOps } from "../src/store/inbox.js";
 import { announce, outboxPutOp, queueDelivery, type OutboxRecord } from "../src/store/outbox.js";
 import type { Store, StoreOp } from "../src/store/store.js";
 import { getTurn } from "../src/store/turns.js";
-import type { PreparedTurn, PrepareTurnInput } from "../machines/session.machine.js";
+import type { PreparedTurn, PrepareTurnInput, SessionEvent } from "../machines/session.machine.js";
 import type { TurnOutput } from "../machines/turn.machine.js";
 import type { Conversation } from "./conversation.js";
 import { createTurnRuntime, type TurnDeps, type TurnResult } from "./turn.js";
@@ -41,8 +41,9 @@ export function replyRecord(to: { channel: string; chatId: string }, content: st
 /**
  * What a session needs to run its turns: `prepareTurn` answers a queued command (/new) or builds the
  * turn for a message (or loads the interrupted one); `turn` is the checkpointed turn machine the
- * session invokes as its child; `turnSettled` waits for the turn's final batch, which puts the reply
- * in the outbox and takes the messages it answers out of the inbox atomically, then announces the reply.
+ * session invokes as its child; `watchTurn` waits for the turn's final batch, which puts the reply
+ * in the outbox and takes the messages it answers out of the inbox atomically, then announces the
+ * reply and tells the session.
  */
 export function createSessionTurns(deps: SessionTurnDeps) {
   const now = deps.now ?? Date.now;
@@ -85,14 +86,26 @@ export function createSessionTurns(deps: SessionTurnDeps) {
     return { start, turnId: start.input.turnId };
   });
 
-  const turnSettled = fromPromise<{ output: TurnOutput }, { sessionKey: string; turnId: string }>(async ({ input }) => {
-    const result = await turns.settled(input.turnId);
-    const reply = replies.get(input.turnId);
-    replies.delete(input.turnId);
-    if (reply) announce(deps.bus, reply);
-    deps.conversation.afterTurn(input.sessionKey, result.output.newMessages);
-    return { output: result.output };
-  });
+  /**
+   * The session's `watchTurn` action: once the turn's final batch is durable its reply is announced
+   * and the session told (`turn.settled`); a checkpoint that could not be written is `turn.failed`.
+   */
+  const watchTurn = ({ self }: { self: AnyActorRef }, { sessionKey, turnId }: { sessionKey: string; turnId: string }) => {
+    // The session may have ended meanwhile (stopped at shutdown): nothing is sent to it then.
+    const tell = (event: SessionEvent) => {
+      if (self.getSnapshot().status === "active") self.send(event);
+    };
+    turns.settled(turnId).then(
+      (result) => {
+        const reply = replies.get(turnId);
+        replies.delete(turnId);
+        if (reply) announce(deps.bus, reply);
+        deps.conversation.afterTurn(sessionKey, result.output.newMessages);
+        tell({ type: "turn.settled", turnId, output: result.output });
+      },
+      (err: unknown) => tell({ type: "turn.failed", turnId, error: err instanceof Error ? err.message : String(err) }),
+    );
+  };
 
-  return { prepareTurn, turn: turns.logic, turnSettled, turns };
+  return { prepareTurn, turn: turns.logic, watchTurn, turns };
 }

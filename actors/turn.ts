@@ -1,4 +1,4 @@
-import { createActor, fromPromise, type AnyActorRef, type InspectionEvent } from "xstate";
+import { createActor, type AnyActorRef, type InspectionEvent } from "xstate";
 import type { Logger } from "pino";
 import type { Bus } from "../src/bus/index.js";
 import { turnActorId } from "../src/server/actor-tree.js";
@@ -14,7 +14,6 @@ import type { ToolRegistry } from "../src/tools/registry.js";
 import { attachToolImages } from "../src/tools/tool-images.js";
 import {
   turnMachine,
-  type CheckpointedInput,
   type InjectedMessage,
   type TurnActorLogic,
   type TurnInput,
@@ -90,8 +89,8 @@ export interface TurnRuntime {
 }
 
 /**
- * States whose checkpoint shares the next one's synced batch: no effect starts from them (only the
- * `checkpointed` wait), so nothing can run ahead of what that batch makes durable.
+ * States whose checkpoint shares the next one's synced batch: no effect starts from them (they wait
+ * for the `checkpointed` event this runtime sends), so nothing can run ahead of what that batch makes durable.
  */
 export const CARRIED_STATES: ReadonlySet<string> = new Set(["tools_completed"]);
 
@@ -124,7 +123,6 @@ function effects(deps: TurnDeps, barrier: CheckpointBarrier, fresh: ReadonlySet<
         },
       }),
       finalizeContent: createFinalize({ hooks, store: deps.store, barrier, logger: deps.logger, now: deps.now }),
-      checkpointed: fromPromise<void, CheckpointedInput>(({ input, signal }) => barrier.reached(input.turnId, input.seq, signal)),
     },
   });
 }
@@ -208,6 +206,11 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
       if (entries.get(turnId) === entry) entries.delete(turnId);
     };
 
+    /** A state that waits on its checkpoint (tools_completed) is told it may go on. */
+    const proceed = (state: string) => {
+      if (CARRIED_STATES.has(state) && actor.getSnapshot().status === "active") actor.send({ type: "checkpointed" });
+    };
+
     const checkpoint = (snap: TurnSnapshot) => {
       if (failed) return;
       const final = snap.status === "done";
@@ -227,6 +230,7 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
           if (deps.durable !== false) carried.push(journalOp);
           // Only the checkpointed wait follows; the next effect waits for the batch that carries this.
           barrier.mark(turnId, seq);
+          proceed(state);
         });
         return;
       }
@@ -290,6 +294,7 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
           if (withInput) inputStored = true;
           for (const r of started) prestarted.set(`${turnId}|${toolCallKey(r.iteration!, r.index!)}`, r);
           barrier.mark(turnId, record.seq);
+          proceed(record.state);
           if (result) {
             const { usage, iteration, error } = result.output;
             deps.logger?.info(

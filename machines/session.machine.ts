@@ -1,4 +1,4 @@
-import { assign, enqueueActions, raise, sendTo, setup, type CallbackActorLogic, type PromiseActorLogic } from "xstate";
+import { assign, enqueueActions, sendTo, setup, type CallbackActorLogic, type PromiseActorLogic } from "xstate";
 import { notProvided } from "./not-provided.js";
 import { MAX_INJECTED_PER_TURN, turnMachine, type TurnActorLogic, type TurnOutput, type TurnStart } from "./turn.machine.js";
 
@@ -9,10 +9,10 @@ import { MAX_INJECTED_PER_TURN, turnMachine, type TurnActorLogic, type TurnOutpu
  * waits for a slot of the daemon-wide turn limit first. Idle sessions end (passivate): their state
  * is in LevelDB and the supervisor spawns them again on the next message.
  *
- * The turn is this machine's child (invoked as "turn", stopped with the session). A second child,
- * "settled", says when the turn's final batch is durable; a turn whose checkpoint could not be
- * written fails the session, which the supervisor restarts: the turn resumes from its last durable
- * checkpoint, and its user gets one answer.
+ * The turn is this machine's child (invoked as "turn", stopped with the session). The composition
+ * says when the turn's final batch is durable (`turn.settled`, asked for by the `watchTurn` action);
+ * a turn whose checkpoint could not be written (`turn.failed`) fails the session, which the
+ * supervisor restarts: the turn resumes from its last durable checkpoint, and its user gets one answer.
  */
 
 export interface SessionMessage {
@@ -74,7 +74,11 @@ export type SessionEvent =
   | { type: "message"; message: SessionMessage }
   | { type: "slot.granted" }
   /** Raised when the turn has started: a /stop or messages that came while it was prepared reach it. */
-  | { type: "turn.started" };
+  | { type: "turn.started" }
+  /** The turn's final batch (reply, inbox removal) is durable and its reply announced (sent by the composition, see `watchTurn`). */
+  | { type: "turn.settled"; turnId: string; output: TurnOutput }
+  /** One of the turn's checkpoints could not be written (sent by the composition). */
+  | { type: "turn.failed"; turnId: string; error: string };
 
 export interface NoticeParams {
   sessionKey: string;
@@ -103,8 +107,6 @@ export const sessionMachine = setup({
     prepareTurn: notProvided<PromiseActorLogic<PreparedTurn, PrepareTurnInput>>("session", "prepareTurn"),
     /** The turn machine, checkpointed at every transition (supplied by the composition). */
     turn: turnMachine as unknown as TurnActorLogic,
-    /** Resolves with the turn's output once its final batch (reply, inbox removal) is durable, then announces the reply. */
-    turnSettled: notProvided<PromiseActorLogic<{ output: TurnOutput }, { sessionKey: string; turnId: string }>>("session", "turnSettled"),
     /** Reads the session's inbox and interrupted turn. */
     loadSession: notProvided<PromiseActorLogic<LoadedSession, { sessionKey: string }>>("session", "loadSession"),
   },
@@ -117,6 +119,11 @@ export const sessionMachine = setup({
     stop: (_, _params: NoticeParams & { idle: boolean }) => {},
     /** Drops messages that will not be answered (/stop cleared them) from the inbox. Supplied by the composition. */
     discard: (_, _params: { sessionKey: string; ids: string[] }) => {},
+    /**
+     * Sends the session `turn.settled` once the turn's final batch is durable (its reply announced),
+     * or `turn.failed`: one event, not an actor per turn. Supplied by the composition.
+     */
+    watchTurn: (_, _params: { sessionKey: string; turnId: string }) => {},
     /** Hands a message to the running turn (as the model will see it, images included). Supplied by the composition. */
     inject: (_, _params: { message: SessionMessage }) => {},
     enqueue: assign({
@@ -135,6 +142,8 @@ export const sessionMachine = setup({
       context.current.length - 1 < MAX_INJECTED_PER_TURN,
     hasQueue: ({ context }) => context.queue.length > 0,
     hasResume: ({ context }) => context.resume !== null,
+    /** An event about the running turn (not one that ended before). */
+    ofThisTurn: ({ context, event }) => (event.type === "turn.settled" || event.type === "turn.failed") && event.turnId === context.turnId,
     /** The store is failing (supplied by the composition). */
     storeDown: () => false,
   },
@@ -267,33 +276,34 @@ export const sessionMachine = setup({
           },
         },
         running: {
-          // Raised, so what came while the turn was being prepared reaches it once it exists (entry runs before the invocation).
-          entry: raise({ type: "turn.started" }),
-          exit: assign({ turnStart: null, turnId: null }),
-          invoke: [
-            { id: "turn", src: "turn", input: ({ context }) => context.turnStart! },
-            {
-              id: "settled",
-              src: "turnSettled",
-              input: ({ context }) => ({ sessionKey: context.sessionKey, turnId: context.turnId! }),
-              onDone: {
-                target: "#session.next",
-                // Injected messages the turn never took go back to the head of the queue.
-                actions: assign(({ context, event }) => ({
-                  queue: [...context.current.slice(1).filter((m) => !event.output.output.takenIds.includes(m.id)), ...context.queue],
-                  current: [],
-                  resume: null,
-                })),
-              },
-              // A checkpoint that could not be written ends the session (its turn stopped with it) as
-              // crashed: the supervisor restarts it, and the turn resumes from its last durable checkpoint.
-              onError: {
-                target: "#session.crashed",
-                actions: assign({ crash: ({ event }) => `a turn checkpoint could not be written: ${event.error instanceof Error ? event.error.message : String(event.error)}` }),
-              },
-            },
+          // Raised, so what came while the turn was being prepared reaches it once it exists (entry runs
+          // before the invocation); only when something came (most turns: nothing, and no extra step).
+          entry: [
+            enqueueActions(({ context, enqueue }) => {
+              if (context.current.length > 1 || context.stopRequested) enqueue.raise({ type: "turn.started" });
+            }),
+            { type: "watchTurn", params: ({ context }) => ({ sessionKey: context.sessionKey, turnId: context.turnId! }) },
           ],
+          exit: assign({ turnStart: null, turnId: null }),
+          invoke: { id: "turn", src: "turn", input: ({ context }) => context.turnStart! },
           on: {
+            "turn.settled": {
+              guard: "ofThisTurn",
+              target: "#session.next",
+              // Injected messages the turn never took go back to the head of the queue.
+              actions: assign(({ context, event }) => ({
+                queue: [...context.current.slice(1).filter((m) => !event.output.takenIds.includes(m.id)), ...context.queue],
+                current: [],
+                resume: null,
+              })),
+            },
+            // A checkpoint that could not be written ends the session (its turn stopped with it) as
+            // crashed: the supervisor restarts it, and the turn resumes from its last durable checkpoint.
+            "turn.failed": {
+              guard: "ofThisTurn",
+              target: "#session.crashed",
+              actions: assign({ crash: ({ event }) => `a turn checkpoint could not be written: ${event.error}` }),
+            },
             "turn.started": {
               actions: enqueueActions(({ context, enqueue }) => {
                 for (const message of context.current.slice(1)) enqueue({ type: "inject", params: { message } });

@@ -79,11 +79,6 @@ export interface RunToolsInput {
   calls: ParsedToolCall[];
 }
 
-export interface CheckpointedInput {
-  turnId: string;
-  seq: number;
-}
-
 export type ToolResultMessage = Extract<ChatMessage, { role: "tool" }>;
 
 export interface TurnContext {
@@ -124,7 +119,11 @@ export interface InjectedMessage {
   messageId?: string;
 }
 
-export type TurnEvent = { type: "cancel" } | ({ type: "inject" } & InjectedMessage);
+export type TurnEvent =
+  | { type: "cancel" }
+  | ({ type: "inject" } & InjectedMessage)
+  /** The checkpoint of `tools_completed` is as durable as the next model call needs: the composition sends it (an event, not an invoked actor per round). */
+  | { type: "checkpointed" };
 
 /** How a turn actor starts: fresh from its input (with ops for its first checkpoint), or restored from its last checkpoint. */
 export type TurnStart = { input: TurnInput; initialOps?: StoreOp[] } | { record: TurnRecord };
@@ -278,7 +277,6 @@ export const turnMachine = setup({
   actors: {
     callModel: notProvided<PromiseActorLogic<ModelResponse, CallModelInput>>("turn", "callModel"),
     runTools: notProvided<PromiseActorLogic<ToolResultMessage[], RunToolsInput>>("turn", "runTools"),
-    checkpointed: notProvided<PromiseActorLogic<void, CheckpointedInput>>("turn", "checkpointed"),
     finalizeContent: notProvided<PromiseActorLogic<string, FinalizeInput>>("turn", "finalizeContent"),
   },
   actions: {
@@ -436,13 +434,11 @@ export const turnMachine = setup({
           injected: [],
         })),
       ],
-      invoke: {
-        src: "checkpointed",
-        input: ({ context }) => ({ turnId: context.turnId, seq: context.seq }),
-        onDone: [{ guard: "iterationLimitReached", target: "max_iterations" }, { target: "awaiting_model" }],
-        onError: "failed",
+      // Waits for the composition's `checkpointed` (its checkpoint rides in the next one's batch).
+      on: {
+        cancel: "cancelled",
+        checkpointed: [{ guard: "iterationLimitReached", target: "max_iterations" }, { target: "awaiting_model" }],
       },
-      on: { cancel: "cancelled" },
     },
     finalizing_content: {
       // The answer is checkpointed as the model gave it before the hooks see it; their result is

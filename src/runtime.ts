@@ -323,10 +323,10 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
       slot: createSlot(limiter),
       prepareTurn: sessionTurns.prepareTurn,
       turn: sessionTurns.turn,
-      turnSettled: sessionTurns.turnSettled,
       loadSession: createLoadSession(store),
     },
     actions: {
+      watchTurn: sessionTurns.watchTurn,
       notify: (_, { sessionKey, message, text }) => void notice(sessionKey, message, text),
       stop: (_, { sessionKey, message, text, idle }) =>
         void subagents.cancelAll(sessionKey).then(

@@ -22,6 +22,8 @@ interface Tracked {
   /** The parent's sessionId (an actor of the same system), or for the root of another system (a subagent) the readable id it hangs under. */
   parent: string | null;
   attach?: string;
+  /** The readable id of what it hangs under, fixed at spawn (read on every event it publishes). */
+  parentId: string | null;
   kind: string;
   machine: string | null;
   state: string;
@@ -103,9 +105,10 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
   const redact = createSnapshotRedactor({ secrets: opts.secrets });
   const actors = new Map<string, Tracked>();
   let rootSession: string | undefined;
+  /** What XState reported and what the tree made of it (the bench prints these per turn). */
+  const stats = { inspectionEvents: 0, actorsSpawned: 0 };
 
-  const parentId = (t: Tracked) => (t.parent ? (actors.get(t.parent)?.id ?? null) : (t.attach ?? null));
-  const base = (t: Tracked) => ({ actorId: t.id, parentId: parentId(t), kind: t.kind, machine: t.machine, state: t.state, at: now() });
+  const base = (t: Tracked) => ({ actorId: t.id, parentId: t.parentId, kind: t.kind, machine: t.machine, state: t.state, at: now() });
 
   const remove = (sessionId: string) => {
     const t = actors.get(sessionId);
@@ -135,6 +138,7 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
   }
 
   function onEvent(event: InspectionEvent, systemRoot?: string, under?: string) {
+    stats.inspectionEvents++;
     // Actions and microsteps (a third of what XState reports) change nothing the tree shows.
     if (event.type === "@xstate.action" || event.type === "@xstate.microstep") return;
     const ref = event.actorRef as Internals;
@@ -145,11 +149,13 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
       const parentTracked = parent ? actors.get(parent.sessionId) : undefined;
       const { id, kind } = readable(ref, parentTracked, isRoot, systemRoot);
       const logic = ref.logic;
+      const attach = isRoot && systemRoot ? (under ?? opts.attachTo?.(id)) : undefined;
       const t: Tracked = {
         ref,
         id,
         parent: parent?.sessionId ?? null,
-        attach: isRoot && systemRoot ? (under ?? opts.attachTo?.(id)) : undefined,
+        attach,
+        parentId: parent ? (parentTracked?.id ?? null) : (attach ?? null),
         kind,
         // A state machine's logic has a config; its id is the machine's name. Other logic is named by its key.
         machine: logic?.config && logic.id ? logic.id : null,
@@ -159,6 +165,7 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
         childIds: new Map(),
       };
       actors.set(ref.sessionId, t);
+      stats.actorsSpawned++;
       parentTracked?.children.add(ref.sessionId);
       parentTracked?.childIds.set(ref.sessionId, ref.id);
       bus.publish({ type: "actor_spawned", ...base(t) });
@@ -228,6 +235,7 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
   }
 
   return {
+    stats,
     inspect: (event: InspectionEvent) => onEvent(event),
     /** An inspection observer for an actor system of its own (a session, a subagent's turn), named `id` in the tree, under `under` (else where `attachTo` says). */
     inspectRoot: (id: string, under?: string) => (event: InspectionEvent) => onEvent(event, id, under),

@@ -125,8 +125,11 @@ async function overheadScenario() {
   const writes = () => store.commitStats.writes + store.unsyncedStats.writes;
   const reads0 = reads();
   const writes0 = writes();
+  const tree0 = { ...daemon.tree.stats };
   const parallel = await burst(daemon, Array.from({ length: 1_000 }, (_, i) => `p${i}`));
   const cpu = process.cpuUsage(cpu0);
+  const actorsPerTurn = (daemon.tree.stats.actorsSpawned - tree0.actorsSpawned) / 1_000;
+  const inspectionPerTurn = (daemon.tree.stats.inspectionEvents - tree0.inspectionEvents) / 1_000;
   const syncedPerTurn = (daemon.store.commitStats.requests - synced0) / 1_000;
   const readsPerTurn = (reads() - reads0) / 1_000;
   const writesPerTurn = (writes() - writes0) / 1_000;
@@ -136,6 +139,7 @@ async function overheadScenario() {
   console.log(`1,000 sessions        ${parallel.toFixed(0)} ms total, ${(parallel / 1_000).toFixed(2)} ms per turn, ${(1_000_000 / parallel).toFixed(0)} turns/s`);
   console.log(`synced batches        ${syncedPerTurn.toFixed(1)} per turn (inbox, checkpoints, tool.started, the reply's delivery)`);
   console.log(`LevelDB calls         ${readsPerTurn.toFixed(2)} reads (gets, iterators) and ${writesPerTurn.toFixed(2)} writes per turn (batches coalesced across sessions)`);
+  console.log(`actors                ${actorsPerTurn.toFixed(1)} spawned per turn, ${inspectionPerTurn.toFixed(0)} inspection events per turn (a session's start included)`);
   console.log(`CPU, 1,000 sessions   ${cpuPerTurn.toFixed(2)} ms of this process's CPU per turn (wall time above includes waiting on a loaded machine)`);
   record({ figure: "CPU per turn, 1,000 sessions, zero-latency model", target: "≤ 1.5 ms", measured: `${cpuPerTurn.toFixed(2)} ms`, pass: cpuPerTurn <= 1.5 });
   await daemon.shutdown();

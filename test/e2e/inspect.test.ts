@@ -24,7 +24,7 @@ describe("troupe inspect", () => {
     expect(r.code).toBe(0);
     for (const name of ["supervisor", "session", "turn", "telegram"]) expect(r.stdout).toContain(`${name} (machine "${name}"`);
     for (const state of ["awaiting_model", "awaiting_tools", "tools_completed", "responded", "failed", "cancelled", "max_iterations"]) expect(r.stdout).toContain(state);
-    expect(r.stdout).toContain("events: cancel, inject");
+    expect(r.stdout).toContain("events: cancel, checkpointed, inject");
     expect(r.stdout).toContain("done: callModel [hasToolCalls] → awaiting_tools");
   });
 
@@ -41,7 +41,7 @@ describe("troupe inspect", () => {
     const graphs = JSON.parse(r.stdout) as Array<{ name: string; states: Array<{ key: string }>; events: string[] }>;
     expect(graphs.map((g) => g.name)).toEqual(MACHINE_NAMES);
     expect(MACHINE_NAMES).toEqual(expect.arrayContaining(["supervisor", "session", "turn", "telegram", "cron", "mcp", "dream"]));
-    expect(graphs.find((g) => g.name === "turn")?.events).toEqual(["cancel", "inject"]);
+    expect(graphs.find((g) => g.name === "turn")?.events).toEqual(["cancel", "checkpointed", "inject"]);
   });
 
   it("--out writes a standalone page with everything inline", async () => {

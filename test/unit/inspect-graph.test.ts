@@ -8,10 +8,10 @@ describe("machine graphs come from the machine definitions", () => {
     const g = machineGraph("turn", machines.turn);
     expect(g.states.map((s) => s.key).sort()).toEqual(["awaiting_model", "awaiting_tools", "cancelled", "failed", "finalizing", "finalizing_content", "max_iterations", "responded", "tools_completed"]);
     expect(g.states.filter((s) => s.type === "final").map((s) => s.key).sort()).toEqual(["cancelled", "failed", "max_iterations", "responded"]);
-    expect(g.events).toEqual(["cancel", "inject"]);
+    expect(g.events).toEqual(["cancel", "checkpointed", "inject"]);
     expect(g.initial).toBe("turn.awaiting_model");
     expect(g.transitions).toContainEqual({ source: "turn.awaiting_model", target: "turn.awaiting_tools", event: "done: callModel", guard: "hasToolCalls" });
-    expect(g.transitions).toContainEqual({ source: "turn.tools_completed", target: "turn.max_iterations", event: "done: checkpointed", guard: "iterationLimitReached" });
+    expect(g.transitions).toContainEqual({ source: "turn.tools_completed", target: "turn.max_iterations", event: "checkpointed", guard: "iterationLimitReached" });
     expect(g.states.find((s) => s.key === "awaiting_tools")?.invokes).toEqual(["runTools"]);
     // An empty answer is asked for again, a cut-off one continued: transitions of their own.
     expect(g.transitions).toContainEqual({ source: "turn.awaiting_model", target: "turn.awaiting_model", event: "done: callModel", guard: "retryEmpty" });

@@ -1,0 +1,100 @@
+import { describe, expect, it } from "vitest";
+import { createActor, createMachine, fromCallback, fromPromise, type AnyActorRef } from "xstate";
+import { sessionMachine, type LoadedSession, type PreparedTurn, type PrepareTurnInput, type SessionEvent, type SessionMessage } from "../../machines/session.machine.js";
+import type { TurnOutput } from "../../machines/turn.machine.js";
+
+const msg = (content: string, id = content): SessionMessage => ({ id, channel: "test", chatId: "1", content, at: 0 });
+
+/**
+ * The session machine with stand-ins: the turn records what reaches it, prepareTurn waits until
+ * the test lets it go, and the test settles the turn as the composition would.
+ */
+function session() {
+  const reached: string[] = [];
+  const injected: string[] = [];
+  let letPrepare!: () => void;
+  const prepared = new Promise<void>((r) => (letPrepare = r));
+  let watching: { self: AnyActorRef; turnId: string } | undefined;
+  const turn = createMachine({
+    initial: "running",
+    states: { running: { on: { cancel: { target: "cancelled", actions: () => void reached.push("cancel") } } }, cancelled: { type: "final" } },
+  });
+  const actor = createActor(
+    sessionMachine.provide({
+      actors: {
+        loadSession: fromPromise<LoadedSession, { sessionKey: string }>(async () => ({ queue: [], resumeTurnId: null })),
+        slot: fromCallback<SessionEvent, { sessionKey: string }>(({ sendBack }) => void queueMicrotask(() => sendBack({ type: "slot.granted" }))),
+        prepareTurn: fromPromise<PreparedTurn, PrepareTurnInput>(async () => {
+          await prepared;
+          return { start: { input: {} as never }, turnId: "t1" };
+        }),
+        turn: turn as never,
+      },
+      actions: {
+        inject: (_, { message }) => void injected.push(message.content),
+        watchTurn: ({ self }, { turnId }) => void (watching = { self, turnId }),
+        stop: () => {},
+        discard: () => {},
+        notify: () => {},
+        answerCommand: () => {},
+      },
+    }),
+    { input: { sessionKey: "test:1", idleMs: 60_000 } },
+  ).start();
+  const until = async (what: () => boolean) => {
+    for (let i = 0; i < 200 && !what(); i++) await new Promise((r) => setTimeout(r, 5));
+    expect(what()).toBe(true);
+  };
+  const settle = (takenIds: string[] = []) =>
+    watching!.self.send({ type: "turn.settled", turnId: watching!.turnId, output: { takenIds } as unknown as TurnOutput });
+  const fail = (error: string) => watching!.self.send({ type: "turn.failed", turnId: watching!.turnId, error });
+  return { actor, reached, injected, letPrepare, until, settle, fail, state: () => JSON.stringify(actor.getSnapshot().value) };
+}
+
+describe("the session machine", () => {
+  it("a message that came while the turn was being prepared reaches the turn once it has started", async () => {
+    const s = session();
+    s.actor.send({ type: "message", message: msg("first") });
+    await s.until(() => s.state().includes("preparing"));
+    s.actor.send({ type: "message", message: msg("second") });
+    s.letPrepare();
+    await s.until(() => s.state().includes("running"));
+    expect(s.injected).toEqual(["second"]);
+    // The turn took it in: nothing is left to queue.
+    s.settle(["second"]);
+    await s.until(() => s.state() === '"idle"');
+  });
+
+  it("a /stop that came while the turn was being prepared cancels it once it has started", async () => {
+    const s = session();
+    s.actor.send({ type: "message", message: msg("first") });
+    await s.until(() => s.state().includes("preparing"));
+    s.actor.send({ type: "message", message: msg("/stop") });
+    s.letPrepare();
+    await s.until(() => s.reached.includes("cancel"));
+  });
+
+  it("a turn with nothing waiting for it: nothing is injected or cancelled, and its settling ends it", async () => {
+    const s = session();
+    s.actor.send({ type: "message", message: msg("first") });
+    s.letPrepare();
+    await s.until(() => s.state().includes("running"));
+    // A settled event of another turn is not this one's.
+    s.actor.send({ type: "turn.settled", turnId: "other", output: { takenIds: [] } as unknown as TurnOutput });
+    expect(s.state()).toContain("running");
+    s.settle();
+    await s.until(() => s.state() === '"idle"');
+    expect([s.injected, s.reached]).toEqual([[], []]);
+  });
+
+  it("a turn whose checkpoint could not be written ends the session as crashed, saying why (the supervisor restarts it)", async () => {
+    const s = session();
+    s.actor.send({ type: "message", message: msg("first") });
+    s.letPrepare();
+    await s.until(() => s.state().includes("running"));
+    s.fail("disk full");
+    await s.until(() => s.actor.getSnapshot().status === "done");
+    expect(s.state()).toBe('"crashed"');
+    expect(s.actor.getSnapshot().output).toEqual({ error: "a turn checkpoint could not be written: disk full" });
+  });
+});
