@@ -69,23 +69,25 @@ function runBundle(file, profile) {
     console.error("troupe: the compiled CLI (dist/troupe.cjs) is missing; run npm run build (npm ci does it too) in the troupe folder");
     process.exit(1);
   }
-  const cacheFile = `${file}.${profile}.cache`;
-  const cachedData = readCache(cacheFile, key);
+  // TROUPE_NO_CODE_CACHE=1: neither read nor written (the start-up bench measures what the cache saves).
+  const cacheFile = process.env.TROUPE_NO_CODE_CACHE ? undefined : `${file}.${profile}.cache`;
+  const cachedData = cacheFile && readCache(cacheFile, key);
   const vm = require("node:vm");
   // The file is a function expression (scripts/build.mjs wraps the bundle as Node wraps a CommonJS module).
   const script = new vm.Script(source, {
     filename: file,
     cachedData,
-    // import() in the bundle (ES module packages: isomorphic-git, unpdf...) as from any CommonJS file.
-    importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
   });
   if (process.env.TROUPE_CODE_CACHE_DEBUG) console.error(`code cache ${cachedData ? (script.cachedDataRejected ? "refused" : "used") : "missing"}`);
-  if (!cachedData || script.cachedDataRejected) process.once("exit", () => writeCache(cacheFile, key, script));
+  if (cacheFile && (!cachedData || script.cachedDataRejected)) process.once("exit", () => writeCache(cacheFile, key, script));
   const module = { exports: {} };
   // A run that never settles exits 13, as an ES module entry whose top-level await never settles;
   // else it would exit 0 as if it had succeeded. The code stands until the command's run has ended.
   process.exitCode = 13;
-  script.runInThisContext()(module.exports, require("node:module").createRequire(file), module, file, dirname(file));
+  // The bundle's import() calls (ES module packages such as isomorphic-git and unpdf, hook modules)
+  // are this file's (scripts/build.mjs says why): resolved from bin/, beside dist/ in the same package.
+  const dynamicImport = (specifier) => import(specifier);
+  script.runInThisContext()(module.exports, require("node:module").createRequire(file), module, file, dirname(file), dynamicImport);
   module.exports.done.then(() => {
     if (process.exitCode === 13) process.exitCode = undefined;
   }, (err) => {

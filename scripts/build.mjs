@@ -52,6 +52,20 @@ const treeShakable = {
       if (!source.includes(eager)) throw new Error(`build: ${args.path} no longer has ${eager} (commander changed): update scripts/build.mjs`);
       return { contents: source.replace(eager, "const childProcess = { spawn: (...a) => require('node:child_process').spawn(...a) };"), loader: "js" };
     });
+    // pino requires worker_threads (~10 ms) for its worker transports (thread-stream) and for a check
+    // in the destinations it makes itself: troupe writes through pino.multistream and uses neither.
+    b.onResolve({ filter: /^thread-stream$/ }, (args) => (args.importer.includes("pino") ? { path: "thread-stream", namespace: "troupe-stub" } : undefined));
+    b.onLoad({ filter: /.*/, namespace: "troupe-stub" }, () => ({
+      contents: "module.exports = function ThreadStream() { throw new Error(\"pino's worker transports are left out of troupe's build (scripts/build.mjs)\"); };",
+      loader: "js",
+    }));
+    b.onLoad({ filter: /pino[\\/]lib[\\/]tools\.js$/ }, async (args) => {
+      const source = await readFile(args.path, "utf8");
+      const eager = "const { isMainThread } = require('worker_threads')";
+      const use = "if (!opts.sync && isMainThread) {";
+      if (!source.includes(eager) || !source.includes(use)) throw new Error(`build: ${args.path} changed (pino's worker_threads use): update scripts/build.mjs`);
+      return { contents: source.replace(eager, "").replace(use, "if (!opts.sync && require('worker_threads').isMainThread) {"), loader: "js" };
+    });
     b.onLoad({ filter: /\.ts$/ }, async (args) => {
       if (args.path.includes("node_modules")) return undefined;
       const source = await readFile(args.path, "utf8");
@@ -72,8 +86,15 @@ function externalExcept(inline) {
   };
 }
 
-/** bin/troupe.js calls the bundle with these, in this order. */
-const WRAPPER_PARAMS = "exports, require, module, __filename, __dirname";
+/**
+ * bin/troupe.js calls the bundle with these, in this order. `__imp_` is import() as bin/troupe.js
+ * makes it: code compiled by vm.Script from a V8 code cache loses Node's dynamic import callback
+ * ("A dynamic import callback was not specified"), so the bundle's own import() calls (of ES module
+ * packages, of hook modules) go through bin/troupe.js's. Same length as `import`: the source map holds.
+ */
+const WRAPPER_PARAMS = "exports, require, module, __filename, __dirname, __imp_";
+/** A dynamic import() in the bundle's code (not in a string: those are quoted, e.g. `import('node:buffer')` in a message). */
+const DYNAMIC_IMPORT = /(?<![\w$.'"`])import\((?=["(])/g;
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const outdir = `${root}dist`;
@@ -106,7 +127,8 @@ const result = await build({
 
 await mkdir(outdir, { recursive: true });
 const fresh = new Set();
-for (const file of result.outputFiles) {
+for (const out of result.outputFiles) {
+  const file = out.path.endsWith(".cjs") ? { path: out.path, contents: Buffer.from(out.text.replace(DYNAMIC_IMPORT, "__imp_(")) } : out;
   fresh.add(file.path);
   const old = await readFile(file.path).catch(() => undefined);
   if (old && Buffer.from(file.contents).equals(old)) continue;

@@ -127,7 +127,7 @@ describe("start-up: what each command loads", () => {
         let stderr = "";
         child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
         child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-        child.on("close", (code) => resolve({ code, stdout, cache: /code cache (\w+)/.exec(stderr)?.[1] ?? stderr }));
+        child.on("close", (code) => resolve({ code, stdout, cache: /^code cache (\w+)$/.exec(stderr.trim())?.[1] ?? stderr }));
       });
     const caches = async () => (await readdir(join(pkg, "dist"))).filter((f) => f.endsWith(".cache")).sort();
 
@@ -153,6 +153,17 @@ describe("start-up: what each command loads", () => {
     expect(rebuilt).toMatchObject({ code: 0, cache: "missing" });
     expect(rebuilt.stdout).toContain("no sessions");
     expect(await run()).toMatchObject({ code: 0, cache: "used" });
+    // import() from code that came from the cache (a hook module): V8 drops Node's callback for it, so the bundle uses bin/troupe.js's.
+    fake = await startFakeOpenAi([{ content: "first" }, { content: "second" }]);
+    await writeHome(home, fake.url);
+    await mkdir(join(home, "workspace", "hooks"), { recursive: true });
+    await writeFile(join(home, "workspace", "hooks", "sign.mjs"), 'export default { finalizeContent: (ctx, content) => content + " (signed)" };\n');
+    const hooked = await run([], ["agent", "-m", "hello"]);
+    expect(hooked).toMatchObject({ code: 0, cache: "missing" });
+    expect(hooked.stdout).toContain("first (signed)");
+    const cachedHooked = await run([], ["agent", "-m", "hello"]);
+    expect(cachedHooked).toMatchObject({ code: 0, cache: "used" });
+    expect(cachedHooked.stdout).toContain("second (signed)");
     // Other V8 flags: V8 would refuse it; it is not offered, and the run writes one for its own flags.
     expect(await run(["--max-semi-space-size=2"])).toMatchObject({ code: 0, cache: "missing" });
     expect(await run(["--max-semi-space-size=2"])).toMatchObject({ code: 0, cache: "used" });
