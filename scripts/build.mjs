@@ -127,18 +127,21 @@ const result = await build({
 
 await mkdir(outdir, { recursive: true });
 const fresh = new Set();
+let bundleChanged = false;
 for (const out of result.outputFiles) {
   const file = out.path.endsWith(".cjs") ? { path: out.path, contents: Buffer.from(out.text.replace(DYNAMIC_IMPORT, "__imp_(")) } : out;
   fresh.add(file.path);
   const old = await readFile(file.path).catch(() => undefined);
   if (old && Buffer.from(file.contents).equals(old)) continue;
+  if (file.path.endsWith(".cjs")) bundleChanged = true;
   // Renamed into place: a process starting meanwhile reads the old file or the new one, never half of one.
   await writeFile(`${file.path}.${process.pid}.tmp`, file.contents);
   await rename(`${file.path}.${process.pid}.tmp`, file.path);
 }
 if (!keepStale) {
-  // Code caches (bin/troupe.js) are kept: each names the bundle it was made for and is rebuilt when that changed.
+  // Code caches (bin/troupe.js) are kept while the bundle is the same: each names the bundle it was
+  // made for, and a command rewrites its own when that changed; a new bundle drops them all.
   for (const name of await readdir(outdir)) {
-    if (!fresh.has(join(outdir, name)) && !name.endsWith(".cache")) await rm(join(outdir, name), { recursive: true, force: true });
+    if (!fresh.has(join(outdir, name)) && (bundleChanged || !name.endsWith(".cache"))) await rm(join(outdir, name), { recursive: true, force: true });
   }
 }
