@@ -4,7 +4,7 @@
 // This file is CommonJS (bin/package.json says so): Node starts a CommonJS entry ~10 ms sooner than
 // an ES module one, which is what `troupe --version` costs.
 "use strict";
-const { closeSync, existsSync, fstatSync, openSync, readFileSync, renameSync, writeFileSync } = require("node:fs");
+const { closeSync, existsSync, fstatSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync } = require("node:fs");
 const { dirname, join, resolve } = require("node:path");
 const { Buffer } = require("node:buffer");
 
@@ -108,12 +108,17 @@ function readCache(cacheFile, key) {
 }
 
 function writeCache(cacheFile, key, script) {
+  const tmp = `${cacheFile}.${process.pid}.tmp`;
   try {
-    const tmp = `${cacheFile}.${process.pid}.tmp`;
     writeFileSync(tmp, Buffer.concat([Buffer.from(`${key}\n`), script.createCachedData()]));
     // Renamed into place: a command starting meanwhile reads the old cache or the new one, never half of one.
     renameSync(tmp, cacheFile);
   } catch {
-    // dist/ not writable (an install owned by another user): commands run without a cache.
+    // dist/ not writable (an install owned by another user) or the disk full: commands run without a cache.
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // never written
+    }
   }
 }
