@@ -163,3 +163,8 @@ if (jnano) {
   record({ figure: "cold agent -m vs jnano", target: "≤ 0.5× wall, ≤ 0.75× RSS", measured: "jnano not installable here" });
 }
 record({ figure: "agent -m through the daemon", target: "≤ 150 ms", measured: fmt(ms(viaDaemon), "ms"), pass: ms(viaDaemon) <= 150 });
+record({
+  figure: "cold agent -m CPU, code cache vs none",
+  target: "(information)",
+  measured: `${(cpu(troupeCold) / cpu(troupeNoCache)).toFixed(2)}× (${fmt(cpu(troupeCold), "ms")} / ${fmt(cpu(troupeNoCache), "ms")})`,
+});
