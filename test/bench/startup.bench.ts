@@ -110,7 +110,8 @@ for (let i = 0; i < RUNS; i++) {
 // `troupe agent -m` through a running daemon.
 const home = join(scratch, "daemon");
 await mkdir(home);
-await writeHome(home, model.url);
+// Any free port (the client finds it in the pid file): the default one may be another gateway's.
+await writeHome(home, model.url, { config: { gateway: { port: 0 } } });
 const gateway = spawn(process.execPath, [TROUPE_BIN, "gateway"], { env: { ...clean, TROUPE_HOME: home }, stdio: ["ignore", "pipe", "pipe"] });
 await new Promise<void>((resolve, reject) => {
   let out = "";
