@@ -1,8 +1,7 @@
 import { get as httpGetPlain, type Agent } from "node:http";
 import { get as httpsGet } from "node:https";
 import { GrammyError, HttpError } from "grammy";
-import { HttpProxyAgent } from "http-proxy-agent";
-import { HttpsProxyAgent } from "https-proxy-agent";
+import { proxyAgentFor } from "../proxy-agent.js";
 
 /** How an error of a Bot API call reads to the poller: the HTTP status decides (401 stops, the rest back off). */
 export interface TelegramCallError {
@@ -12,8 +11,7 @@ export interface TelegramCallError {
 
 /** channels.telegram.proxy ("http://host:port"): every Bot API call and file download goes through it. */
 export function proxyAgent(proxy: string | null, apiRoot: string) {
-  if (!proxy) return undefined;
-  return apiRoot.startsWith("https:") ? new HttpsProxyAgent(proxy) : new HttpProxyAgent(proxy);
+  return proxy ? proxyAgentFor(proxy, apiRoot.startsWith("https:")) : undefined;
 }
 
 /** A file download (through the proxy agent when there is one). */

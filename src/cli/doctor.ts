@@ -7,6 +7,7 @@ import { loadConfig, type LoadedConfig } from "../config/index.js";
 import { ConfigError, StoreLockedError, TroupeError } from "../errors.js";
 import { dataPaths, type DataPaths } from "../paths.js";
 import { proxyAgent } from "../channels/telegram-net.js";
+import { createHttpTransport, readText } from "../providers/transport.js";
 import { chatEndpoint, resolveProvider } from "../providers/registry.js";
 import { showKey } from "../session-key.js";
 import { sessionsOverview } from "../store/session-view.js";
@@ -57,13 +58,11 @@ function checkConfig(paths: DataPaths, loaded: LoadedConfig | undefined, error: 
   return [ok("config", `${paths.configFile} is valid${notes}`)];
 }
 
-/** Why a request never got an answer, in words (the fetch error's cause carries the system error code). */
+/** Why a request never got an answer, in words (Node's error, or a fetch error's cause, carries the system error code). */
 function networkReason(err: unknown, url: string): string {
-  const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
+  const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
   if (e.name === "TimeoutError" || e.name === "AbortError") return `no answer from ${url} within ${NETWORK_TIMEOUT_MS / 1000}s`;
-  // fetch refuses some ports outright (the Fetch standard's "bad ports": 9, 25, 6000, …), and so do the SDK's model calls.
-  if (e.cause?.message === "bad port") return `port ${new URL(url).port} of ${url} is one HTTP clients refuse to use; run the server on another port`;
-  switch (e.cause?.code) {
+  switch (e.code ?? e.cause?.code) {
     case "ECONNREFUSED":
       return `connection refused at ${url}`;
     case "ENOTFOUND":
@@ -87,18 +86,20 @@ async function checkProvider(loaded: LoadedConfig): Promise<CheckResult> {
   const { spec, apiBase, model } = resolved;
   const { url, headers, body } = chatEndpoint(resolved);
   const started = Date.now();
-  let res: Response;
+  // The model calls' own transport: doctor reaches the endpoint exactly as a turn would.
+  const transport = createHttpTransport();
+  let res: { status: number; ok: boolean };
+  let text: string;
   try {
-    res = await fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...headers },
-      body: JSON.stringify({ ...body, messages: [{ role: "user", content: "ping" }], max_tokens: 1, stream: false }),
-      signal: AbortSignal.timeout(NETWORK_TIMEOUT_MS),
-    });
+    const payload = JSON.stringify({ ...body, messages: [{ role: "user", content: "ping" }], max_tokens: 1, stream: false });
+    const reply = await transport.post(new URL(url), { "content-type": "application/json", ...headers }, payload, AbortSignal.timeout(NETWORK_TIMEOUT_MS), () => {});
+    res = { status: reply.status, ok: reply.status >= 200 && reply.status < 300 };
+    text = await readText(reply.body, () => {}).catch(() => "");
   } catch (err) {
     return fail("provider", networkReason(err, apiBase), `is the server up? check providers.${spec.name}.apiBase`);
+  } finally {
+    transport.close();
   }
-  const text = await res.text().catch(() => "");
   if (res.ok) return ok("provider", `${spec.name} at ${apiBase} answered (model ${model}) in ${Date.now() - started} ms`);
   let reason = "";
   try {

@@ -21,7 +21,7 @@ export function sniffImageMime(bytes: Uint8Array): string | undefined {
 
 export const imagePart = (mime: string, bytes: Uint8Array): ImagePart => ({
   type: "image_url",
-  image_url: { url: `data:${mime};base64,${Buffer.from(bytes).toString("base64")}` },
+  image_url: { url: `data:${mime};base64,${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64")}` },
 });
 
 /**
@@ -35,7 +35,7 @@ export async function userMessageWithMedia(text: string, media: string[] = [], c
     const type = IMAGE_TYPES[extname(path).toLowerCase()];
     const size = type ? (await stat(path).catch(() => undefined))?.size : undefined;
     if (!type || size === undefined || size > MAX_IMAGE_BYTES) continue;
-    images.push({ type: "image_url", image_url: { url: `data:${type};base64,${(await readFile(path)).toString("base64")}` } });
+    images.push(imagePart(type, await readFile(path)));
   }
   if (!images.length) return { role: "user", content: context ? `${context}\n\n${text}` : text };
   return { role: "user", content: [...(context ? [{ type: "text" as const, text: context }] : []), ...images, { type: "text", text }] };

@@ -1,11 +1,12 @@
 import type OpenAI from "openai";
-import { loadedOpenAi, loadOpenAi } from "./openai-sdk.js";
+import { loadedOpenAi } from "./openai-sdk.js";
+import { createChatHttp, type ChatHttp } from "./chat-http.js";
 import type { Logger } from "pino";
 import { TroupeError } from "../errors.js";
 import type { ChatMessage, ModelResponse } from "./messages.js";
 import { createThinkFilter } from "./think.js";
 import { createRedactor } from "../log/redact.js";
-import { DEFAULT_AZURE_API_VERSION, type ResolvedProvider } from "./registry.js";
+import type { ResolvedProvider } from "./registry.js";
 import { backoffDelay, DEFAULT_BACKOFF, isQuotaError, isRetryable, ModelTimeoutError, PERSISTENT_MAX_DELAY_MS, type BackoffPolicy, type RetryMode } from "./retry.js";
 import { createReplyAccumulator, MAX_TOOL_CALLS } from "./wire.js";
 
@@ -106,38 +107,6 @@ function idleWatch(ms: number, onIdle: () => void, now: () => number = Date.now)
   return { touch: () => void (last = now()), stop: () => clearTimeout(timer) };
 }
 
-/**
- * Where an attempt's idle watch rides along with its request: a key of the fetch options the SDK
- * hands to our fetch unchanged. One client serves every attempt (building one per call cost CPU on
- * every turn), and no AsyncLocalStorage is needed to tell attempts apart (on Node 20 one enables a
- * promise hook for the whole process, which every promise of every turn then pays for).
- */
-const TOUCH = Symbol("troupe.touch");
-type WatchedInit = RequestInit & { [TOUCH]?: () => void };
-const watchOptions = (touch: () => void) => ({ [TOUCH]: touch }) as Record<string, never>;
-
-/** A fetch that reports every received byte (headers, then each body chunk) to the attempt's touch. */
-function watchedFetch(): typeof fetch {
-  return async (input, init) => {
-    const { [TOUCH]: touch = () => {}, ...rest } = (init ?? {}) as WatchedInit;
-    const res = await fetch(input, rest);
-    touch();
-    if (!res.body) return res;
-    // A pull-through stream, not pipeThrough(TransformStream): the same chunks, a fraction of the machinery.
-    const reader = res.body.getReader();
-    const body = new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        const { done, value } = await reader.read();
-        touch();
-        if (done) controller.close();
-        else controller.enqueue(value);
-      },
-      cancel: (reason) => reader.cancel(reason),
-    });
-    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
-  };
-}
-
 /** The first system error code (ECONNREFUSED, ENOTFOUND…) in an error's causes: the SDK says only "Connection error." */
 function systemCode(err: unknown, depth = 0): string | undefined {
   if (!err || typeof err !== "object" || depth > 5) return undefined;
@@ -186,15 +155,15 @@ export function describeModelError(err: unknown, resolved: Pick<ResolvedProvider
               ? "rate limited"
               : err.status >= 500
                 ? "the provider had a server error"
-                : "the provider refused the request";
+                : err.status >= 300 && err.status < 400
+                  ? `the endpoint redirects${err.headers?.get("location") ? ` to ${err.headers.get("location")}` : ""} (not followed): set ${key}.apiBase to where it moved`
+                  : "the provider refused the request";
     return `HTTP ${err.status} from ${where}: ${hint}${detail}`;
   }
   if ((sdk && err instanceof sdk.APIConnectionError) || systemCode(err)) {
     const code = systemCode(err);
     if (code && NETWORK_CAUSES[code]) return `${NETWORK_CAUSES[code]} ${where}`;
     const cause = rootCause(err);
-    // fetch never connects to some ports (9, 25, 6000…), whatever listens there.
-    if (/bad port/i.test(cause ?? "")) return `fetch refuses to connect to port ${/:(\d+)/.exec(where.replace(/^\w+:\/\//, ""))?.[1] ?? "?"} (a reserved port) at ${where}: use another port in ${key}.apiBase`;
     return `could not connect to ${where}${code ? ` (${code})` : cause ? ` (${cause})` : ""}`;
   }
   return `${(err as Error)?.message ?? String(err)} (at ${where})`;
@@ -204,26 +173,9 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
   const idleTimeoutMs = opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxReplyChars = opts.maxReplyChars ?? DEFAULT_MAX_REPLY_CHARS;
-  let client: OpenAI | undefined;
   const azure = resolved.spec.backend === "azure";
-  const getClient = async () => {
-    if (client) return client;
-    const sdk = await loadOpenAi();
-    const common = {
-      apiKey: resolved.apiKey,
-      defaultHeaders: resolved.extraHeaders,
-      maxRetries: 0, // retries are ours: visible in logs, bounded, abortable
-      // The SDK's timeout ends when the headers arrive; ours (below) covers the body and the retries too.
-      timeout: Math.max(1, Math.ceil(timeoutMs)),
-      fetch: watchedFetch(),
-    };
-    // Azure: the deployment is the model name, in the path (/openai/deployments/<model>/…?api-version=…).
-    // baseURL rather than `endpoint`, so an OPENAI_BASE_URL in the environment cannot clash with it.
-    client = azure
-      ? new sdk.AzureOpenAI({ ...common, baseURL: `${resolved.apiBase.replace(/\/+$/, "")}/openai`, apiVersion: resolved.apiVersion ?? DEFAULT_AZURE_API_VERSION })
-      : new sdk.default({ ...common, baseURL: resolved.apiBase });
-    return client;
-  };
+  // One connection pool per provider, built with the first call (not per call: that cost CPU on every turn).
+  let http: ChatHttp | undefined;
   const backoff = opts.backoff ?? DEFAULT_BACKOFF;
   const now = opts.now ?? Date.now;
   const sleep = opts.sleep ?? abortableSleep;
@@ -252,28 +204,24 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
     const idle = idleWatch(idleTimeoutMs, () =>
       controller.abort(new ModelTimeoutError(`no data from ${resolved.apiBase} for ${seconds(idleTimeoutMs)} (model idle timeout); the call was abandoned`, true)),
     );
-    const watched = await getClient();
+    http ??= createChatHttp(resolved);
     const reply = createReplyAccumulator(maxReplyChars);
     try {
       if (!stream) {
-        const raw: unknown = await watched.chat.completions.create({ ...body, stream: false }, { signal: controller.signal, fetchOptions: watchOptions(idle.touch) });
+        const raw = await http.complete({ ...body, stream: false }, controller.signal, idle.touch);
         reply.completion(raw);
         const response = reply.finish();
         if (response.content) req.onDelta?.(response.content);
         return warnDropped(response, reply.droppedCalls);
       }
-      const chunks = await watched.chat.completions.create(
-        { ...body, stream: true, stream_options: { include_usage: true } },
-        { signal: controller.signal, fetchOptions: watchOptions(idle.touch) },
-      );
       const visible = createThinkFilter();
-      for await (const chunk of chunks as AsyncIterable<unknown>) {
+      for await (const chunk of http.stream({ ...body, stream: true, stream_options: { include_usage: true } }, controller.signal, idle.touch)) {
         const added = reply.chunk(chunk);
         const text = added && visible.push(added);
         if (text) req.onDelta?.(text);
       }
       idle.stop();
-      // The SDK ends a stream quietly when it is aborted: a cut-off reply must not pass for a whole one.
+      // A cut-off reply must never pass for a whole one.
       if (controller.signal.aborted) throw controller.signal.reason;
       // What the filter held back (a tag that turned out to be prose, a trailing partial tag) is decided now.
       const rest = visible.flush();

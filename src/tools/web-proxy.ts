@@ -1,8 +1,6 @@
 import { request as httpRequest, type Agent } from "node:http";
 import { request as httpsRequest } from "node:https";
-import { createRequire } from "node:module";
-import type * as HttpProxy from "http-proxy-agent";
-import type * as HttpsProxy from "https-proxy-agent";
+import { proxyAgentFor } from "../proxy-agent.js";
 import { ToolError } from "./contract.js";
 
 /**
@@ -20,11 +18,7 @@ export function webProxyAgent(proxy: string | null | undefined, target: URL): Ag
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw new ToolError(`tools.web.proxy uses ${url.protocol.replace(":", "")}, which troupe does not support; use an http:// or https:// proxy`);
   }
-  // The proxy agents (and their dependencies) load only when a proxy is configured.
-  const load = createRequire(import.meta.url);
-  return target.protocol === "https:"
-    ? new (load("https-proxy-agent") as typeof HttpsProxy).HttpsProxyAgent(url)
-    : new (load("http-proxy-agent") as typeof HttpProxy).HttpProxyAgent(url);
+  return proxyAgentFor(url, target.protocol === "https:");
 }
 
 export interface HttpTextOptions {

@@ -7,7 +7,6 @@
  *    session still live (at 100 and 10,000).
  * 2. The runtime's own cost per turn against a zero-latency model: one session's turns one after
  *    another (latency), and 1,000 sessions at once (throughput).
- * `--soak` (npm run bench:soak): steady traffic for 30 minutes, RSS every minute.
  */
 import { rm } from "node:fs/promises";
 import { filter, firstValueFrom } from "rxjs";
@@ -88,34 +87,6 @@ async function scaleCurve() {
   }
 }
 
-/** `--soak`: steady traffic for TROUPE_SOAK_MINUTES (30), RSS printed every minute; growth would show a leak. */
-async function soak() {
-  const minutes = Number(process.env.TROUPE_SOAK_MINUTES ?? 30);
-  const model = await fakeModel(50);
-  const { daemon, dir } = await daemonFor(model.url, { maxConcurrentTurns: 100, sessionIdleSeconds: 5 });
-  console.log(`## soak: ${minutes} min of steady traffic (200 sessions, a message each every ~2 s while it lasts)`);
-  const end = Date.now() + minutes * 60_000;
-  const rss: number[] = [];
-  const minute = setInterval(() => {
-    gc();
-    rss.push(process.memoryUsage().rss);
-    console.log(`minute ${String(rss.length).padStart(2)}: RSS ${(rss.at(-1)! / MB).toFixed(0)} MB, heap ${(process.memoryUsage().heapUsed / MB).toFixed(0)} MB, ${sessionsAlive(daemon)} sessions live`);
-  }, 60_000);
-  let turns = 0;
-  while (Date.now() < end) {
-    await burst(daemon, Array.from({ length: 200 }, (_, i) => `soak${(turns + i) % 1_000}`));
-    turns += 200;
-    await sleep(2_000);
-  }
-  clearInterval(minute);
-  const first = rss[1] ?? rss[0];
-  const last = rss.at(-1);
-  if (first && last) console.log(`RSS from minute 2 to the end: ${(first / MB).toFixed(0)} → ${(last / MB).toFixed(0)} MB (${(last / first).toFixed(2)}×), ${turns.toLocaleString("en")} turns`);
-  await daemon.shutdown();
-  model.stop();
-  await rm(dir, { recursive: true, force: true });
-}
-
 async function overheadScenario() {
   const model = await fakeModel(0);
   const { daemon, dir } = await daemonFor(model.url, { maxConcurrentTurns: 100 });
@@ -146,9 +117,5 @@ async function overheadScenario() {
 }
 
 if (!(globalThis as { gc?: unknown }).gc) console.log("(run with --expose-gc for settled RSS figures)\n");
-if (process.argv.includes("--soak")) {
-  await soak();
-} else {
-  if (process.env.TROUPE_BENCH_ONLY !== "overhead") await scaleCurve();
-  await overheadScenario();
-}
+if (process.env.TROUPE_BENCH_ONLY !== "overhead") await scaleCurve();
+await overheadScenario();

@@ -4,7 +4,7 @@
  * loads the model client) and again after 200 more sessions have each had a turn and passivated. Read from /proc/<pid>/status, settled: sampled every
  * 250 ms until five samples in a row stay within 1 MB.
  */
-import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,17 +12,12 @@ import { fileURLToPath } from "node:url";
 import { writeHome } from "../helpers/daemon.js";
 import { getJson, sendMessage, startGateway } from "../helpers/gateway.js";
 import { fakeModel } from "./harness.js";
+import { rssOf } from "./proc.js";
 import { record } from "./summary.js";
 
 const MB = 1024 * 1024;
 const SESSIONS = 200;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function rssOf(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, "utf8");
-  const kb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1]);
-  return kb * 1024;
-}
 
 /** The process's RSS once it has stopped moving (or after 30 s, the last sample). */
 async function settledRss(pid: number): Promise<number> {

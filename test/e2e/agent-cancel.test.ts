@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/store.js";
 import { listOpenTurns, listTurns } from "../../src/store/turns.js";
 import { runCli, TROUPE_BIN } from "../helpers/cli.js";
@@ -9,6 +9,7 @@ import { writeHome } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
 import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtures/fake-openai.js";
+import { closeAfterEach, detachedDaemon } from "../helpers/teardown.js";
 
 /** The text the user typed, without the runtime context that heads it. */
 const typed = (req: RecordedRequest) => String(req.body.messages.findLast((m) => m.role === "user")?.content).split("\n").at(-1);
@@ -29,11 +30,7 @@ describe("Ctrl-C on troupe agent -m stops the turn", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let daemonHome: string | undefined;
-  afterEach(async () => {
-    if (daemonHome) await runCli(["daemon", "stop"], { TROUPE_HOME: daemonHome });
-    daemonHome = undefined;
-    await fake?.close();
-  });
+  closeAfterEach(() => [detachedDaemon(daemonHome), fake]);
 
   it("in-process: the turn ends cancelled with its tool call closed, exit 130, and nothing resumes it", async () => {
     fake = await startFakeOpenAi([], (req) => {

@@ -1,8 +1,9 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
 import { writeHome } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtures/fake-openai.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 /** The user's message as sent, without the runtime context that heads it. */
 const sentText = (req: RecordedRequest) => String(req.body.messages.findLast((m) => m.role === "user")?.content).replace(/^\[Runtime Context — metadata only, not instructions\][\s\S]*?\[\/Runtime Context\]\n\n/, "");
@@ -11,7 +12,7 @@ const sentText = (req: RecordedRequest) => String(req.body.messages.findLast((m)
 describe("troupe agent input without a terminal", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
-  afterEach(async () => fake?.close());
+  closeAfterEach(() => [fake]);
 
   it("-m - and piped stdin are one whole message, with no prompt printed", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "Got it." }));

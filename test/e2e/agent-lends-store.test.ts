@@ -1,11 +1,12 @@
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtures/fake-openai.js";
 import { runCli } from "../helpers/cli.js";
 import { writeHome } from "../helpers/daemon.js";
 import { spawnPty, type PtySession } from "../helpers/pty.js";
+import { closeAfterEach, detachedDaemon } from "../helpers/teardown.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
 
@@ -17,14 +18,7 @@ describe("one process at a time, without lock-outs (real processes)", () => {
   let pty: PtySession | undefined;
   let pty2: PtySession | undefined;
   let home: string | undefined;
-  afterEach(async () => {
-    pty?.proc.kill("SIGKILL");
-    pty2?.proc.kill("SIGKILL");
-    pty = pty2 = undefined;
-    if (home) await runCli(["daemon", "stop"], { TROUPE_HOME: home });
-    home = undefined;
-    await fake?.close();
-  });
+  closeAfterEach(() => [pty, pty2, detachedDaemon(home), fake]);
 
   it("while an interactive troupe agent runs in-process, agent -m and sessions work through it, and daemon start takes the chat over", async () => {
     fake = await startFakeOpenAi([], (req) => ({ content: `${typed(req)} answer` }));

@@ -5,7 +5,7 @@ import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { startFakeTelegram, type FakeTelegram } from "../fixtures/fake-telegram.js";
 import { startFakeWeb, type FakeWeb } from "../fixtures/fake-web.js";
 import { runCli } from "../helpers/cli.js";
-import { writeHome } from "../helpers/daemon.js";
+import { writeHome, writeTelegramHome } from "../helpers/daemon.js";
 import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
@@ -105,7 +105,7 @@ describe("the agent loop's recoveries (real processes, fake model)", () => {
     });
     tg = await startFakeTelegram(TOKEN);
     const home = await tmp();
-    await writeHome(home, fake.url, { config: { gateway: { port: 0 }, channels: { telegram: { enabled: true, token: TOKEN, apiRoot: tg.apiRoot, allowFrom: ["*"] } } } });
+    await writeTelegramHome(home, fake.url, tg);
     gateway = await startGateway(home);
     const t = tg;
 
@@ -167,7 +167,7 @@ describe("the agent loop's recoveries (real processes, fake model)", () => {
     fake = await startFakeOpenAi([], (req, index) => (String(req.body.messages.at(-1)?.content).endsWith("ping") ? { content: "pong" } : script[index]));
     tg = await startFakeTelegram(TOKEN);
     const home = await tmp();
-    await writeHome(home, fake.url, { config: { gateway: { port: 0 }, channels: { telegram: { enabled: true, token: TOKEN, apiRoot: tg.apiRoot, allowFrom: ["*"] } } } });
+    await writeTelegramHome(home, fake.url, tg);
     // The second model call of the turn (the retry or the continuation) dies before it is sent.
     gateway = await startGateway(home, { TROUPE_FAULT: "awaiting-model:2" });
     tg.message("answer me");

@@ -1,14 +1,16 @@
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
+import { closeAfterEach } from "../helpers/teardown.js";
+import { writeConfig } from "../helpers/daemon.js";
 
 describe("troupe agent with the built-in tools (real process, fake model)", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
-  afterEach(async () => fake?.close());
+  closeAfterEach(() => [fake]);
 
   it("writes, runs, reads and messages inside the workspace; escapes and secrets stay out", async () => {
     fake = await startFakeOpenAi([
@@ -29,7 +31,7 @@ describe("troupe agent with the built-in tools (real process, fake model)", () =
       { content: "The plan has two steps." },
     ]);
     const dir = await tempDir();
-    await writeFile(join(dir, "config.json"), JSON.stringify({ agents: { defaults: { provider: "custom", model: "fake-model" } }, providers: { custom: { apiBase: fake.url } } }));
+    await writeConfig(dir, { agents: { defaults: { provider: "custom", model: "fake-model" } }, providers: { custom: { apiBase: fake.url } } });
     const r = await runCli(["agent", "-m", "make a plan"], { TROUPE_HOME: dir, TROUPE_PROVIDERS__CUSTOM__API_KEY: "sk-e2e-secret-key" });
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);

@@ -1,23 +1,25 @@
 import { spawn } from "node:child_process";
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { TROUPE_BIN } from "../helpers/cli.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
+import { closeAfterEach } from "../helpers/teardown.js";
+import { writeConfig } from "../helpers/daemon.js";
 
 /** Drives `troupe agent` on a real pseudo-terminal (util-linux `script`), typing as a person would. */
 describe("troupe agent on a terminal", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
-  afterEach(async () => fake?.close());
+  closeAfterEach(() => [fake]);
 
   it("streams replies, Ctrl-C cancels the running turn, Ctrl-D exits", async () => {
     fake = await startFakeOpenAi([], (req) =>
       String(req.body.messages.at(-1)?.content).includes("be slow") ? { content: "too late", delayMs: 20_000 } : { content: "quick answer" },
     );
     const home = await tempDir();
-    await writeFile(join(home, "config.json"), JSON.stringify({ agents: { defaults: { provider: "custom", model: "m" } }, providers: { custom: { apiBase: fake.url } } }));
+    await writeConfig(home, { agents: { defaults: { provider: "custom", model: "m" } }, providers: { custom: { apiBase: fake.url } } });
     const child = spawn("script", ["-qfec", `${process.execPath} ${TROUPE_BIN} agent`, "/dev/null"], {
       env: { ...process.env, TROUPE_HOME: home, TERM: "xterm" },
     });
@@ -59,7 +61,7 @@ describe("troupe agent on a terminal", () => {
       return { content: "Let me look.", toolCalls: [{ name: "exec", arguments: { command: "echo hi" } }] };
     });
     const home = await tempDir();
-    await writeFile(join(home, "config.json"), JSON.stringify({ agents: { defaults: { provider: "custom", model: "m" } }, providers: { custom: { apiBase: fake.url } } }));
+    await writeConfig(home, { agents: { defaults: { provider: "custom", model: "m" } }, providers: { custom: { apiBase: fake.url } } });
 
     /** One chat on a 100-column pseudo-terminal. */
     const chat = async (args: string, type: (send: (keys: string) => void, waitFor: (text: string) => Promise<void>) => Promise<void>) => {

@@ -1,6 +1,6 @@
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/store.js";
 import { pendingOutbox } from "../../src/store/outbox.js";
 import { runCli } from "../helpers/cli.js";
@@ -8,6 +8,8 @@ import { getJson, postMessage, startGateway, type GatewayProcess } from "../help
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
 import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtures/fake-openai.js";
+import { closeAfterEach } from "../helpers/teardown.js";
+import { writeConfig } from "../helpers/daemon.js";
 
 /** The text the user typed, without the runtime context that heads it. */
 const typed = (req: RecordedRequest) => String(req.body.messages.findLast((m) => m.role === "user")?.content).split("\n").at(-1);
@@ -16,22 +18,15 @@ describe("troupe agent (real process, fake model over loopback)", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let gateway: GatewayProcess | undefined;
-  afterEach(async () => {
-    gateway?.proc.kill("SIGKILL");
-    gateway = undefined;
-    await fake?.close();
-  });
+  closeAfterEach(() => [gateway, fake]);
 
   async function home(url: string): Promise<string> {
     const dir = await tempDir();
-    await writeFile(
-      join(dir, "config.json"),
-      JSON.stringify({
-        agents: { defaults: { provider: "custom", model: "fake-model", timezone: "Europe/Paris" } },
-        providers: { custom: { apiBase: url } },
-        gateway: { port: 0 },
-      }),
-    );
+    await writeConfig(dir, {
+      agents: { defaults: { provider: "custom", model: "fake-model", timezone: "Europe/Paris" } },
+      providers: { custom: { apiBase: url } },
+      gateway: { port: 0 },
+    });
     return dir;
   }
 

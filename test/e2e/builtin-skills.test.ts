@@ -2,14 +2,16 @@ import { existsSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { zipSync } from "fflate";
-import { readdir, writeFile } from "node:fs/promises";
+import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { SKIP_BWRAP } from "../helpers/bwrap.js";
 import { runCli } from "../helpers/cli.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
+import { closeAfterEach } from "../helpers/teardown.js";
+import { writeConfig } from "../helpers/daemon.js";
 
 /** Where the bundled CLI finds its built-in skills: templates/skills under the package root. */
 const BUILTIN = fileURLToPath(new URL("../../templates/skills/", import.meta.url));
@@ -18,10 +20,7 @@ const CREATOR = join(BUILTIN, "skill-creator", "scripts");
 describe("built-in skills through the bundled CLI", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
-  afterEach(async () => {
-    await fake?.close();
-    fake = undefined;
-  });
+  closeAfterEach(() => [fake]);
 
   // Restricted to the workspace, in the sandbox and without it: a built-in skill's script may be run
   // by its path (read-only), and what it makes lands in the workspace.
@@ -36,14 +35,11 @@ describe("built-in skills through the bundled CLI", () => {
       { content: "Scaffolded trip-notes." },
     ]);
     const home = await tempDir();
-    await writeFile(
-      join(home, "config.json"),
-      JSON.stringify({
-        agents: { defaults: { provider: "custom", model: "fake-model" } },
-        providers: { custom: { apiBase: fake.url } },
-        tools: { restrictToWorkspace: true, exec: { sandbox } },
-      }),
-    );
+    await writeConfig(home, {
+      agents: { defaults: { provider: "custom", model: "fake-model" } },
+      providers: { custom: { apiBase: fake.url } },
+      tools: { restrictToWorkspace: true, exec: { sandbox } },
+    });
     const r = await runCli(["agent", "-m", "$weather, and make me a skill for trip notes"], { TROUPE_HOME: home, TROUPE_PROVIDERS__CUSTOM__API_KEY: "sk-e2e" });
     expect(r.stderr).toBe("");
     expect([r.code, r.stdout]).toEqual([0, "Scaffolded trip-notes.\n"]);
@@ -86,15 +82,12 @@ describe("built-in skills through the bundled CLI", () => {
         { content: "Installed." },
       ]);
       const home = await tempDir();
-      await writeFile(
-        join(home, "config.json"),
-        JSON.stringify({
-          agents: { defaults: { provider: "custom", model: "fake-model" } },
-          providers: { custom: { apiBase: fake.url } },
-          // The registry is on loopback, which the proxy refuses unless whitelisted.
-          tools: { restrictToWorkspace: true, exec: { sandbox: "bwrap" }, ssrfWhitelist: ["127.0.0.1"] },
-        }),
-      );
+      await writeConfig(home, {
+        agents: { defaults: { provider: "custom", model: "fake-model" } },
+        providers: { custom: { apiBase: fake.url } },
+        // The registry is on loopback, which the proxy refuses unless whitelisted.
+        tools: { restrictToWorkspace: true, exec: { sandbox: "bwrap" }, ssrfWhitelist: ["127.0.0.1"] },
+      });
       const r = await runCli(["agent", "-m", "install the trip skill"], { TROUPE_HOME: home, TROUPE_PROVIDERS__CUSTOM__API_KEY: "sk-e2e" });
       expect([r.code, r.stdout, r.stderr]).toEqual([0, "Installed.\n", ""]);
       const result = String((fake.requests[1]?.body.messages ?? []).find((m) => m.role === "tool")?.content);

@@ -6,6 +6,7 @@ import { runCli, TROUPE_BIN } from "../helpers/cli.js";
 import { startGateway } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
+import { writeConfig } from "../helpers/daemon.js";
 
 /** Runs a bash completion script for a command line as typed so far (the last word is being completed). */
 function complete(script: string, line: string[]): string[] {
@@ -148,7 +149,7 @@ describe("troupe CLI", () => {
 
   it("status shows which providers have keys without printing a key", async () => {
     const home = await tempDir();
-    await writeFile(join(home, "config.json"), JSON.stringify({ providers: { openai: { apiKey: "sk-secret-value-1234" }, groq: {} } }));
+    await writeConfig(home, { providers: { openai: { apiKey: "sk-secret-value-1234" }, groq: {} } });
     const r = await runCli(["status"], { TROUPE_HOME: home });
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("openai (key set)");
@@ -160,7 +161,7 @@ describe("troupe CLI", () => {
 
   it("an invalid config stops the command with exit 2 and one line per problem, no stack", async () => {
     const home = await tempDir();
-    await writeFile(join(home, "config.json"), JSON.stringify({ agents: { defaults: { max_tokens: "x" } }, gateway: { port: -1 }, typo: 1 }));
+    await writeConfig(home, { agents: { defaults: { max_tokens: "x" } }, gateway: { port: -1 }, typo: 1 });
     const r = await runCli(["status"], { TROUPE_HOME: home });
     expect(r.code).toBe(2);
     const lines = r.stderr.trim().split("\n");
@@ -180,7 +181,7 @@ describe("troupe CLI", () => {
     await writeFile(join(bin, "systemctl"), "#!/bin/sh\necho 'Failed to connect to bus' >&2\nexit 1\n");
     await chmod(join(bin, "systemctl"), 0o755);
     const config = { providers: { openai: { apiKey: "${MY_OPENAI_KEY}" } }, channels: { telegram: { token: "${TG_TOKEN}" } } };
-    await writeFile(join(home, "config.json"), JSON.stringify(config));
+    await writeConfig(home, config);
     const env = { TROUPE_HOME: home, HOME: fakeHome, PATH: `${bin}:${process.env.PATH}`, MY_OPENAI_KEY: "sk-secret-42" };
 
     // TG_TOKEN is unset in this shell, so the config does not load; install-service needs only its variable names.

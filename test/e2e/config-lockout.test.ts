@@ -1,22 +1,19 @@
-import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { isAlive } from "../../src/cli/pidfile.js";
 import { runCli } from "../helpers/cli.js";
-import { writeHome } from "../helpers/daemon.js";
+import { writeHome, writeConfig } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
+import { closeAfterEach, detachedDaemon } from "../helpers/teardown.js";
 
 /** A broken config, or a bad environment, never locks a user out of the daemon that runs. */
 describe("troupe with a broken config or environment", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let home: string | undefined;
-  afterEach(async () => {
-    if (home) await runCli(["daemon", "stop"], { TROUPE_HOME: home });
-    home = undefined;
-    await fake?.close();
-  });
+  closeAfterEach(() => [detachedDaemon(home), fake]);
 
   it("daemon status|logs|stop and sessions list|show need only the data dir and the token", async () => {
     fake = await startFakeOpenAi([{ content: "hello back" }]);
@@ -28,7 +25,7 @@ describe("troupe with a broken config or environment", () => {
     expect((await runCli(["agent", "-m", "hi", "-s", "api:x"], env)).stdout).toBe("hello back\n");
 
     // The config is edited while the daemon runs: a typo, and a variable this shell does not have.
-    await writeFile(join(home, "config.json"), JSON.stringify({ agents: { defaults: { maxTokens: "lots" } }, providers: { custom: { apiKey: "${NOT_SET_HERE}" } } }));
+    await writeConfig(home, { agents: { defaults: { maxTokens: "lots" } }, providers: { custom: { apiKey: "${NOT_SET_HERE}" } } });
     const broken = await runCli(["status"], env);
     expect(broken.code).toBe(2);
     expect(broken.stderr).toContain("NOT_SET_HERE");

@@ -1,6 +1,4 @@
-import { mkdir } from "node:fs/promises";
-import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { listRuns, listJobs, type CronRun } from "../../src/cron/jobs.js";
 import { addJobInput } from "../../src/cron/requests.js";
 import { createCronService } from "../../src/cron/service.js";
@@ -10,10 +8,11 @@ import { listTurns } from "../../src/store/turns.js";
 import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtures/fake-openai.js";
 import { startFakeTelegram, type FakeTelegram } from "../fixtures/fake-telegram.js";
 import { runCli } from "../helpers/cli.js";
-import { writeHome } from "../helpers/daemon.js";
+import { telegramOn, writeGatewayHome, writeHome } from "../helpers/daemon.js";
 import { getJson, startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 interface Reply {
   answers: string[];
@@ -38,13 +37,7 @@ describe("cron across kill -9 (real gateway processes)", () => {
   let fake: FakeOpenAi | undefined;
   let tg: FakeTelegram | undefined;
   let gateway: GatewayProcess | undefined;
-  afterEach(async () => {
-    gateway?.proc.kill("SIGKILL");
-    gateway = undefined;
-    await fake?.close();
-    await tg?.close();
-    tg = undefined;
-  });
+  closeAfterEach(() => [gateway, fake, tg]);
 
   /** The model answers a run with "reminder #N" (N counts the run prompts it saw); `hold` keeps the answer back while it returns true. */
   async function model(hold: () => boolean = () => false) {
@@ -60,8 +53,7 @@ describe("cron across kill -9 (real gateway processes)", () => {
 
   async function home(extra: Record<string, unknown> = {}) {
     const dir = await tmp();
-    await writeHome(dir, fake!.url, { config: { gateway: { port: 0, heartbeat: { enabled: false } }, ...extra } });
-    await mkdir(join(dir, "workspace"), { recursive: true });
+    await writeGatewayHome(dir, fake!.url, { gateway: { heartbeat: { enabled: false } }, ...extra });
     return dir;
   }
 
@@ -186,7 +178,7 @@ describe("cron across kill -9 (real gateway processes)", () => {
   it("a reminder added through the running daemon is delivered to the fake Telegram once", async () => {
     await model();
     tg = await startFakeTelegram("123:CRON");
-    const dir = await home({ channels: { telegram: { enabled: true, token: "123:CRON", apiRoot: tg.apiRoot, allowFrom: ["*"] } } });
+    const dir = await home({ channels: { telegram: telegramOn(tg) } });
     const g = (gateway = await startGateway(dir));
     const jobId = await addAt(dir, Date.now() + 2_000, g, { channel: "telegram", to: "42" });
     expect((await getJson<{ jobs: Array<{ id: string; target: unknown }> }>(g, "/api/cron/jobs")).jobs.find((j) => j.id === jobId)?.target).toEqual({ channel: "telegram", chatId: "42" });

@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { isAlive } from "../../src/cli/pidfile.js";
 import { readSse } from "../../src/server/sse.js";
 import { openStore } from "../../src/store/store.js";
@@ -11,17 +11,14 @@ import { writeHome } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { sleep } from "../helpers/wait.js";
+import { closeAfterEach, detachedDaemon } from "../helpers/teardown.js";
 
 
 describe("troupe daemon (real processes over loopback)", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let home: string | undefined;
-  afterEach(async () => {
-    if (home) await runCli(["daemon", "stop"], { TROUPE_HOME: home });
-    home = undefined;
-    await fake?.close();
-  });
+  closeAfterEach(() => [detachedDaemon(home), fake]);
 
   async function started(script: Parameters<typeof startFakeOpenAi>[0] = [], handler?: Parameters<typeof startFakeOpenAi>[1]) {
     fake = await startFakeOpenAi(script, handler);

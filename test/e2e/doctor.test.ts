@@ -1,14 +1,14 @@
 import { createServer, type Server } from "node:net";
-import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { startFakeTelegram, type FakeTelegram } from "../fixtures/fake-telegram.js";
 import { runCli } from "../helpers/cli.js";
 import { openStore } from "../../src/store/store.js";
-import { writeHome } from "../helpers/daemon.js";
+import { telegramOn, writeHome, writeConfig } from "../helpers/daemon.js";
 import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 const TOKEN = "123:DOCTOR";
 
@@ -33,21 +33,14 @@ describe("troupe doctor", () => {
   let tg: FakeTelegram | undefined;
   let gateway: GatewayProcess | undefined;
   let stranger: Server | undefined;
-  afterEach(async () => {
-    gateway?.proc.kill("SIGKILL");
-    gateway = undefined;
-    stranger?.close();
-    stranger = undefined;
-    await fake?.close();
-    await tg?.close();
-  });
+  closeAfterEach(() => [gateway, stranger, fake, tg]);
 
   it("all well: config, provider (one tiny request), port, Telegram getMe, store and disk are ok; exit 0", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "p" }));
     tg = await startFakeTelegram(TOKEN);
     const home = await tmp();
     const port = await freePort();
-    await writeHome(home, fake.url, { config: { gateway: { port }, channels: { telegram: { enabled: true, token: TOKEN, apiRoot: tg.apiRoot, allowFrom: ["*"] } } } });
+    await writeHome(home, fake.url, { config: { gateway: { port }, channels: { telegram: telegramOn(tg) } } });
     const r = await runCli(["doctor"], { TROUPE_HOME: home });
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
@@ -84,14 +77,14 @@ describe("troupe doctor", () => {
   it("an unreachable provider and an invalid config are named, with what to do", async () => {
     const home = await tmp();
     const closed = await freePort();
-    await writeFile(join(home, "config.json"), JSON.stringify({ agents: { defaults: { provider: "custom", model: "m" } }, providers: { custom: { apiBase: `http://127.0.0.1:${closed}/v1` } }, gateway: { port: 0 } }));
+    await writeConfig(home, { agents: { defaults: { provider: "custom", model: "m" } }, providers: { custom: { apiBase: `http://127.0.0.1:${closed}/v1` } }, gateway: { port: 0 } });
     const down = await runCli(["doctor"], { TROUPE_HOME: home });
     expect(down.code).toBe(1);
     expect(line(down.stdout, "provider")).toMatch(new RegExp(`^FAIL +provider: connection refused at http://127\\.0\\.0\\.1:${closed}/v1: .*providers\\.custom\\.apiBase`));
     expect(line(down.stdout, "gateway")).toMatch(/^ok +gateway: port 0/);
     expect(line(down.stdout, "telegram")).toMatch(/^skip +telegram: not enabled/);
 
-    await writeFile(join(home, "config.json"), JSON.stringify({ gateway: { port: -1 } }));
+    await writeConfig(home, { gateway: { port: -1 } });
     const bad = await runCli(["doctor"], { TROUPE_HOME: home });
     expect(bad.code).toBe(1);
     expect(line(bad.stdout, "config")).toMatch(/^FAIL +config: .*gateway\.port: /);

@@ -1,13 +1,14 @@
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { FAULT_POINTS } from "../../src/fault.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
-import { writeHome } from "../helpers/daemon.js";
+import { writeGatewayHome } from "../helpers/daemon.js";
 import { runCli } from "../helpers/cli.js";
 import { getJson, postMessage, startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { sleep, until } from "../helpers/wait.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 
 interface Reply {
@@ -43,16 +44,11 @@ describe("durable execution across kill -9 (real gateway processes, TROUPE_FAULT
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let gateway: GatewayProcess | undefined;
-  afterEach(async () => {
-    gateway?.proc.kill("SIGKILL");
-    gateway = undefined;
-    await fake?.close();
-  });
+  closeAfterEach(() => [gateway, fake]);
 
   async function home() {
     const dir = await tmp();
-    await writeHome(dir, fake!.url, { config: { gateway: { port: 0 } } });
-    await mkdir(join(dir, "workspace"), { recursive: true });
+    await writeGatewayHome(dir, fake!.url);
     await writeFile(join(dir, "workspace/notes.txt"), "remember the milk\n");
     return dir;
   }

@@ -9,6 +9,7 @@ import { getJson, startGateway, type GatewayProcess } from "../helpers/gateway.j
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
 import { startFakeOpenAi, type FakeOpenAi, type FakeStep, type RecordedRequest } from "../fixtures/fake-openai.js";
+import { writeConfig } from "../helpers/daemon.js";
 
 const PROVIDER_KEY = "sk-e2e-provider-secret-0123456789";
 const SEARCH_KEY = "BSA-e2e-config-secret-0123456789";
@@ -52,15 +53,12 @@ describe("exec against a real gateway: the sandbox is the boundary, secrets stay
     const dataDir = await tmp();
     const home = await tmp();
     await writeFile(join(home, ".home-secret"), "in the home");
-    await writeFile(
-      join(dataDir, "config.json"),
-      JSON.stringify({
-        agents: { defaults: { provider: "custom", model: "fake-model" } },
-        providers: { custom: { apiBase: fake.url } },
-        gateway: { port: 0 },
-        tools: { web: { search: { apiKey: SEARCH_KEY } }, ...tools },
-      }),
-    );
+    await writeConfig(dataDir, {
+      agents: { defaults: { provider: "custom", model: "fake-model" } },
+      providers: { custom: { apiBase: fake.url } },
+      gateway: { port: 0 },
+      tools: { web: { search: { apiKey: SEARCH_KEY } }, ...tools },
+    });
     const env = { HOME: home, TROUPE_PROVIDERS__CUSTOM__API_KEY: PROVIDER_KEY, FAKE_DAEMON_SECRET: DAEMON_SECRET };
     return { dataDir, home, env };
   }

@@ -1,12 +1,13 @@
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { runCli } from "../helpers/cli.js";
 import { writeHome } from "../helpers/daemon.js";
 import { getJson, postMessage, startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 interface Reply {
   content: string;
@@ -48,11 +49,7 @@ describe("hooks across kill -9 (real gateway processes)", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let gateway: GatewayProcess | undefined;
-  afterEach(async () => {
-    gateway?.proc.kill("SIGKILL");
-    gateway = undefined;
-    await fake?.close();
-  });
+  closeAfterEach(() => [gateway, fake]);
 
   async function home() {
     fake = await startFakeOpenAi([], (req) => ({ content: String(req.body.messages.at(-1)?.content).includes("ping") ? "pong" : ANSWER }));

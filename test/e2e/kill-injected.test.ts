@@ -1,15 +1,14 @@
-import { mkdir } from "node:fs/promises";
-import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { dataPaths } from "../../src/paths.js";
 import { inboxRecordSchema } from "../../src/store/inbox.js";
 import { openStore } from "../../src/store/store.js";
 import { nextStep } from "../fixtures/effects-model.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
-import { writeHome } from "../helpers/daemon.js";
+import { writeGatewayHome } from "../helpers/daemon.js";
 import { getJson, sendMessage, startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 interface Reply {
   answers: string[];
@@ -24,11 +23,7 @@ describe("a message injected into a turn, then SIGKILL (real gateway processes)"
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let gateway: GatewayProcess | undefined;
-  afterEach(async () => {
-    gateway?.proc.kill("SIGKILL");
-    gateway = undefined;
-    await fake?.close();
-  });
+  closeAfterEach(() => [gateway, fake]);
 
   it("injected during the turn's final model call and killed: after restart it is answered", async () => {
     // The model of fixtures/effects-model.ts; session a's first reply call is held (never answers), so
@@ -43,8 +38,7 @@ describe("a message injected into a turn, then SIGKILL (real gateway processes)"
       return step;
     });
     const home = await tmp();
-    await writeHome(home, fake.url, { config: { gateway: { port: 0 } } });
-    await mkdir(join(home, "workspace"), { recursive: true });
+    await writeGatewayHome(home, fake.url);
     const g = (gateway = await startGateway(home));
 
     const first = await sendMessage(g, "api:a", "please do job-a0").accepted;

@@ -2,17 +2,18 @@ import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtures/fake-openai.js";
 import { runCli, TROUPE_BIN } from "../helpers/cli.js";
 import { writeHome } from "../helpers/daemon.js";
 import { getJson, startGateway, type GatewayProcess } from "../helpers/gateway.js";
-import { fixtureLog, stdioFixture } from "../helpers/mcp.js";
+import { alive, fixtureLog, stdioFixture } from "../helpers/mcp.js";
 import { startHttpFixture } from "../fixtures/mcp-server.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
 import type { ActorNode } from "../../src/server/actor-tree.js";
 import type { McpServerStatus } from "../../src/mcp/hub.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 /**
  * A model that calls the tool a message names: "call <tool> <json args>"; a tool result is
@@ -32,24 +33,11 @@ interface Reply {
   content: string;
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
 describe("MCP servers in a real gateway (fake model, SDK fixture server)", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let gateway: GatewayProcess | undefined;
-  afterEach(async () => {
-    gateway?.proc.kill("SIGKILL");
-    gateway = undefined;
-    await fake?.close();
-  });
+  closeAfterEach(() => [gateway, fake]);
 
   async function ask(g: GatewayProcess, session: string, content: string): Promise<string> {
     const res = await fetch(`${g.url}/api/sessions/${encodeURIComponent(session)}/messages`, {
@@ -169,9 +157,7 @@ describe("MCP servers in a real gateway (fake model, SDK fixture server)", () =>
 describe("MCP in troupe agent and the CLI", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
-  afterEach(async () => {
-    await fake?.close();
-  });
+  closeAfterEach(() => [fake]);
 
   it("troupe agent -m: the first turn has the server's tools (it waits for the first connection attempt); a server that cannot start is named to the model and fails no turn", async () => {
     fake = await toolCaller();

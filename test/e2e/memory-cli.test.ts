@@ -1,11 +1,12 @@
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtures/fake-openai.js";
 import { writeHome } from "../helpers/daemon.js";
 import { runCli } from "../helpers/cli.js";
 import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 const isAnalysis = (r: RecordedRequest) => String(r.body.messages[0]?.content).includes("first phase: analysis");
 
@@ -13,11 +14,7 @@ describe("troupe memory show and troupe dream run|log|restore", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let gateway: GatewayProcess | undefined;
-  afterEach(async () => {
-    gateway?.proc.kill("SIGKILL");
-    gateway = undefined;
-    await fake?.close();
-  });
+  closeAfterEach(() => [gateway, fake]);
 
   it("shows the memory, runs Dream in process, lists and restores its commits; through the daemon too", { timeout: 120_000 }, async () => {
     fake = await startFakeOpenAi([], (r) => {

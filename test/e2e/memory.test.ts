@@ -2,13 +2,14 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import * as fs from "node:fs";
 import git from "isomorphic-git";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { parseHistory } from "../../src/memory/files.js";
 import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtures/fake-openai.js";
 import { writeHome } from "../helpers/daemon.js";
 import { getJson, sendMessage, startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 const words = (n: number, w: string) => Array.from({ length: n }, () => w).join(" ");
 const isSummary = (r: RecordedRequest) => String(r.body.messages[0]?.content).startsWith("You are troupe's memory consolidator");
@@ -25,11 +26,7 @@ describe("memory in a real gateway (consolidation, Dream, kill -9)", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let gateway: GatewayProcess | undefined;
-  afterEach(async () => {
-    gateway?.proc.kill("SIGKILL");
-    gateway = undefined;
-    await fake?.close();
-  });
+  closeAfterEach(() => [gateway, fake]);
 
   const historyOf = async (dir: string) => parseHistory(await readFile(join(dir, "workspace/memory/history.jsonl"), "utf8").catch(() => ""));
 

@@ -1,10 +1,12 @@
 import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
 import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
+import { closeAfterEach } from "../helpers/teardown.js";
+import { writeConfig } from "../helpers/daemon.js";
 
 /**
  * A nanobot user's data dir, moved over as is: a v0.2-style config.json (nulls for unused providers,
@@ -27,39 +29,31 @@ describe("a nanobot user's config and skills, through the CLI", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let gateway: GatewayProcess | undefined;
-  afterEach(async () => {
-    gateway?.proc.kill("SIGKILL");
-    gateway = undefined;
-    await fake?.close();
-    fake = undefined;
-  });
+  closeAfterEach(() => [gateway, fake]);
 
   async function nanobotHome(apiBase: string): Promise<string> {
     const home = await tempDir();
-    await writeFile(
-      join(home, "config.json"),
-      JSON.stringify({
-        agents: {
-          defaults: {
-            modelPreset: "main",
-            model: "anthropic/claude-opus-4-5",
-            reasoningEffort: null,
-            disabledSkills: ["disabledone"],
-            dream: { intervalH: 4 },
-            maxToolResultChars: 20_000,
-            maxTokenz: 5,
-          },
+    await writeConfig(home, {
+      agents: {
+        defaults: {
+          modelPreset: "main",
+          model: "anthropic/claude-opus-4-5",
+          reasoningEffort: null,
+          disabledSkills: ["disabledone"],
+          dream: { intervalH: 4 },
+          maxToolResultChars: 20_000,
+          maxTokenz: 5,
         },
-        model_presets: { main: { model: "fake-model", provider: "my-endpoint", reasoningEffort: "max", temperature: 0.3 } },
-        providers: {
-          my_endpoint: { apiKey: "sk-test", apiBase },
-          openai: { apiKey: null, apiBase: null, extraHeaders: null, apiType: "auto" },
-          anthropic: { apiKey: null },
-        },
-        channels: { discord: { enabled: true, token: "t" }, whatsapp: { enabled: false }, sendMaxRetries: 3 },
-        gateway: { port: 0, heartbeat: { enabled: true, intervalS: 600 } },
-      }),
-    );
+      },
+      model_presets: { main: { model: "fake-model", provider: "my-endpoint", reasoningEffort: "max", temperature: 0.3 } },
+      providers: {
+        my_endpoint: { apiKey: "sk-test", apiBase },
+        openai: { apiKey: null, apiBase: null, extraHeaders: null, apiType: "auto" },
+        anthropic: { apiKey: null },
+      },
+      channels: { discord: { enabled: true, token: "t" }, whatsapp: { enabled: false }, sendMaxRetries: 3 },
+      gateway: { port: 0, heartbeat: { enabled: true, intervalS: 600 } },
+    });
     for (const [folder, text] of Object.entries(SKILLS)) {
       await mkdir(join(home, "workspace", "skills", folder), { recursive: true });
       await writeFile(join(home, "workspace", "skills", folder, "SKILL.md"), text);

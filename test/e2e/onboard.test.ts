@@ -1,10 +1,11 @@
 import { spawn } from "node:child_process";
 import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { runCli, TROUPE_BIN } from "../helpers/cli.js";
 import { useTempDirs } from "../helpers/tmp.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 /** Runs `troupe onboard` on a real pseudo-terminal (util-linux `script`) and answers its questions as a person would. */
 function onTerminal(home: string) {
@@ -29,7 +30,7 @@ function onTerminal(home: string) {
 describe("troupe onboard on a terminal", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
-  afterEach(async () => fake?.close());
+  closeAfterEach(() => [fake]);
 
   it("asks for the provider, its endpoint, the key (not echoed) and the model, writes them (mode 600), and the first message works", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "Hello, I am set up." }));

@@ -1,9 +1,10 @@
-import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
+import { closeAfterEach } from "../helpers/teardown.js";
+import { writeConfig } from "../helpers/daemon.js";
 
 /** nanobot's default config as its onboard writes it: the default model, every provider listed, keys empty. */
 function nanobotDefault(providers: Record<string, unknown>) {
@@ -19,11 +20,11 @@ function nanobotDefault(providers: Record<string, unknown>) {
 describe("providers as a nanobot user configures them (real processes, fake model over loopback)", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
-  afterEach(async () => fake?.close());
+  closeAfterEach(() => [fake]);
 
   async function home(config: unknown): Promise<string> {
     const dir = await tempDir();
-    await writeFile(join(dir, "config.json"), JSON.stringify(config));
+    await writeConfig(dir, config);
     return dir;
   }
 

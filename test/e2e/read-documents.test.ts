@@ -1,15 +1,17 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { makePdf, PNG_1PX } from "../helpers/documents.js";
 import { runCli } from "../helpers/cli.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
+import { closeAfterEach } from "../helpers/teardown.js";
+import { writeConfig } from "../helpers/daemon.js";
 
 describe("read_file on documents and images in a real turn (real process, fake model)", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
-  afterEach(async () => fake?.close());
+  closeAfterEach(() => [fake]);
 
   it("a PDF's text reaches the next request; a PNG reaches the one after as an image part", async () => {
     fake = await startFakeOpenAi([
@@ -21,7 +23,7 @@ describe("read_file on documents and images in a real turn (real process, fake m
     await mkdir(join(dir, "workspace/docs"), { recursive: true });
     await writeFile(join(dir, "workspace/docs/report.pdf"), makePdf(["Cover page", "Revenue grew 12%", "Costs fell", "Appendix"]));
     await writeFile(join(dir, "workspace/docs/pixel.png"), PNG_1PX);
-    await writeFile(join(dir, "config.json"), JSON.stringify({ agents: { defaults: { provider: "custom", model: "fake-model" } }, providers: { custom: { apiBase: fake.url } } }));
+    await writeConfig(dir, { agents: { defaults: { provider: "custom", model: "fake-model" } }, providers: { custom: { apiBase: fake.url } } });
 
     const r = await runCli(["agent", "-m", "summarise docs/report.pdf and look at docs/pixel.png"], { TROUPE_HOME: dir, TROUPE_PROVIDERS__CUSTOM__API_KEY: "sk-e2e" });
     expect(r.stderr).toBe("");
@@ -54,7 +56,7 @@ describe("read_file on documents and images in a real turn (real process, fake m
     const dir = await tempDir();
     await mkdir(join(dir, "workspace"), { recursive: true });
     await writeFile(join(dir, "workspace/pixel.png"), PNG_1PX);
-    await writeFile(join(dir, "config.json"), JSON.stringify({ agents: { defaults: { provider: "custom", model: "fake-model" } }, providers: { custom: { apiBase: fake.url } } }));
+    await writeConfig(dir, { agents: { defaults: { provider: "custom", model: "fake-model" } }, providers: { custom: { apiBase: fake.url } } });
     const r = await runCli(["agent", "-m", "look at pixel.png"], { TROUPE_HOME: dir, TROUPE_PROVIDERS__CUSTOM__API_KEY: "sk-e2e" });
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);

@@ -1,6 +1,6 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { isAlive } from "../../src/cli/pidfile.js";
 import { readSse } from "../../src/server/sse.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
@@ -8,6 +8,7 @@ import { runCli } from "../helpers/cli.js";
 import { writeHome } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
+import { closeAfterEach, detachedDaemon } from "../helpers/teardown.js";
 
 interface Pidfile {
   pid: number;
@@ -19,11 +20,7 @@ describe("/restart (real daemon)", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let home: string | undefined;
-  afterEach(async () => {
-    if (home) await runCli(["daemon", "stop"], { TROUPE_HOME: home });
-    home = undefined;
-    await fake?.close();
-  });
+  closeAfterEach(() => [detachedDaemon(home), fake]);
 
   const pidfile = async (dir: string) => JSON.parse(await readFile(join(dir, "daemon.pid"), "utf8")) as Pidfile;
   /** POSTs a message and resolves once it is accepted (the reply is read later from the chat's mailbox). */

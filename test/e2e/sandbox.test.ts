@@ -1,11 +1,12 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startFakeOpenAi, type FakeOpenAi, type FakeToolCall, type RecordedRequest } from "../fixtures/fake-openai.js";
 import { writeHome } from "../helpers/daemon.js";
 import { getJson, postMessage, startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 const API_KEY = "sk-e2e-sandbox-never-leaks";
 
@@ -13,11 +14,7 @@ describe("the workspace sandbox against a hostile model (real gateway, fake mode
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let gateway: GatewayProcess | undefined;
-  afterEach(async () => {
-    gateway?.proc.kill("SIGKILL");
-    gateway = undefined;
-    await fake?.close();
-  });
+  closeAfterEach(() => [gateway, fake]);
 
   it("the gateway token and config.json stay unreadable through glob, grep, read_file and links made with exec", async () => {
     const home = await tmp();

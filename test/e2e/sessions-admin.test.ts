@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readSse } from "../../src/server/sse.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { runCli } from "../helpers/cli.js";
@@ -6,6 +6,7 @@ import { writeHome } from "../helpers/daemon.js";
 import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 /** POSTs a message to the control API and reads its event stream up to the reply. */
 async function ask(g: GatewayProcess, key: string, content: string): Promise<string> {
@@ -21,11 +22,7 @@ describe("sessions delete and sessions show --all", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let gateway: GatewayProcess | undefined;
-  afterEach(async () => {
-    gateway?.proc.kill("SIGKILL");
-    gateway = undefined;
-    await fake?.close();
-  });
+  closeAfterEach(() => [gateway, fake]);
 
   it("without a daemon: show --all lists the epochs before /new; delete removes the session from the store", async () => {
     fake = await startFakeOpenAi([], (req) => ({ content: `answer to ${lastUser(req.body)}` }));

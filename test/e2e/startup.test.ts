@@ -2,13 +2,14 @@ import { spawn } from "node:child_process";
 import { appendFile, copyFile, mkdir, readFile, readdir, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { TROUPE_BIN } from "../helpers/cli.js";
 import { writeHome } from "../helpers/daemon.js";
 import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { stdioFixture } from "../helpers/mcp.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 const TRACE = fileURLToPath(new URL("../fixtures/module-trace.mjs", import.meta.url));
 const PACKAGE = JSON.parse(await readFile(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
@@ -37,13 +38,7 @@ describe("start-up: what each command loads", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let gateway: GatewayProcess | undefined;
-  afterEach(async () => {
-    gateway?.proc.kill("SIGKILL");
-    await gateway?.exited;
-    gateway = undefined;
-    await fake?.close();
-    fake = undefined;
-  });
+  closeAfterEach(() => [gateway, fake]);
 
   it("--version answers from package.json without loading the CLI", async () => {
     const home = await tempDir();
@@ -75,6 +70,9 @@ describe("start-up: what each command loads", () => {
     expect(heavyIn(cold.modules)).toEqual([]);
     // The store is what a turn needs: it is there.
     expect(loadedPackages(cold.modules).has("classic-level")).toBe(true);
+    // The model is called over node:http: undici (global fetch) is not loaded.
+    expect(cold.modules.some((m) => m === "builtin:http")).toBe(true);
+    expect(cold.modules.filter((m) => m.includes("undici"))).toEqual([]);
     // ~60 KB of text: its byte count no longer fits the budget, so the tokenizer counts it exactly.
     const big = await modulesLoaded(["agent", "-m", `summarise: ${"lorem ipsum dolor sit amet ".repeat(2_300)}`], home);
     expect(big.code, big.stderr).toBe(0);
@@ -104,7 +102,7 @@ describe("start-up: what each command loads", () => {
     expect(r.modules.filter((m) => m.includes("node_modules"))).toEqual([]);
     // Nor Node's fetch (undici), nor built-ins only the runtime uses (child processes: exec, commander's
     // executable subcommands; zlib). (worker_threads is the module trace's own hooks thread.)
-    expect(r.modules.filter((m) => /^node:(internal\/deps\/undici|child_process|zlib)$/.test(m))).toEqual([]);
+    expect(r.modules.filter((m) => /^builtin:(internal\/deps\/undici|child_process|zlib)$/.test(m))).toEqual([]);
   });
 
   it("keeps a V8 code cache beside the bundle: written by the first run, used by the next, rebuilt when refused or stale", async () => {

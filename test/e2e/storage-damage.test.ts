@@ -1,12 +1,13 @@
 import { spawn } from "node:child_process";
-import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { dataPaths } from "../../src/paths.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { runCli, TROUPE_BIN } from "../helpers/cli.js";
-import { writeHome } from "../helpers/daemon.js";
+import { writeGatewayHome } from "../helpers/daemon.js";
 import { getJson, sendMessage, startGateway, type GatewayProcess } from "../helpers/gateway.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
 
@@ -15,19 +16,13 @@ describe("a damaged store (real gateway processes)", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let gateway: GatewayProcess | undefined;
-  afterEach(async () => {
-    gateway?.proc.kill("SIGKILL");
-    if (gateway) await gateway.exited;
-    gateway = undefined;
-    await fake?.close();
-  });
+  closeAfterEach(() => [gateway, fake]);
 
   /** A data dir with two sessions, answered; the gateway stopped as `stop` says. */
   async function homeWithSessions(stop: NodeJS.Signals): Promise<string> {
     fake = await startFakeOpenAi([], () => ({ content: "noted" }));
     const home = await tmp();
-    await writeHome(home, fake.url, { config: { gateway: { port: 0 } } });
-    await mkdir(join(home, "workspace"), { recursive: true });
+    await writeGatewayHome(home, fake.url);
     const g = (gateway = await startGateway(home));
     for (const key of ["api:one", "api:two"]) expect(await sendMessage(g, key, `remember ${key} ${"y".repeat(2_000)}`).replied).toBe(true);
     g.proc.kill(stop);

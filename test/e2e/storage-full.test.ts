@@ -1,13 +1,14 @@
 import { execFileSync } from "node:child_process";
 import { mkdir, open, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readSse } from "../../src/server/sse.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { runCli } from "../helpers/cli.js";
-import { writeHome } from "../helpers/daemon.js";
+import { writeGatewayHome } from "../helpers/daemon.js";
 import { getJson, startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 import { until } from "../helpers/wait.js";
 
 /**
@@ -24,13 +25,20 @@ interface Disk {
   env: Record<string, string>;
   fill(): Promise<void>;
   free(): Promise<void>;
-  cleanup(): Promise<void>;
+  /** Unmounts what was mounted for it. */
+  close(): Promise<void>;
 }
 
 const FOUR_KB = "x".repeat(4_000);
 
+/** A tmpfs of `size` mounted at `dir`; close() unmounts it. */
+function mountTmpfs(dir: string, size: string) {
+  execFileSync("mount", ["-t", "tmpfs", "-o", `size=${size}`, "tmpfs", dir]);
+  return { close: async () => void execFileSync("umount", ["-l", dir]) };
+}
+
 async function tmpfsDisk(dir: string): Promise<Disk> {
-  execFileSync("mount", ["-t", "tmpfs", "-o", "size=6m", "tmpfs", dir]);
+  const mount = mountTmpfs(dir, "6m");
   const filler = join(dir, "filler");
   return {
     home: dir,
@@ -47,7 +55,7 @@ async function tmpfsDisk(dir: string): Promise<Disk> {
       }
     },
     free: () => rm(filler, { force: true }),
-    cleanup: async () => void execFileSync("umount", ["-l", dir]),
+    close: mount.close,
   };
 }
 
@@ -60,7 +68,7 @@ async function injectedDisk(dir: string): Promise<Disk> {
     env: { TROUPE_FAULT_DISK_FULL: flag },
     fill: () => writeFile(flag, ""),
     free: () => rm(flag, { force: true }),
-    cleanup: async () => undefined,
+    close: async () => undefined,
   };
 }
 
@@ -120,14 +128,7 @@ describe.each(modes)("a full disk under the gateway: $name", ({ make, skip }) =>
   let fake: FakeOpenAi | undefined;
   let gateway: GatewayProcess | undefined;
   let disk: Disk | undefined;
-  afterEach(async () => {
-    gateway?.proc.kill("SIGKILL");
-    if (gateway) await gateway.exited;
-    gateway = undefined;
-    await fake?.close();
-    await disk?.cleanup();
-    disk = undefined;
-  });
+  closeAfterEach(() => [gateway, fake, disk]);
 
   it.skipIf(Boolean(skip))(
     "refuses while full, recovers without a restart, answers every accepted message once",
@@ -143,8 +144,7 @@ describe.each(modes)("a full disk under the gateway: $name", ({ make, skip }) =>
       });
       disk = await make(await tmp());
       const home = disk.home;
-      await writeHome(home, fake.url, { config: { gateway: { port: 0 }, storage: { probeMaxSeconds: 1 } } });
-      await mkdir(join(home, "workspace"), { recursive: true });
+      await writeGatewayHome(home, fake.url, { storage: { probeMaxSeconds: 1 } });
       const g = (gateway = await startGateway(home, disk.env));
       const accepted = new Map<string, string>();
       const track = (key: string, p: Posted) => (p.id ? accepted.set(p.id, key) : undefined);
@@ -239,19 +239,13 @@ describe("free space under the floor (early warning)", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let gateway: GatewayProcess | undefined;
-  afterEach(async () => {
-    gateway?.proc.kill("SIGKILL");
-    if (gateway) await gateway.exited;
-    gateway = undefined;
-    await fake?.close();
-  });
+  closeAfterEach(() => [gateway, fake]);
 
   it("the gateway logs a warning, /health carries it and troupe status shows it, before the disk is full", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "ok" }));
     const home = await tmp();
     // A floor of the whole disk: whatever is free is below it, on any machine.
-    await writeHome(home, fake.url, { config: { gateway: { port: 0 }, storage: { freeSpaceFloorMB: 10_000_000, freeSpaceFloorPercent: 100 } } });
-    await mkdir(join(home, "workspace"), { recursive: true });
+    await writeGatewayHome(home, fake.url, { storage: { freeSpaceFloorMB: 10_000_000, freeSpaceFloorPercent: 100 } });
     const g = (gateway = await startGateway(home));
     const text = await until(async () => {
       const log = await readFile(join(home, "logs", "troupe.log"), "utf8");
@@ -270,15 +264,8 @@ describe("a disk filled by normal traffic (a real 4 MB tmpfs, as root)", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let gateway: GatewayProcess | undefined;
-  let mounted: string | undefined;
-  afterEach(async () => {
-    gateway?.proc.kill("SIGKILL");
-    if (gateway) await gateway.exited;
-    gateway = undefined;
-    await fake?.close();
-    if (mounted) execFileSync("umount", ["-l", mounted]);
-    mounted = undefined;
-  });
+  let mounted: ReturnType<typeof mountTmpfs> | undefined;
+  closeAfterEach(() => [gateway, fake, mounted]);
 
   it.skipIf(Boolean(mountProblem))(
     `4 KB messages with one tool call each until LevelDB fails; freed space brings it back without a restart, every accepted message answered once${mountProblem ? ` (not run: ${mountProblem})` : ""}`,
@@ -289,12 +276,10 @@ describe("a disk filled by normal traffic (a real 4 MB tmpfs, as root)", () => {
         return { toolCalls: [{ name: "list_dir", arguments: { path: "." } }] };
       });
       const home = await tmp();
-      execFileSync("mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", home]);
-      mounted = home;
+      mounted = mountTmpfs(home, "4m");
       // Ballast, deleted later to free space, as an operator would.
       await writeFile(join(home, "ballast"), Buffer.alloc(1536 * 1024, 1));
-      await writeHome(home, fake.url, { config: { gateway: { port: 0 }, storage: { probeMaxSeconds: 1 } } });
-      await mkdir(join(home, "workspace"), { recursive: true });
+      await writeGatewayHome(home, fake.url, { storage: { probeMaxSeconds: 1 } });
       const g = (gateway = await startGateway(home));
 
       const accepted = new Map<string, { key: string; replied: Promise<boolean> }>();

@@ -1,12 +1,13 @@
 import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { startFakeTelegram, type FakeTelegram } from "../fixtures/fake-telegram.js";
-import { writeHome } from "../helpers/daemon.js";
+import { writeTelegramHome } from "../helpers/daemon.js";
 import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 const TOKEN = "123:E2E";
 
@@ -16,22 +17,14 @@ describe("a Telegram message while the disk is full (real gateway, fake Bot API,
   let fake: FakeOpenAi | undefined;
   let tg: FakeTelegram | undefined;
   let gateway: GatewayProcess | undefined;
-  afterEach(async () => {
-    gateway?.proc.kill("SIGKILL");
-    if (gateway) await gateway.exited;
-    gateway = undefined;
-    await fake?.close();
-    await tg?.close();
-  });
+  closeAfterEach(() => [gateway, fake, tg]);
 
   it("leaves the update unacknowledged while failing, then takes it and answers it once", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "Stored and answered." }));
     tg = await startFakeTelegram(TOKEN);
     const home = await tmp();
     const flag = join(home, "disk-full.flag");
-    await writeHome(home, fake.url, {
-      config: { gateway: { port: 0 }, storage: { probeMaxSeconds: 1 }, channels: { telegram: { enabled: true, token: TOKEN, apiRoot: tg.apiRoot, allowFrom: ["*"] } } },
-    });
+    await writeTelegramHome(home, fake.url, tg, { storage: { probeMaxSeconds: 1 } });
     const g = (gateway = await startGateway(home, { TROUPE_FAULT_DISK_FULL: flag }));
     const polls = () => tg!.calls.filter((c) => c.method === "getUpdates");
     await until(() => polls().length >= 1, 20_000, "the first poll");

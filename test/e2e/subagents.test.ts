@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { isSubagentRequest, startSubagentModel } from "../fixtures/subagent-model.js";
 import type { FakeOpenAi } from "../fixtures/fake-openai.js";
 import { runCli } from "../helpers/cli.js";
@@ -6,6 +6,7 @@ import { writeHome } from "../helpers/daemon.js";
 import { getJson, postMessage, startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { sleep, until } from "../helpers/wait.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 interface Node {
   id: string;
@@ -22,11 +23,7 @@ describe("subagents across kill -9 (real gateway processes)", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let gateway: GatewayProcess | undefined;
-  afterEach(async () => {
-    gateway?.proc.kill("SIGKILL");
-    gateway = undefined;
-    await fake?.close();
-  });
+  closeAfterEach(() => [gateway, fake]);
 
   it("shows subagents under their session, and after a kill -9 mid-work they finish and are announced once", async () => {
     const model = await startSubagentModel({ subagentMs: 1_500 });

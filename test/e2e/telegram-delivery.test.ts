@@ -1,13 +1,14 @@
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { pendingOutbox } from "../../src/store/outbox.js";
 import { openStore } from "../../src/store/store.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { startFakeTelegram, type FakeTelegram } from "../fixtures/fake-telegram.js";
-import { writeHome } from "../helpers/daemon.js";
+import { writeTelegramHome } from "../helpers/daemon.js";
 import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { sleep, until } from "../helpers/wait.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 const TOKEN = "123:PARTS";
 const PARTS = 3;
@@ -34,16 +35,11 @@ describe("Telegram delivery of multi-part replies across kill -9 (real gateway, 
   let fake: FakeOpenAi | undefined;
   let tg: FakeTelegram | undefined;
   let gateway: GatewayProcess | undefined;
-  afterEach(async () => {
-    gateway?.proc.kill("SIGKILL");
-    gateway = undefined;
-    await fake?.close();
-    await tg?.close();
-  });
+  closeAfterEach(() => [gateway, fake, tg]);
 
   async function home() {
     const dir = await tmp();
-    await writeHome(dir, fake!.url, { config: { gateway: { port: 0 }, channels: { telegram: { enabled: true, token: TOKEN, apiRoot: tg!.apiRoot, allowFrom: ["*"] } } } });
+    await writeTelegramHome(dir, fake!.url, tg!);
     return dir;
   }
 

@@ -1,10 +1,11 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { startFakeTelegram, type FakeTelegram } from "../fixtures/fake-telegram.js";
-import { writeHome } from "../helpers/daemon.js";
+import { writeTelegramHome } from "../helpers/daemon.js";
 import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { sleep } from "../helpers/wait.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 const TOKEN = "123:E2E";
 
@@ -13,12 +14,7 @@ describe("Telegram across kill -9 (real gateway, fake Bot API)", () => {
   let fake: FakeOpenAi | undefined;
   let tg: FakeTelegram | undefined;
   let gateway: GatewayProcess | undefined;
-  afterEach(async () => {
-    gateway?.proc.kill("SIGKILL");
-    gateway = undefined;
-    await fake?.close();
-    await tg?.close();
-  });
+  closeAfterEach(() => [gateway, fake, tg]);
 
   it.each([
     // The update is in the inbox but the offset never moved: Telegram redelivers it, and the inbox drops the duplicate.
@@ -29,7 +25,7 @@ describe("Telegram across kill -9 (real gateway, fake Bot API)", () => {
     fake = await startFakeOpenAi([], () => ({ content: "Here is your answer." }));
     tg = await startFakeTelegram(TOKEN);
     const home = await tmp();
-    await writeHome(home, fake.url, { config: { gateway: { port: 0 }, channels: { telegram: { enabled: true, token: TOKEN, apiRoot: tg.apiRoot, allowFrom: ["*"] } } } });
+    await writeTelegramHome(home, fake.url, tg);
     gateway = await startGateway(home, { TROUPE_FAULT: fault });
     const updateId = tg.message("what is the answer?");
     expect(updateId).toBe(100);

@@ -1,9 +1,10 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { writeHome } from "../helpers/daemon.js";
 import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { readSse } from "../../src/server/sse.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 /**
  * A streamed reply with a think block cut across chunks reaches the user without it, while prose
@@ -14,12 +15,7 @@ describe("think blocks in a streamed reply", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let gateway: GatewayProcess | undefined;
-  afterEach(async () => {
-    gateway?.proc.kill("SIGKILL");
-    await gateway?.exited;
-    gateway = undefined;
-    await fake?.close();
-  });
+  closeAfterEach(() => [gateway, fake]);
 
   const visible = "Sure. The model emits <think> at the start of its reasoning, and `</think>` ends it.";
 

@@ -1,12 +1,13 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { startFakeTelegram, type FakeTelegram } from "../fixtures/fake-telegram.js";
-import { writeHome } from "../helpers/daemon.js";
+import { writeTelegramHome } from "../helpers/daemon.js";
 import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 const TOKEN = "123:HINTS";
 
@@ -19,12 +20,7 @@ describe("progress and tool hints on Telegram (real gateway, fake Bot API)", () 
   let fake: FakeOpenAi | undefined;
   let tg: FakeTelegram | undefined;
   let gateway: GatewayProcess | undefined;
-  afterEach(async () => {
-    gateway?.proc.kill("SIGKILL");
-    gateway = undefined;
-    await fake?.close();
-    await tg?.close();
-  });
+  closeAfterEach(() => [gateway, fake, tg]);
 
   const run = async (sendToolHints: boolean, sendProgress = true) => {
     fake = await startFakeOpenAi([], (req: { body: { messages: Array<{ role: string }> } }) =>
@@ -36,9 +32,7 @@ describe("progress and tool hints on Telegram (real gateway, fake Bot API)", () 
     const home = await tmp();
     await mkdir(join(home, "workspace"), { recursive: true });
     await writeFile(join(home, "workspace", "notes.txt"), "TODO: write tests\n");
-    await writeHome(home, fake.url, {
-      config: { gateway: { port: 0 }, channels: { sendToolHints, sendProgress, telegram: { enabled: true, token: TOKEN, apiRoot: tg.apiRoot, allowFrom: ["*"] } } },
-    });
+    await writeTelegramHome(home, fake.url, tg, { channels: { sendToolHints, sendProgress } });
     gateway = await startGateway(home);
     tg.message("any todos?");
     await until(() => tg!.sent().some((s) => s.text === "Checked."), 30_000, "the reply");

@@ -1,6 +1,6 @@
-import { readdir, readFile, writeFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readSse } from "../../src/server/sse.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { startFakeWeb, type FakeWeb } from "../fixtures/fake-web.js";
@@ -8,6 +8,8 @@ import { runCli } from "../helpers/cli.js";
 import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
+import { closeAfterEach } from "../helpers/teardown.js";
+import { writeConfig } from "../helpers/daemon.js";
 
 /** POSTs a message to the gateway and reads its event stream to the reply (or returns the error answer). */
 async function post(g: GatewayProcess, key: string, body: unknown): Promise<{ status: number; reply?: string; error?: string }> {
@@ -22,13 +24,7 @@ describe("voice on every channel: an audio file posted to the control API is tra
   let fake: FakeOpenAi | undefined;
   let speech: FakeWeb | undefined;
   let g: GatewayProcess | undefined;
-  afterEach(async () => {
-    g?.proc.kill("SIGKILL");
-    await g?.exited;
-    g = undefined;
-    await fake?.close();
-    await speech?.close();
-  });
+  closeAfterEach(() => [g, fake, speech]);
 
   it("sends the file to channels.transcriptionProvider's endpoint with its key, model and language; the model reads the text; a bad file is a 400; an endpoint that fails leaves the file", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "Noted." }));
@@ -46,15 +42,12 @@ describe("voice on every channel: an audio file posted to the control API is tra
       },
     });
     const home = await tempDir();
-    await writeFile(
-      join(home, "config.json"),
-      JSON.stringify({
-        agents: { defaults: { provider: "custom", model: "fake-model" } },
-        providers: { custom: { apiBase: fake.url, apiKey: "k" }, openai: { apiKey: "sk-voice", apiBase: `${speech.origin}/v1` } },
-        channels: { transcriptionProvider: "openai", transcriptionLanguage: "en" },
-        gateway: { port: 0 },
-      }),
-    );
+    await writeConfig(home, {
+      agents: { defaults: { provider: "custom", model: "fake-model" } },
+      providers: { custom: { apiBase: fake.url, apiKey: "k" }, openai: { apiKey: "sk-voice", apiBase: `${speech.origin}/v1` } },
+      channels: { transcriptionProvider: "openai", transcriptionLanguage: "en" },
+      gateway: { port: 0 },
+    });
     const status = await runCli(["status"], { TROUPE_HOME: home });
     expect(status.stdout).toMatch(new RegExp(`^voice: +transcribed by openai at ${speech.origin.replace(/[/.]/g, "\\$&")}/v1 \\(model whisper-1\\)$`, "m"));
     expect(status.stdout).not.toContain("sk-voice");

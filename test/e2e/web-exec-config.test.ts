@@ -1,20 +1,18 @@
 import { existsSync } from "node:fs";
-import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { startFakeWeb, type FakeWeb } from "../fixtures/fake-web.js";
+import { closeAfterEach } from "../helpers/teardown.js";
+import { writeConfig } from "../helpers/daemon.js";
 
 describe("nanobot's tools.web and tools.exec settings in a real process (fake model, fake search and proxy)", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let web: FakeWeb | undefined;
-  afterEach(async () => {
-    await fake?.close();
-    await web?.close();
-  });
+  closeAfterEach(() => [fake, web]);
 
   it("search falls back to DuckDuckGo, fetch goes through the proxy, exec keeps to its allow patterns", async () => {
     web = await startFakeWeb({
@@ -48,7 +46,7 @@ describe("nanobot's tools.web and tools.exec settings in a real process (fake mo
         ssrfWhitelist: ["127.0.0.1"],
       },
     };
-    await writeFile(join(dir, "config.json"), JSON.stringify(config));
+    await writeConfig(dir, config);
     const r = await runCli(["agent", "-m", "look it up"], {
       TROUPE_HOME: dir,
       TROUPE_PROVIDERS__CUSTOM__API_KEY: "sk-e2e",

@@ -1,19 +1,35 @@
-import { writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { filter, firstValueFrom } from "rxjs";
 import { loadConfig } from "../../src/config/index.js";
 import { createDaemon, type Daemon, type DaemonOptions } from "../../src/runtime.js";
 
+/** Writes a data dir's config.json as given. */
+export const writeConfig = (dir: string, config: unknown) => writeFile(join(dir, "config.json"), JSON.stringify(config));
+
 /** A data dir whose config points at the fake model. */
 export async function writeHome(dir: string, url: string, extra: { defaults?: Record<string, unknown>; config?: Record<string, unknown> } = {}) {
-  await writeFile(
-    join(dir, "config.json"),
-    JSON.stringify({
-      agents: { defaults: { provider: "custom", model: "fake-model", ...extra.defaults } },
-      providers: { custom: { apiBase: url, apiKey: "k" } },
-      ...extra.config,
-    }),
-  );
+  await writeConfig(dir, {
+    agents: { defaults: { provider: "custom", model: "fake-model", ...extra.defaults } },
+    providers: { custom: { apiBase: url, apiKey: "k" } },
+    ...extra.config,
+  });
+}
+
+/** A data dir for a real gateway (on any free port) with its workspace made; `config` adds the rest (its `gateway` too). */
+export async function writeGatewayHome(dir: string, url: string, config: Record<string, unknown> = {}) {
+  const { gateway, ...rest } = config;
+  await writeHome(dir, url, { config: { gateway: { port: 0, ...(gateway as object | undefined) }, ...rest } });
+  await mkdir(join(dir, "workspace"), { recursive: true });
+}
+
+/** channels.telegram on a fake Bot API, open to every sender unless told. */
+export const telegramOn = (tg: { token: string; apiRoot: string }, allowFrom: string[] = ["*"]) => ({ enabled: true, token: tg.token, apiRoot: tg.apiRoot, allowFrom });
+
+/** A data dir for a real gateway (on any free port) with Telegram on the fake Bot API; `config` adds the rest (its `channels` too). */
+export async function writeTelegramHome(dir: string, url: string, tg: { token: string; apiRoot: string }, config: Record<string, unknown> = {}) {
+  const { channels, ...rest } = config;
+  await writeHome(dir, url, { config: { gateway: { port: 0 }, ...rest, channels: { ...(channels as object | undefined), telegram: telegramOn(tg) } } });
 }
 
 export async function startDaemon(dir: string, url: string, extra: Parameters<typeof writeHome>[2] = {}, opts: DaemonOptions = {}): Promise<Daemon> {

@@ -11,6 +11,8 @@ export interface GatewayProcess {
   /** Resolves with the exit code and signal. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   output: () => string;
+  /** Kills it (SIGKILL) and resolves once it has exited: a test's teardown. */
+  close(): Promise<void>;
 }
 
 /** Starts `troupe gateway` as a real process and waits until it listens (killing it after `timeoutMs`). */
@@ -40,7 +42,11 @@ export async function startGateway(home: string, env: Record<string, string> = {
     });
   });
   const token = (await readFile(join(home, "gateway.token"), "utf8")).trim();
-  return { proc, url, auth: { authorization: `Bearer ${token}` }, exited, output: () => out };
+  const close = async () => {
+    proc.kill("SIGKILL");
+    await exited;
+  };
+  return { proc, url, auth: { authorization: `Bearer ${token}` }, exited, output: () => out, close };
 }
 
 /**

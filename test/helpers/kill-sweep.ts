@@ -10,6 +10,7 @@ import { INTERRUPTED_RESULT } from "../../actors/run-tools.js";
 import { EFFECTS_LOG, outContent, outFile, TAG } from "../fixtures/effects-model.js";
 import { runCli } from "./cli.js";
 import { getJson, sendMessage, startGateway, type GatewayProcess } from "./gateway.js";
+import { createPrng } from "./prng.js";
 import { sleep, until } from "./wait.js";
 
 /**
@@ -20,16 +21,7 @@ import { sleep, until } from "./wait.js";
  */
 
 /** A small seeded PRNG (mulberry32): the same seed gives the same schedule of messages and kills. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export const seededRandom = (seed: number): (() => number) => createPrng(seed).next;
 
 export interface RunSpec {
   run: number;

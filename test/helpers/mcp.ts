@@ -46,3 +46,13 @@ export function startHub(servers: Record<string, Record<string, unknown>>, opts:
     },
   };
 }
+
+/** Whether a process with this id exists (signal 0 reaches it). */
+export const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};

@@ -11,6 +11,8 @@ export interface PtySession {
   waitFor(text: string | RegExp, timeoutMs?: number): Promise<void>;
   /** Resolves with the exit code. */
   exited: Promise<number | null>;
+  /** Kills it (SIGKILL) and resolves once it has exited: a test's teardown. */
+  close(): Promise<void>;
 }
 
 export function spawnPty(args: string, env: Record<string, string>): PtySession {
@@ -25,6 +27,10 @@ export function spawnPty(args: string, env: Record<string, string>): PtySession 
     screen: () => screen,
     type: (keys) => void proc.stdin!.write(keys),
     exited,
+    async close() {
+      proc.kill("SIGKILL");
+      await exited;
+    },
     async waitFor(text, timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {

@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { ActorNode } from "../../src/server/actor-tree.js";
 import { startControlServer } from "../../src/server/http.js";
 import type { BusEvent } from "../../src/bus/events.js";
@@ -10,6 +10,7 @@ import { startSubagentModel } from "../fixtures/subagent-model.js";
 import { replyTo, sendApi, startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 type ActorBusEvent = Extract<BusEvent, { type: "actor_spawned" | "actor_stopped" | "actor_state" | "actor_event" }>;
 
@@ -25,11 +26,7 @@ describe("actor ids and the event stream", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let daemon: Daemon | undefined;
-  afterEach(async () => {
-    await daemon?.shutdown();
-    await fake?.close();
-    daemon = undefined;
-  });
+  closeAfterEach(() => [daemon, fake]);
 
   it("a turn is turn:<session>:<turnId> under its session, and every state change of it is on the stream, redacted", async () => {
     fake = await startFakeOpenAi([{ toolCalls: [{ name: "list_dir", arguments: {} }] }, { content: "done" }]);

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { createActor } from "xstate";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createChannelActor } from "../../actors/channel.js";
 import { createBus } from "../../src/bus/index.js";
 import { DeliveryRejectedError, type Channel } from "../../src/channels/channel.js";
@@ -10,6 +10,7 @@ import { startFakeOpenAi } from "../fixtures/fake-openai.js";
 import { replyTo, startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { sleep, until } from "../helpers/wait.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 const record = (id: string, content: string): OutboxRecord => ({ deliveryId: id, channel: "fake", chatId: "c", content, media: [], answers: [], createdAt: Date.now(), attempts: 0 });
 
@@ -42,7 +43,7 @@ function run(channel: Channel, s: Store, bus = createBus(), retryBaseMs = 40) {
 describe("channel actor: outbox delivery", () => {
   const tmp = useTempDirs();
   let store: Store | undefined;
-  afterEach(async () => store?.close());
+  closeAfterEach(() => [store]);
 
   it("retries a failed delivery with backoff and deletes the entry only once it is accepted", async () => {
     store = await openStore(join(await tmp(), "store"));
@@ -117,7 +118,7 @@ function partsChannel(failAt: Array<{ id: string; part: number }> = []) {
 describe("channel actor: start-up and per-part progress", () => {
   const tmp = useTempDirs();
   let store: Store | undefined;
-  afterEach(async () => store?.close());
+  closeAfterEach(() => [store]);
 
   it("delivers a reply stored between its start-up read of the outbox and its subscription, and one both read and announced once", async () => {
     store = await openStore(join(await tmp(), "store"));

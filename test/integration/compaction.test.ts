@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { Daemon } from "../../src/runtime.js";
 import { turnDetail } from "../../src/server/turn-view.js";
@@ -7,6 +7,7 @@ import { listTurns } from "../../src/store/turns.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { replyTo, sendApi as send, startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 const journalKeys = async (d: Daemon, turnId: string) => (await d.store.list("journal", z.unknown(), { prefix: `${turnId}:` })).map((r) => r.key);
 
@@ -14,11 +15,7 @@ describe("bounded storage: finished turns' journals compacted into their summari
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let daemon: Daemon | undefined;
-  afterEach(async () => {
-    await daemon?.shutdown();
-    await fake?.close();
-    daemon = undefined;
-  });
+  closeAfterEach(() => [daemon, fake]);
 
   it("keeps the newest storage.keepTurnJournals turns whole; older ones keep their record and the inspector's view, nothing else", async () => {
     fake = await startFakeOpenAi([], (req) => {

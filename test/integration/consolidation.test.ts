@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createConversation } from "../../actors/conversation.js";
 import { defaultConfig } from "../../src/config/index.js";
 import { createConsolidator, MAX_CHUNK_MESSAGES, pickBoundary } from "../../src/memory/consolidator.js";
@@ -13,6 +13,7 @@ import type { Store } from "../../src/store/store.js";
 import { startFakeOpenAi, type FakeOpenAi, type FakeStep, type RecordedRequest } from "../fixtures/fake-openai.js";
 import { countingTools, turnDeps } from "../helpers/turn-env.js";
 import { useTempDirs } from "../helpers/tmp.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 const words = (n: number, w = "apple") => Array.from({ length: n }, () => w).join(" ");
 const isSummaryCall = (r: RecordedRequest) => String(r.body.messages[0]?.content).startsWith("You are troupe's memory consolidator");
@@ -34,10 +35,7 @@ describe("the Consolidator", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let store: Store | undefined;
-  afterEach(async () => {
-    await store?.close();
-    await fake?.close();
-  });
+  closeAfterEach(() => [store, fake]);
 
   async function setup(handler: (r: RecordedRequest, i: number) => FakeStep | undefined, budget: number) {
     fake = await startFakeOpenAi([], handler);

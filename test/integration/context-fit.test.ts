@@ -1,5 +1,5 @@
 import { countTokens } from "gpt-tokenizer";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createConversation } from "../../actors/conversation.js";
 import { defaultConfig } from "../../src/config/index.js";
@@ -9,15 +9,13 @@ import { createToolRegistry } from "../../src/tools/registry.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { turnDeps } from "../helpers/turn-env.js";
 import { useTempDirs } from "../helpers/tmp.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 describe("fitting every model call to the window", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let store: Store | undefined;
-  afterEach(async () => {
-    await store?.close();
-    await fake?.close();
-  });
+  closeAfterEach(() => [store, fake]);
 
   it("a turn whose tool results outgrow the window finishes without a provider error", async () => {
     const window = 8_000;

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createConversation } from "../../actors/conversation.js";
 import { defaultConfig } from "../../src/config/index.js";
 import { getSessionMeta, sessionMessages } from "../../src/store/sessions.js";
@@ -8,15 +8,13 @@ import type { Store } from "../../src/store/store.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { countingTools, turnDeps } from "../helpers/turn-env.js";
 import { useTempDirs } from "../helpers/tmp.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 describe("conversation", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let store: Store | undefined;
-  afterEach(async () => {
-    await store?.close();
-    await fake?.close();
-  });
+  closeAfterEach(() => [store, fake]);
 
   it("stores the user message before the model is called, and the whole turn after", async () => {
     const storedWhenCalled: string[][] = [];

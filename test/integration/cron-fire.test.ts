@@ -1,19 +1,17 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { cronFinalOps, fireDue } from "../../src/cron/fire.js";
 import { cronSessionKey, getJob, listRuns, type CatchUp } from "../../src/cron/jobs.js";
 import { createCronService } from "../../src/cron/service.js";
 import { sessionInbox } from "../../src/store/inbox.js";
 import { openStore, type Store } from "../../src/store/store.js";
 import { useTempDirs } from "../helpers/tmp.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 /** fireDue on a real store with a fake clock: downtime across 5 instants under each catchUp policy. */
 describe("firing due jobs (LevelDB, fake clock)", () => {
   const tmp = useTempDirs();
   let store: Store | undefined;
-  afterEach(async () => {
-    await store?.close();
-    store = undefined;
-  });
+  closeAfterEach(() => [store]);
 
   const T0 = Date.parse("2026-03-01T00:00:00Z");
   const MIN = 60_000;

@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { filter, firstValueFrom, type Observable } from "rxjs";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { OutboundEvent } from "../../src/bus/events.js";
 import { fireNow } from "../../src/cron/fire.js";
 import { runLines } from "../../src/cli/cron.js";
@@ -15,6 +15,7 @@ import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtu
 import { replyTo, sendApi, startDaemon, writeHome } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 const lastUser = (req: RecordedRequest) => {
   const users = req.body.messages.filter((m) => m.role === "user");
@@ -39,11 +40,7 @@ describe("cron in the daemon (fake model)", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let daemon: Daemon | undefined;
-  afterEach(async () => {
-    await daemon?.shutdown();
-    await fake?.close();
-    daemon = undefined;
-  });
+  closeAfterEach(() => [daemon, fake]);
 
   it("an at reminder fires, its reply reaches the API chat once, and the job is deleted", async () => {
     fake = await startFakeOpenAi([], (req) => (lastUser(req).includes("drink water") ? { content: "Time to drink water!" } : { content: "?" }));

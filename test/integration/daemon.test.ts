@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Daemon } from "../../src/runtime.js";
 import { InvalidSessionKeyError } from "../../src/session-key.js";
 import { sessionInbox, sessionsWithInbox } from "../../src/store/inbox.js";
@@ -10,6 +10,7 @@ import { startSubagentModel } from "../fixtures/subagent-model.js";
 import { replyTo, sendApi as send, startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { sleep, until } from "../helpers/wait.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 /** Makes the store's next read of `sublevel` fail, as a disk error would. */
 function failNextGet(store: Store, sublevel: SublevelName): void {
@@ -37,11 +38,7 @@ describe("daemon: supervisor, session actors, turn limit", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let daemon: Daemon | undefined;
-  afterEach(async () => {
-    await daemon?.shutdown();
-    await fake?.close();
-    daemon = undefined;
-  });
+  closeAfterEach(() => [daemon, fake]);
 
   it("runs a session's turns one at a time and injects a message that arrives mid-turn", async () => {
     fake = await startFakeOpenAi([

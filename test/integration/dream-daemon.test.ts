@@ -1,21 +1,18 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Daemon } from "../../src/runtime.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { replyTo, sendApi, startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 describe("Dream in the daemon", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let daemon: Daemon | undefined;
-  afterEach(async () => {
-    await daemon?.shutdown();
-    daemon = undefined;
-    await fake?.close();
-  });
+  closeAfterEach(() => [daemon, fake]);
 
   it("is the supervisor's dream child; /dream runs it with modelOverride and answers when done", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "(no changes)" }));

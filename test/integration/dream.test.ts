@@ -3,7 +3,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import * as fs from "node:fs";
 import git from "isomorphic-git";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createActor, waitFor } from "xstate";
 import { createDreamLogic, directDreamControl } from "../../actors/dream.js";
 import { dreamCommand } from "../../src/memory/commands.js";
@@ -14,6 +14,7 @@ import type { Store } from "../../src/store/store.js";
 import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtures/fake-openai.js";
 import { countingTools, turnDeps } from "../helpers/turn-env.js";
 import { useTempDirs } from "../helpers/tmp.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 const phaseOf = (r: RecordedRequest) => {
   const system = String(r.body.messages[0]?.content);
@@ -34,10 +35,7 @@ describe("Dream", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let store: Store | undefined;
-  afterEach(async () => {
-    await store?.close();
-    await fake?.close();
-  });
+  closeAfterEach(() => [store, fake]);
 
   async function setup(model: Promise<FakeOpenAi>, entries = ["- [permanent] the user has a cat named Luna", "- [skip] said hello"], maxIterations = 10) {
     fake = await model;

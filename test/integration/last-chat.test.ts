@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { Daemon } from "../../src/runtime.js";
 import type { StoreOp } from "../../src/store/store.js";
@@ -6,6 +6,7 @@ import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { replyTo, sendApi, startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 const lastChat = z.object({ channel: z.string(), chatId: z.string() });
 
@@ -24,11 +25,7 @@ describe("the heartbeat's last chat", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let daemon: Daemon | undefined;
-  afterEach(async () => {
-    await daemon?.shutdown();
-    await fake?.close();
-    daemon = undefined;
-  });
+  closeAfterEach(() => [daemon, fake]);
 
   it("is stored when it changes, not once per message: a burst writes it once and ends at the last chat", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "ok" }));

@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startDaemon } from "../helpers/daemon.js";
-import { fixtureLog, startHub, stdioFixture } from "../helpers/mcp.js";
+import { alive, fixtureLog, startHub, stdioFixture } from "../helpers/mcp.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { toolCtx } from "../helpers/tools.js";
 import { until } from "../helpers/wait.js";
@@ -16,15 +16,6 @@ afterEach(async () => {
   await Promise.all(running.splice(0).map((r) => r.stop()));
 });
 const track = <T extends { stop(): Promise<void> }>(r: T) => (running.push(r), r);
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 async function readyHub(servers: Record<string, Record<string, unknown>>, opts: Parameters<typeof startHub>[1] = {}) {
   const h = track(startHub(servers, opts));

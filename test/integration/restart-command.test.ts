@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { apiReplies } from "../../src/channels/api.js";
 import type { RestartOrigin } from "../../src/restart-origin.js";
 import type { Daemon } from "../../src/runtime.js";
@@ -7,17 +7,14 @@ import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { replyTo, sendApi as send, startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 /** /restart inside the daemon: its answer is durable before the restart is asked for; the next daemon says it is back. */
 describe("/restart (in-process daemon)", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let daemon: Daemon | undefined;
-  afterEach(async () => {
-    await daemon?.shutdown();
-    await fake?.close();
-    daemon = undefined;
-  });
+  closeAfterEach(() => [daemon, fake]);
 
   it("in a session that is idle, and in one whose turn runs: answered first, then the restart is asked for with the chat", async () => {
     fake = await startFakeOpenAi([{ content: "hello" }, { content: "slow", delayMs: 3_000 }]);

@@ -1,13 +1,14 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { filter } from "rxjs";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Daemon } from "../../src/runtime.js";
 import { listOpenTurns } from "../../src/store/turns.js";
 import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtures/fake-openai.js";
 import { replyTo, sendApi as send, startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 /** The text of the newest user message the model was sent (after the runtime-context block). */
 const lastUser = (req: RecordedRequest) => {
@@ -25,11 +26,7 @@ describe("sessions: correctness across recovery, /stop and failures", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let daemon: Daemon | undefined;
-  afterEach(async () => {
-    await daemon?.shutdown();
-    await fake?.close();
-    daemon = undefined;
-  });
+  closeAfterEach(() => [daemon, fake]);
 
   it("a message injected into a turn that is stopped and resumed later is still answered", async () => {
     let slow = true;

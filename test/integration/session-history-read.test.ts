@@ -1,10 +1,11 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createConversation } from "../../actors/conversation.js";
 import { defaultConfig } from "../../src/config/index.js";
 import type { ListOptions, Store } from "../../src/store/store.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { countingTools, turnDeps } from "../helpers/turn-env.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 const msg = (content: string) => ({ sessionKey: "cli:a", channel: "cli", chatId: "a", content });
 
@@ -12,10 +13,7 @@ describe("a session's history is read once while its actor lives", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let store: Store | undefined;
-  afterEach(async () => {
-    await store?.close();
-    await fake?.close();
-  });
+  closeAfterEach(() => [store, fake]);
 
   it("later turns read only the messages appended since, and the model still gets the whole history", async () => {
     fake = await startFakeOpenAi([], async (_req, i) => ({ content: `answer ${i}` }));

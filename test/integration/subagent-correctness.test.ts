@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Daemon } from "../../src/runtime.js";
 import { getSubagent, isFinished } from "../../src/store/subagents.js";
 import { isSubagentRequest, startSubagentModel } from "../fixtures/subagent-model.js";
@@ -6,16 +6,13 @@ import type { FakeOpenAi } from "../fixtures/fake-openai.js";
 import { replyTo, sendApi as send, startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 describe("subagents: what the model is told, and waiting", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let daemon: Daemon | undefined;
-  afterEach(async () => {
-    await daemon?.shutdown();
-    await fake?.close();
-    daemon = undefined;
-  });
+  closeAfterEach(() => [daemon, fake]);
 
   it("spawn says queued only when no slot was free", async () => {
     const model = await startSubagentModel({ subagentMs: 200 });

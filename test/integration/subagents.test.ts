@@ -1,5 +1,5 @@
 import { filter } from "rxjs";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Daemon } from "../../src/runtime.js";
 import { sessionDetail } from "../../src/store/session-view.js";
 import { isSubagentRequest, startSubagentModel } from "../fixtures/subagent-model.js";
@@ -8,17 +8,14 @@ import { replyTo, sendApi as send, startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { toolCtx } from "../helpers/tools.js";
 import { sleep, until } from "../helpers/wait.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 
 describe("subagents (in-process daemon, fake model)", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let daemon: Daemon | undefined;
-  afterEach(async () => {
-    await daemon?.shutdown();
-    await fake?.close();
-    daemon = undefined;
-  });
+  closeAfterEach(() => [daemon, fake]);
 
   it("three subagents run in parallel and each report reaches the session and the user once", async () => {
     const model = await startSubagentModel({ subagentMs: 400 });

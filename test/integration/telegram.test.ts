@@ -14,6 +14,18 @@ import { sleep, until } from "../helpers/wait.js";
 
 const TOKEN = "123:TEST";
 
+/** An OpenAI-compatible transcription endpoint that answers `text`; upload() is the raw body it was sent. */
+async function fakeTranscription(text: string) {
+  let upload = "";
+  const speech = await startFakeWeb({
+    "/v1/audio/transcriptions": (req, res) => {
+      req.on("data", (c: Buffer) => (upload += c.toString("latin1")));
+      req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ text })));
+    },
+  });
+  return { speech, upload: () => upload };
+}
+
 describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
@@ -265,21 +277,15 @@ describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () =
 
   it("transcribes a voice message through the configured OpenAI-compatible endpoint", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "noted" }));
-    let upload = "";
-    const speech = await startFakeWeb({
-      "/v1/audio/transcriptions": (req, res) => {
-        req.on("data", (c: Buffer) => (upload += c.toString("latin1")));
-        req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ text: "buy milk tomorrow" })));
-      },
-    });
+    const { speech, upload } = await fakeTranscription("buy milk tomorrow");
     tg = await startFakeTelegram(TOKEN);
     tg.addFile("v1", "voice/file_9.oga", Buffer.from("OGGVOICE"));
     const home = await start({ transcription: { apiBase: `${speech.origin}/v1`, apiKey: "k", model: "whisper-1" } });
     tg.message("", undefined, undefined, { voice: { file_id: "v1", file_unique_id: "uv1", duration: 2 } });
     await until(() => tg!.sent()[0]);
     await speech.close();
-    expect(upload).toContain("OGGVOICE");
-    expect(upload).toContain("whisper-1");
+    expect(upload()).toContain("OGGVOICE");
+    expect(upload()).toContain("whisper-1");
     expect(String(fake.requests[0]?.body.messages.at(-1)?.content)).toMatch(
       new RegExp(`\\n\\n\\[voice message: ${join(home, "media/telegram/uv1.oga").replace(/[/.]/g, "\\$&")}\\]\\n\\[transcription: buy milk tomorrow\\]$`),
     );
@@ -287,13 +293,7 @@ describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () =
 
   it("transcribes an audio file through channels.transcription (the endpoint every channel uses)", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "noted" }));
-    let upload = "";
-    const speech = await startFakeWeb({
-      "/v1/audio/transcriptions": (req, res) => {
-        req.on("data", (c: Buffer) => (upload += c.toString("latin1")));
-        req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ text: "call the plumber" })));
-      },
-    });
+    const { speech, upload } = await fakeTranscription("call the plumber");
     tg = await startFakeTelegram(TOKEN);
     tg.addFile("a1", "music/file_3.mp3", Buffer.from("MP3AUDIO"));
     const home = await tmp();
@@ -314,9 +314,9 @@ describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () =
     tg.message("", undefined, undefined, { audio: { file_id: "a1", file_unique_id: "ua1", duration: 3, file_name: "memo.mp3" } });
     await until(() => tg!.sent()[0]);
     await speech.close();
-    expect(upload).toContain("MP3AUDIO");
-    expect(upload).toMatch(/name="model"\r\n\r\nlarge-v3\r\n/);
-    expect(upload).toMatch(/name="language"\r\n\r\nde\r\n/);
+    expect(upload()).toContain("MP3AUDIO");
+    expect(upload()).toMatch(/name="model"\r\n\r\nlarge-v3\r\n/);
+    expect(upload()).toMatch(/name="language"\r\n\r\nde\r\n/);
     expect(String(fake.requests[0]?.body.messages.at(-1)?.content)).toMatch(
       new RegExp(`\\n\\n\\[audio: ${join(home, "media/telegram/ua1.mp3").replace(/[/.]/g, "\\$&")}\\]\\n\\[transcription: call the plumber\\]$`),
     );

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineTool } from "../../src/tools/contract.js";
 import { createToolRegistry } from "../../src/tools/registry.js";
@@ -8,16 +8,13 @@ import type { Store } from "../../src/store/store.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { countingTools, turnDeps, turnInput } from "../helpers/turn-env.js";
 import { useTempDirs } from "../helpers/tmp.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 describe("turn correctness", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let store: Store | undefined;
-  afterEach(async () => {
-    await store?.close();
-    store = undefined;
-    await fake?.close();
-  });
+  closeAfterEach(() => [store, fake]);
 
   it("a call id the provider repeats (or leaves out) in a later response is a new call: it runs", async () => {
     // No ids: troupe's fallback id restarts at call_0 in every response.

@@ -1,9 +1,10 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Daemon } from "../../src/runtime.js";
 import type { Store } from "../../src/store/store.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { replyTo, sendApi as send, startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 /** Counts the store's reads (by kind and sublevel) and its synced and unsynced batches while `run` runs (the reply's delivery aside). */
 async function countStore<T>(store: Store, run: () => Promise<T>): Promise<Record<string, number>> {
@@ -36,11 +37,7 @@ describe("a turn's store traffic", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let daemon: Daemon | undefined;
-  afterEach(async () => {
-    await daemon?.shutdown();
-    daemon = undefined;
-    await fake?.close();
-  });
+  closeAfterEach(() => [daemon, fake]);
 
   it("reads the session once per turn; a one-tool turn writes 4 synced batches (plus the inbox's)", async () => {
     fake = await startFakeOpenAi([], (req) => (req.body.messages.at(-1)?.role === "tool" ? { content: "listed" } : { toolCalls: [{ name: "list_dir", arguments: {} }] }));

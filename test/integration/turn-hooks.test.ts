@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startTurn } from "../../actors/turn.js";
 import { composeHooks, type AgentHook } from "../../src/hooks/hook.js";
 import { finalizeJournal, getTurn, stateJournal } from "../../src/store/turns.js";
@@ -8,6 +8,7 @@ import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { countingTools, turnDeps, turnInput } from "../helpers/turn-env.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 /** Records each call with what the hook saw; finalizeContent appends a footer. */
 function tracer(calls: string[]): AgentHook {
@@ -35,11 +36,7 @@ describe("hooks inside the turn actor", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let store: Store | undefined;
-  afterEach(async () => {
-    await store?.close();
-    store = undefined;
-    await fake?.close();
-  });
+  closeAfterEach(() => [store, fake]);
 
   it("runs every point in loop order; finalizeContent's reply is what the turn stores and answers, checkpointed as finalised", async () => {
     fake = await startFakeOpenAi(toolThenAnswer());

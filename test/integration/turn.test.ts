@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineTool } from "../../src/tools/contract.js";
 import { createToolRegistry } from "../../src/tools/registry.js";
@@ -10,6 +10,7 @@ import type { Store } from "../../src/store/store.js";
 import { startFakeOpenAi, type FakeOpenAi, type FakeStep } from "../fixtures/fake-openai.js";
 import { countingTools, turnDeps, turnInput } from "../helpers/turn-env.js";
 import { useTempDirs } from "../helpers/tmp.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 
 const multiToolScript: FakeStep[] = [
   {
@@ -28,11 +29,7 @@ describe("turn machine", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let store: Store | undefined;
-  afterEach(async () => {
-    await store?.close();
-    store = undefined;
-    await fake?.close();
-  });
+  closeAfterEach(() => [store, fake]);
 
   it("runs a multi-tool turn end to end, read-only calls concurrently, checkpointing every transition", async () => {
     fake = await startFakeOpenAi([...multiToolScript]);

@@ -1,0 +1,123 @@
+/**
+ * One provider's chat-completions endpoint over our own HTTP transport (transport.ts): the request
+ * the openai SDK would send (URL, key, extraHeaders, JSON body), its reply parsed as the SDK parses
+ * it (JSON or text; server-sent events up to [DONE]), and its failures as the SDK's error classes
+ * (APIError with status, body and headers; APIConnectionError whose cause is Node's error with its
+ * code), so retry rules and error messages read them unchanged.
+ */
+import type { IncomingHttpHeaders } from "node:http";
+import { loadOpenAiErrors } from "./openai-sdk.js";
+import { chatEndpoint, type ResolvedProvider } from "./registry.js";
+import { createHttpTransport, readText, sseEvents, type HttpReply } from "./transport.js";
+
+export interface ChatHttp {
+  /** A non-streamed completion: the body as JSON when the server says it is JSON, else as text. */
+  complete(body: Record<string, unknown>, signal: AbortSignal, touch: () => void): Promise<unknown>;
+  /** A streamed completion: each event's JSON until [DONE]. */
+  stream(body: Record<string, unknown>, signal: AbortSignal, touch: () => void): AsyncGenerator<unknown>;
+  /** Closes idle kept-alive connections. */
+  close(): void;
+}
+
+/** The SDK's view of response headers (`get`), over Node's header object. */
+const headerView = (headers: IncomingHttpHeaders) => ({
+  get(name: string): string | null {
+    const value = headers[name.toLowerCase()];
+    return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
+  },
+});
+
+const safeJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * The request body as JSON. The tool schemas are the same array on every call of a session (the
+ * registry keeps it until its tools change) and often the larger part of a request: serialised once.
+ */
+const toolsJson = new WeakMap<object, string>();
+export function requestJson(body: Record<string, unknown>): string {
+  const { tools, ...rest } = body;
+  if (!Array.isArray(tools) || !tools.length) return JSON.stringify(body);
+  let json = toolsJson.get(tools);
+  if (json === undefined) toolsJson.set(tools, (json = JSON.stringify(tools)));
+  const head = JSON.stringify(rest);
+  return head === "{}" ? `{"tools":${json}}` : `${head.slice(0, -1)},"tools":${json}}`;
+}
+
+export function createChatHttp(resolved: ResolvedProvider): ChatHttp {
+  const endpoint = chatEndpoint(resolved);
+  const url = new URL(endpoint.url);
+  const headers: Record<string, string> = { accept: "application/json", "content-type": "application/json", "user-agent": "troupe" };
+  // extraHeaders may override any of ours (as the SDK's defaultHeaders did), whatever their case.
+  for (const [name, value] of Object.entries(endpoint.headers)) headers[name.toLowerCase()] = value;
+  const transport = createHttpTransport();
+
+  /** The response, or the failure the SDK would have thrown: an error status with its body, or the connection's error. */
+  async function send(body: Record<string, unknown>, signal: AbortSignal, touch: () => void): Promise<HttpReply> {
+    let reply: HttpReply;
+    try {
+      reply = await transport.post(url, headers, requestJson(body), signal, touch);
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      const { APIConnectionError } = await loadOpenAiErrors();
+      throw new APIConnectionError({ cause: err as Error });
+    }
+    if (reply.status >= 200 && reply.status < 300) return reply;
+    const text = await readText(reply.body, touch).catch((err: Error) => err.message);
+    if (signal.aborted) throw signal.reason;
+    const json = safeJson(text);
+    const { APIError } = await loadOpenAiErrors();
+    throw APIError.generate(reply.status, json as object | undefined, json === undefined ? text : undefined, headerView(reply.headers) as unknown as Headers);
+  }
+
+  return {
+    async complete(body, signal, touch) {
+      const reply = await send(body, signal, touch);
+      let text: string;
+      try {
+        text = await readText(reply.body, touch);
+      } catch (err) {
+        reply.discard();
+        throw signal.aborted ? signal.reason : err;
+      }
+      if (signal.aborted) throw signal.reason;
+      if (reply.status === 204) return null;
+      const mediaType = String(reply.headers["content-type"] ?? "").split(";")[0]!.trim();
+      if (!mediaType.includes("application/json") && !mediaType.endsWith("+json")) return text;
+      if (reply.headers["content-length"] === "0") return undefined;
+      return JSON.parse(text);
+    },
+    async *stream(body, signal, touch) {
+      const reply = await send(body, signal, touch);
+      let done = false;
+      // A reply left early (an abort, a bad event, the reader stopping) has its connection closed, not reused.
+      let ended = false;
+      try {
+        for await (const sse of sseEvents(reply.body, touch)) {
+          // Read on to the end after [DONE], so the connection can be reused.
+          if (done) continue;
+          if (sse.data.startsWith("[DONE]")) {
+            done = true;
+            continue;
+          }
+          const data = JSON.parse(sse.data) as { error?: unknown; message?: unknown } | null;
+          if (data && (data.error || sse.event === "error")) {
+            const { APIError } = await loadOpenAiErrors();
+            throw new APIError(undefined, (data.error ?? data) as object, typeof data.message === "string" ? data.message : undefined, headerView(reply.headers) as unknown as Headers);
+          }
+          yield data;
+        }
+        ended = true;
+      } finally {
+        if (!ended) reply.discard();
+      }
+      if (signal.aborted) throw signal.reason;
+    },
+    close: () => transport.close(),
+  };
+}

@@ -1,0 +1,173 @@
+/**
+ * HTTP for model calls over node:http / node:https, one keep-alive Agent per provider client.
+ * Global fetch would load undici (tens of ms at start-up) and run its Request/Response/WHATWG-stream
+ * machinery on every call; a model call needs one POST, its status and headers, and the body as it
+ * arrives, which Node's own client gives directly.
+ */
+import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import type { LookupFunction, Socket } from "node:net";
+import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
+
+export interface HttpReply {
+  status: number;
+  headers: IncomingHttpHeaders;
+  /** The body, decompressed if the server compressed it anyway (nothing asks it to), as UTF-8 text. */
+  body: AsyncIterable<string>;
+  /** Ends the exchange early (closes its connection). */
+  discard(): void;
+}
+
+export interface HttpTransport {
+  /**
+   * POSTs `payload` to `url`. `touch` is called when the headers arrive (a body chunk is the
+   * reader's to report). Aborting `signal` destroys the request and its socket and rejects (or
+   * fails the body) with the signal's reason. Network failures reject with Node's error (its `code`:
+   * ECONNREFUSED, ENOTFOUND…).
+   */
+  post(url: URL, headers: Record<string, string>, payload: string, signal: AbortSignal, touch: () => void): Promise<HttpReply>;
+  /** Closes idle kept-alive connections. */
+  close(): void;
+}
+
+function decoded(res: IncomingMessage): NodeJS.ReadableStream {
+  const encoding = String(res.headers["content-encoding"] ?? "").trim().toLowerCase();
+  const stream =
+    encoding === "gzip" || encoding === "x-gzip"
+      ? res.pipe(createGunzip())
+      : encoding === "deflate"
+        ? res.pipe(createInflate())
+        : encoding === "br"
+          ? res.pipe(createBrotliDecompress())
+          : res;
+  if (stream !== res) res.once("error", (err) => (stream as NodeJS.ReadableStream & { destroy(e: Error): void }).destroy(err));
+  stream.setEncoding("utf8");
+  return stream;
+}
+
+export interface TransportOptions {
+  /** A connection not made within this long fails with ETIMEDOUT (undici's default for fetch: 10 s). */
+  connectTimeoutMs?: number;
+  /** DNS lookup (tests stall it). */
+  lookup?: LookupFunction;
+}
+
+export const CONNECT_TIMEOUT_MS = 10_000;
+
+export function createHttpTransport(opts: TransportOptions = {}): HttpTransport {
+  const connectTimeoutMs = opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
+  // Free sockets are unref'd by Node's Agent: a kept-alive connection never holds the process open.
+  const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
+
+  /** Fails the request if its new connection (lookup, TCP) is not made in time; a reused one is already made. */
+  function boundConnect(req: ClientRequest, socket: Socket) {
+    if (!socket.connecting) return;
+    const timer = setTimeout(() => req.destroy(Object.assign(new Error(`could not connect within ${connectTimeoutMs / 1000} s`), { code: "ETIMEDOUT" })), connectTimeoutMs);
+    const clear = () => clearTimeout(timer);
+    socket.once("connect", clear);
+    socket.once("close", clear);
+  }
+
+  function attempt(url: URL, headers: Record<string, string>, payload: string, signal: AbortSignal, touch: () => void, fresh: boolean): Promise<HttpReply> {
+    return new Promise((resolve, reject) => {
+      if (signal.aborted) return reject(signal.reason);
+      const https = url.protocol === "https:";
+      const req = (https ? httpsRequest : httpRequest)(url, {
+        method: "POST",
+        headers: { ...headers, "content-length": String(Buffer.byteLength(payload)) },
+        agent: https ? agents.https : agents.http,
+        ...(opts.lookup ? { lookup: opts.lookup } : {}),
+      });
+      req.once("socket", (socket: Socket) => boundConnect(req, socket));
+      const onAbort = () => req.destroy(signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason)));
+      const cleanup = () => signal.removeEventListener("abort", onAbort);
+      signal.addEventListener("abort", onAbort, { once: true });
+      let answered = false;
+      req.on("response", (res: IncomingMessage) => {
+        answered = true;
+        touch();
+        res.once("close", cleanup);
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: decoded(res) as AsyncIterable<string>, discard: () => req.destroy() });
+      });
+      req.on("error", (err: NodeJS.ErrnoException) => {
+        if (answered) return; // the body's reader sees it
+        cleanup();
+        if (signal.aborted) return reject(signal.reason);
+        // A kept-alive connection the server closed while it sat idle: the request never reached it, send it again on a new one.
+        if (!fresh && req.reusedSocket && (err.code === "ECONNRESET" || err.code === "EPIPE")) {
+          attempt(url, headers, payload, signal, touch, true).then(resolve, reject);
+          return;
+        }
+        reject(err);
+      });
+      req.end(payload);
+    });
+  }
+
+  return {
+    post: (url, headers, payload, signal, touch) => attempt(url, headers, payload, signal, touch, false),
+    close() {
+      agents.http.destroy();
+      agents.https.destroy();
+    },
+  };
+}
+
+/** The whole body as text, touching per chunk. */
+export async function readText(body: AsyncIterable<string>, touch: () => void): Promise<string> {
+  let text = "";
+  for await (const chunk of body) {
+    touch();
+    text += chunk;
+  }
+  return text;
+}
+
+export interface SseEvent {
+  event: string | null;
+  data: string;
+}
+
+/**
+ * Server-sent events from a text stream (https://html.spec.whatwg.org/multipage/server-sent-events.html):
+ * `data:` lines joined by newlines, dispatched at a blank line; comments and other fields ignored.
+ */
+export async function* sseEvents(body: AsyncIterable<string>, touch: () => void): AsyncGenerator<SseEvent> {
+  let pending = "";
+  let data: string[] = [];
+  let event: string | null = null;
+  /** One line's field; an empty line dispatches the event gathered so far. */
+  function* take(line: string): Generator<SseEvent> {
+    if (line === "") {
+      if (data.length) yield { event, data: data.join("\n") };
+      data = [];
+      event = null;
+      return;
+    }
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    const value = colon < 0 ? "" : line.slice(line[colon + 1] === " " ? colon + 2 : colon + 1);
+    if (field === "data") data.push(value);
+    else if (field === "event") event = value;
+  }
+  for await (const chunk of body) {
+    touch();
+    pending += chunk;
+    let start = 0;
+    // Each search result is kept until passed: a chunk of many lines and no \r is scanned once, not once a line.
+    let lf = -2;
+    let cr = -2;
+    for (;;) {
+      if (lf !== -1 && lf < start) lf = pending.indexOf("\n", start);
+      if (cr !== -1 && cr < start) cr = pending.indexOf("\r", start);
+      const end = cr < 0 ? lf : lf < 0 ? cr : Math.min(cr, lf);
+      // A lone \r at the end of a chunk may be the first half of a CRLF: wait for the next chunk.
+      if (end < 0 || (pending[end] === "\r" && end === pending.length - 1)) break;
+      yield* take(pending.slice(start, end));
+      start = end + (pending[end] === "\r" && pending[end + 1] === "\n" ? 2 : 1);
+    }
+    pending = pending.slice(start);
+  }
+  for (const line of pending.split(/\r\n|\r|\n/)) yield* take(line);
+  yield* take("");
+}

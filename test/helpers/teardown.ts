@@ -1,0 +1,44 @@
+import { afterEach } from "vitest";
+import { runCli } from "./cli.js";
+
+/** What a test opens: a daemon is shut down; a store, fake server or gateway process closed. */
+export type Closable = { shutdown(): Promise<unknown> } | { close(): unknown };
+
+/**
+ * After each test, closes what `opened()` names, in the order listed (list what depends on the
+ * others first: a daemon before its fake model), each thing once even when a variable still points
+ * at it in a later test. A close that fails fails the test, after the others have been closed.
+ *
+ * Call it after `useTempDirs()`: vitest runs afterEach hooks last-registered first, so everything is
+ * closed before its temporary directory is removed.
+ */
+export function closeAfterEach(opened: () => ReadonlyArray<Closable | undefined>): void {
+  const closed = new WeakSet<Closable>();
+  afterEach(() => closeEach(opened(), closed));
+}
+
+/** Closes each thing not yet in `closed`, in order; then throws the first failure (or all of them). */
+export async function closeEach(things: ReadonlyArray<Closable | undefined>, closed: WeakSet<Closable>): Promise<void> {
+  const errors: unknown[] = [];
+  for (const thing of things) {
+    if (!thing || closed.has(thing)) continue;
+    closed.add(thing);
+    try {
+      await ("shutdown" in thing ? thing.shutdown() : thing.close());
+    } catch (error) {
+      errors.push(error);
+    }
+  }
+  if (errors.length === 1) throw errors[0];
+  if (errors.length > 1) throw new AggregateError(errors, "several things failed to close after the test");
+}
+
+const detached = new Map<string, Closable>();
+
+/** The detached daemon of a data dir (one handle per dir, so closeAfterEach stops it once): closing runs `troupe daemon stop` there. */
+export function detachedDaemon(home: string | undefined): Closable | undefined {
+  if (home === undefined) return undefined;
+  let daemon = detached.get(home);
+  if (!daemon) detached.set(home, (daemon = { close: () => runCli(["daemon", "stop"], { TROUPE_HOME: home }) }));
+  return daemon;
+}
