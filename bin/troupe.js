@@ -68,7 +68,8 @@ function runBundle(file, profile) {
   try {
     const fd = openSync(file, "r");
     const { size, mtimeMs } = fstatSync(fd);
-    source = readFileSync(fd, "utf8");
+    // ASCII (scripts/build.mjs makes sure): read as latin1, which is a copy, not a UTF-8 decode.
+    source = readFileSync(fd, "latin1");
     closeSync(fd);
     key = JSON.stringify([process.version, profile, process.execArgv, process.env.NODE_OPTIONS ?? "", size, mtimeMs]);
   } catch {

@@ -115,6 +115,8 @@ const result = await build({
   sourcemap: "linked",
   minifyWhitespace: true,
   minifySyntax: true,
+  // Non-ASCII characters escaped: bin/troupe.js reads the file as latin1, faster than decoding UTF-8.
+  charset: "ascii",
   // import.meta.url (createRequire, the package root) is the bundle's own file URL.
   define: { "import.meta.url": "__troupeImportMetaUrl" },
   // The file is the function Node wraps a CommonJS module in, which bin/troupe.js compiles and calls:
@@ -130,6 +132,7 @@ const fresh = new Set();
 let bundleChanged = false;
 for (const out of result.outputFiles) {
   const file = out.path.endsWith(".cjs") ? { path: out.path, contents: Buffer.from(out.text.replace(DYNAMIC_IMPORT, "__imp_(")) } : out;
+  if (out.path.endsWith(".cjs") && file.contents.some((byte) => byte > 0x7f)) throw new Error(`build: ${out.path} is not ASCII (bin/troupe.js reads it as latin1)`);
   fresh.add(file.path);
   const old = await readFile(file.path).catch(() => undefined);
   if (old && Buffer.from(file.contents).equals(old)) continue;
