@@ -56,8 +56,8 @@ function daemonPidfileExists(args) {
 
 /**
  * Runs the bundle (CommonJS) as Node would, but through vm.Script with a V8 code cache beside it
- * (dist/troupe.cjs.<profile>.cache): a command that finds one skips compiling what it runs, about a
- * third of a cold `troupe agent -m`'s CPU. Written at exit when missing or refused: it then holds
+ * (dist/troupe.cjs.<profile>.cache): a command that finds one skips compiling what it runs, a quarter
+ * of a cold `troupe agent -m`'s CPU (280 → 210 ms, test/bench/startup.bench.ts). Written at exit when missing or refused: it then holds
  * everything that run compiled. V8 refuses a cache made by another Node or with other V8 flags; the
  * bundle it was made for (size, mtime) is checked here, since V8 checks only the source's length.
  * A cache that cannot be read or written is only slower.
