@@ -1,10 +1,12 @@
 // `npm run build` (and `npm ci`, through `prepare`): the CLI compiled to plain JavaScript in dist/,
-// so a command starts without compiling TypeScript. One ESM bundle of troupe's own code, split at
-// every dynamic import so a command loads only the chunks it uses. Pure-JavaScript libraries made of
-// many small modules (zod, the openai SDK, xstate, rxjs) are bundled in too: Node loads one chunk
-// faster than a hundred files. The rest of node_modules (native LevelDB, pino's worker transports,
-// grammy, linkedom, the MCP SDK) stays external, loaded from node_modules as is.
-// Chunks sit directly in dist/, one level below the package root (src/package-root.ts relies on it).
+// so a command starts without compiling TypeScript. One CommonJS file, dist/troupe.cjs, holding
+// troupe's own code and the pure-JavaScript libraries made of many small modules (zod, the openai
+// SDK, xstate, rxjs...): a module imported lazily (`await import("./x.js")`) is still evaluated only
+// when a command imports it, but it is compiled with the rest, and bin/troupe.js loads the file with
+// a V8 code cache (CommonJS through vm.Script; Node 20 has no compile cache for ES modules), so a
+// command skips most compile work. The rest of node_modules (native LevelDB, grammy, linkedom, the
+// MCP SDK...) stays external, loaded from node_modules as is.
+// The file sits directly in dist/, one level below the package root (src/package-root.ts relies on it).
 import { build } from "esbuild";
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { Buffer } from "node:buffer";
@@ -42,6 +44,28 @@ const treeShakable = {
     b.onResolve({ filter: /^\.\/binding(\.js)?$/ }, (args) =>
       args.importer.includes(`${"node_modules"}/classic-level/`) ? { path: "classic-level/binding.js", external: true } : undefined,
     );
+    // commander requires node:child_process (with dgram and the rest, ~10 ms) for executable
+    // subcommands, which troupe has none of: required when one would be spawned, not at every start.
+    b.onLoad({ filter: /commander[\\/]lib[\\/]command\.js$/ }, async (args) => {
+      const source = await readFile(args.path, "utf8");
+      const eager = "const childProcess = require('node:child_process');";
+      if (!source.includes(eager)) throw new Error(`build: ${args.path} no longer has ${eager} (commander changed): update scripts/build.mjs`);
+      return { contents: source.replace(eager, "const childProcess = { spawn: (...a) => require('node:child_process').spawn(...a) };"), loader: "js" };
+    });
+    // pino requires worker_threads (~10 ms) for its worker transports (thread-stream) and for a check
+    // in the destinations it makes itself: troupe writes through pino.multistream and uses neither.
+    b.onResolve({ filter: /^thread-stream$/ }, (args) => (args.importer.includes("pino") ? { path: "thread-stream", namespace: "troupe-stub" } : undefined));
+    b.onLoad({ filter: /.*/, namespace: "troupe-stub" }, () => ({
+      contents: "module.exports = function ThreadStream() { throw new Error(\"pino's worker transports are left out of troupe's build (scripts/build.mjs)\"); };",
+      loader: "js",
+    }));
+    b.onLoad({ filter: /pino[\\/]lib[\\/]tools\.js$/ }, async (args) => {
+      const source = await readFile(args.path, "utf8");
+      const eager = "const { isMainThread } = require('worker_threads')";
+      const use = "if (!opts.sync && isMainThread) {";
+      if (!source.includes(eager) || !source.includes(use)) throw new Error(`build: ${args.path} changed (pino's worker_threads use): update scripts/build.mjs`);
+      return { contents: source.replace(eager, "").replace(use, "if (!opts.sync && require('worker_threads').isMainThread) {"), loader: "js" };
+    });
     b.onLoad({ filter: /\.ts$/ }, async (args) => {
       if (args.path.includes("node_modules")) return undefined;
       const source = await readFile(args.path, "utf8");
@@ -62,42 +86,65 @@ function externalExcept(inline) {
   };
 }
 
+/**
+ * bin/troupe.js calls the bundle with these, in this order. `__imp_` is import() as bin/troupe.js
+ * makes it: code compiled by vm.Script from a V8 code cache loses Node's dynamic import callback
+ * ("A dynamic import callback was not specified"), so the bundle's own import() calls (of ES module
+ * packages, of hook modules) go through bin/troupe.js's. Same length as `import`: the source map holds.
+ */
+const WRAPPER_PARAMS = "exports, require, module, __filename, __dirname, __imp_";
+/** A dynamic import() in the bundle's code (not in a string: those are quoted, e.g. `import('node:buffer')` in a message). */
+const DYNAMIC_IMPORT = /(?<![\w$.'"`])import\((?=["(])/g;
+
 const root = fileURLToPath(new URL("..", import.meta.url));
 const outdir = `${root}dist`;
 // A CLI may be running from dist/ while it is rebuilt (a test run building it beside a running
-// daemon): only files whose content changed are rewritten, and with --keep-stale (the test set-up)
-// chunks of an earlier build are left for processes that may still import them.
+// daemon): only files whose content changed are rewritten (a process reads the bundle whole, at its
+// start), and with --keep-stale (the test set-up) files of an earlier build are left as they are.
 const keepStale = process.argv.includes("--keep-stale");
 const result = await build({
   absWorkingDir: root,
-  entryPoints: { main: "src/cli/main.ts" },
+  entryPoints: { troupe: "src/cli/main.ts" },
   outdir,
+  outExtension: { ".js": ".cjs" },
   bundle: true,
-  splitting: true,
-  format: "esm",
+  format: "cjs",
   platform: "node",
   target: "node20",
   plugins: [treeShakable, externalExcept(INLINE)],
-  chunkNames: "[name]-[hash]",
   sourcemap: "linked",
   minifyWhitespace: true,
   minifySyntax: true,
-  // Bundled CommonJS (commander) requires Node's built-ins; an ES module has no require of its own.
-  banner: { js: 'import { createRequire as __troupeRequire } from "node:module"; const require = __troupeRequire(import.meta.url);' },
+  // Non-ASCII characters escaped: bin/troupe.js reads the file as latin1, faster than decoding UTF-8.
+  charset: "ascii",
+  // import.meta.url (createRequire, the package root) is the bundle's own file URL.
+  define: { "import.meta.url": "__troupeImportMetaUrl" },
+  // The file is the function Node wraps a CommonJS module in, which bin/troupe.js compiles and calls:
+  // wrapped here, it need not make a second 1.7 MB string of it at every start.
+  banner: { js: `(function (${WRAPPER_PARAMS}) {"use strict"; var __troupeImportMetaUrl = require("node:url").pathToFileURL(__filename).href;` },
+  footer: { js: "})" },
   logLevel: "warning",
   write: false,
 });
 
 await mkdir(outdir, { recursive: true });
 const fresh = new Set();
-for (const file of result.outputFiles) {
+let bundleChanged = false;
+for (const out of result.outputFiles) {
+  const file = out.path.endsWith(".cjs") ? { path: out.path, contents: Buffer.from(out.text.replace(DYNAMIC_IMPORT, "__imp_(")) } : out;
+  if (out.path.endsWith(".cjs") && file.contents.some((byte) => byte > 0x7f)) throw new Error(`build: ${out.path} is not ASCII (bin/troupe.js reads it as latin1)`);
   fresh.add(file.path);
   const old = await readFile(file.path).catch(() => undefined);
   if (old && Buffer.from(file.contents).equals(old)) continue;
+  if (file.path.endsWith(".cjs")) bundleChanged = true;
   // Renamed into place: a process starting meanwhile reads the old file or the new one, never half of one.
   await writeFile(`${file.path}.${process.pid}.tmp`, file.contents);
   await rename(`${file.path}.${process.pid}.tmp`, file.path);
 }
 if (!keepStale) {
-  for (const name of await readdir(outdir)) if (!fresh.has(join(outdir, name))) await rm(join(outdir, name), { recursive: true, force: true });
+  // Code caches (bin/troupe.js) are kept while the bundle is the same: each names the bundle it was
+  // made for, and a command rewrites its own when that changed; a new bundle drops them all.
+  for (const name of await readdir(outdir)) {
+    if (!fresh.has(join(outdir, name)) && (bundleChanged || !name.endsWith(".cache"))) await rm(join(outdir, name), { recursive: true, force: true });
+  }
 }

@@ -177,6 +177,7 @@ export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: 
 
   let server: ControlServer | undefined;
   const release = async () => {
+    await serving;
     await server?.close();
     await removeAgentRecord(loaded.paths).catch(() => undefined);
     subs.forEach((sub) => sub.unsubscribe());
@@ -205,13 +206,17 @@ export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: 
       await moving;
     },
   };
-  try {
-    server = await startAgentServer(host, await ensureToken(loaded.paths.tokenFile));
-    await writeAgentRecord(loaded.paths, server.url);
-  } catch (err) {
-    // The chat works without it; only the other commands cannot reach the store meanwhile.
-    runtime.logger.warn({ err }, "could not serve the control API for other troupe commands");
-  }
+  // Served while the first message already runs (a command that finds the store held meanwhile waits
+  // for its holder to answer); released, after it is up, when the chat ends.
+  const serving = (async () => {
+    try {
+      server = await startAgentServer(host, await ensureToken(loaded.paths.tokenFile));
+      await writeAgentRecord(loaded.paths, server.url);
+    } catch (err) {
+      // The chat works without it; only the other commands cannot reach the store meanwhile.
+      runtime.logger.warn({ err }, "could not serve the control API for other troupe commands");
+    }
+  })();
 
   return {
     async ask(content, out) {

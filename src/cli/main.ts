@@ -327,20 +327,28 @@ function unwritableDataDir(err: unknown): string | undefined {
   return why && `troupe: cannot write to the data dir ${dataDir} (${why}); make it writable, or point TROUPE_HOME at another directory`;
 }
 
-try {
-  await program.parseAsync(process.argv);
-} catch (err) {
-  if (err instanceof TroupeError) {
-    console.error(err.message);
-    process.exit(err.exitCode);
-  }
-  const unwritable = unwritableDataDir(err);
-  if (unwritable) {
-    console.error(unwritable);
+/**
+ * The command's run: bin/troupe.js waits for it (the bundle is CommonJS, so no top-level await). A run
+ * that never settles leaves the exit code bin/troupe.js set (13), as an ES module entry's would.
+ */
+export const done = run();
+
+async function run(): Promise<void> {
+  try {
+    await program.parseAsync(process.argv);
+  } catch (err) {
+    if (err instanceof TroupeError) {
+      console.error(err.message);
+      process.exit(err.exitCode);
+    }
+    const unwritable = unwritableDataDir(err);
+    if (unwritable) {
+      console.error(unwritable);
+      process.exit(1);
+    }
+    // Anything else is a bug or an environment failure: one line, the stack only when asked for.
+    console.error(`troupe: unexpected error: ${(err as Error).message ?? String(err)} (set TROUPE_DEBUG=1 for the stack trace)`);
+    if (process.env.TROUPE_DEBUG) console.error(err);
     process.exit(1);
   }
-  // Anything else is a bug or an environment failure: one line, the stack only when asked for.
-  console.error(`troupe: unexpected error: ${(err as Error).message ?? String(err)} (set TROUPE_DEBUG=1 for the stack trace)`);
-  if (process.env.TROUPE_DEBUG) console.error(err);
-  process.exit(1);
 }

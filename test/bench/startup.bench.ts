@@ -79,6 +79,8 @@ const scratch = await mkdtemp(join(tmpdir(), "troupe-bench-startup-"));
 const floor: Run[] = [];
 const version: Run[] = [];
 const troupeCold: Run[] = [];
+/** The same without bin/troupe.js's V8 code cache: what the cache saves, measured in the same run. */
+const troupeNoCache: Run[] = [];
 const jnanoCold: Run[] = [];
 for (let i = 0; i < RUNS; i++) {
   floor.push(await timed(process.execPath, ["-e", ""]));
@@ -89,6 +91,12 @@ for (let i = 0; i < RUNS; i++) {
   const t = await timed(process.execPath, [TROUPE_BIN, "agent", "-m", "hello"], { env: { ...clean, TROUPE_HOME: home } });
   if (t.code !== 0) throw new Error(`troupe agent failed: ${t.out}`);
   troupeCold.push(t);
+  const bare = join(scratch, `troupe-nocache-${i}`);
+  await mkdir(bare);
+  await writeHome(bare, model.url);
+  const n = await timed(process.execPath, [TROUPE_BIN, "agent", "-m", "hello"], { env: { ...clean, TROUPE_HOME: bare, TROUPE_NO_CODE_CACHE: "1" } });
+  if (n.code !== 0) throw new Error(`troupe agent (no code cache) failed: ${n.out}`);
+  troupeNoCache.push(n);
   if (jnano) {
     const ws = join(scratch, `jnano-${i}`);
     await mkdir(ws);
@@ -102,7 +110,8 @@ for (let i = 0; i < RUNS; i++) {
 // `troupe agent -m` through a running daemon.
 const home = join(scratch, "daemon");
 await mkdir(home);
-await writeHome(home, model.url);
+// Any free port (the client finds it in the pid file): the default one may be another gateway's.
+await writeHome(home, model.url, { config: { gateway: { port: 0 } } });
 const gateway = spawn(process.execPath, [TROUPE_BIN, "gateway"], { env: { ...clean, TROUPE_HOME: home }, stdio: ["ignore", "pipe", "pipe"] });
 await new Promise<void>((resolve, reject) => {
   let out = "";
@@ -136,6 +145,7 @@ const row = (name: string, runs: Run[]) =>
 row("node -e '' (the floor)", floor);
 row("troupe --version", version);
 row("troupe agent -m hello (cold)", troupeCold);
+row("  the same without the code cache", troupeNoCache);
 if (jnano) row("jnano agent -m hello (cold)", jnanoCold);
 row("troupe agent -m hello (daemon)", viaDaemon);
 
@@ -154,3 +164,8 @@ if (jnano) {
   record({ figure: "cold agent -m vs jnano", target: "≤ 0.5× wall, ≤ 0.75× RSS", measured: "jnano not installable here" });
 }
 record({ figure: "agent -m through the daemon", target: "≤ 150 ms", measured: fmt(ms(viaDaemon), "ms"), pass: ms(viaDaemon) <= 150 });
+record({
+  figure: "cold agent -m CPU, code cache vs none",
+  target: "(information)",
+  measured: `${(cpu(troupeCold) / cpu(troupeNoCache)).toFixed(2)}× (${fmt(cpu(troupeCold), "ms")} / ${fmt(cpu(troupeNoCache), "ms")})`,
+});

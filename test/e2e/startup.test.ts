@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { copyFile, mkdir, readFile } from "node:fs/promises";
+import { appendFile, copyFile, mkdir, readFile, readdir, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -56,7 +56,7 @@ describe("start-up: what each command loads", () => {
     const list = await modulesLoaded(["sessions", "list"], home);
     expect(list.code).toBe(0);
     expect(list.stdout).toContain("no sessions");
-    expect(list.modules.some((m) => m.includes("/dist/main.js"))).toBe(true);
+    expect(list.modules.some((m) => m.endsWith("/dist/troupe.cjs"))).toBe(true);
     expect(heavyIn(list.modules)).toEqual([]);
   });
 
@@ -70,9 +70,9 @@ describe("start-up: what each command loads", () => {
     expect(heavyIn(cold.modules)).toEqual([]);
     // The store is what a turn needs: it is there.
     expect(loadedPackages(cold.modules).has("classic-level")).toBe(true);
-    // The model is called over node:http: neither the openai SDK nor undici (global fetch) is loaded.
+    // The model is called over node:http: undici (global fetch) is not loaded.
     expect(cold.modules.some((m) => m === "builtin:http")).toBe(true);
-    expect(cold.modules.filter((m) => /\/dist\/openai-[^/]+\.js$/.test(m) || m.includes("undici"))).toEqual([]);
+    expect(cold.modules.filter((m) => m.includes("undici"))).toEqual([]);
     // ~60 KB of text: its byte count no longer fits the budget, so the tokenizer counts it exactly.
     const big = await modulesLoaded(["agent", "-m", `summarise: ${"lorem ipsum dolor sit amet ".repeat(2_300)}`], home);
     expect(big.code, big.stderr).toBe(0);
@@ -100,7 +100,71 @@ describe("start-up: what each command loads", () => {
     expect(r.stdout).toContain("from the daemon");
     expect(fake.requests).toHaveLength(1);
     expect(r.modules.filter((m) => m.includes("node_modules"))).toEqual([]);
-    expect(r.modules.filter((m) => /\/dist\/(openai|agent-local)-[^/]+\.js$/.test(m))).toEqual([]);
+    // Nor Node's fetch (undici), nor built-ins only the runtime uses (child processes: exec, commander's
+    // executable subcommands; zlib). (worker_threads is the module trace's own hooks thread.)
+    expect(r.modules.filter((m) => /^builtin:(internal\/deps\/undici|child_process|zlib)$/.test(m))).toEqual([]);
+  });
+
+  it("keeps a V8 code cache beside the bundle: written by the first run, used by the next, rebuilt when refused or stale", async () => {
+    // A copy of the package (bin/, the built bundle; node_modules and templates linked), so this test's caches are its own.
+    const pkg = await tempDir();
+    const root = fileURLToPath(new URL("../../", import.meta.url));
+    await mkdir(join(pkg, "bin"));
+    await mkdir(join(pkg, "dist"));
+    for (const f of ["bin/troupe.js", "bin/package.json", "dist/troupe.cjs", "package.json"]) await copyFile(join(root, f), join(pkg, f));
+    for (const d of ["node_modules", "templates"]) await symlink(join(root, d), join(pkg, d));
+    const home = await tempDir();
+    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("TROUPE_")));
+    const run = (nodeArgs: string[] = [], command = ["sessions", "list"]) =>
+      new Promise<{ code: number | null; stdout: string; cache: string }>((resolve) => {
+        const child = spawn(process.execPath, [...nodeArgs, join(pkg, "bin", "troupe.js"), ...command], {
+          env: { ...clean, TROUPE_HOME: home, TROUPE_CODE_CACHE_DEBUG: "1" },
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+        let stdout = "";
+        let stderr = "";
+        child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+        child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+        child.on("close", (code) => resolve({ code, stdout, cache: /^code cache (\w+)$/.exec(stderr.trim())?.[1] ?? stderr }));
+      });
+    const caches = async () => (await readdir(join(pkg, "dist"))).filter((f) => f.endsWith(".cache")).sort();
+
+    const first = await run();
+    expect(first).toMatchObject({ code: 0, cache: "missing" });
+    expect(first.stdout).toContain("no sessions");
+    expect(await caches()).toEqual(["troupe.cjs.sessions.cache"]);
+    expect(await run()).toMatchObject({ code: 0, cache: "used" });
+    // Each command has its own (it holds what that command compiled).
+    expect(await run([], ["cron", "list"])).toMatchObject({ code: 0, cache: "missing" });
+    expect(await caches()).toEqual(["troupe.cjs.cron.cache", "troupe.cjs.sessions.cache"]);
+    // Damaged (its data, not its first line): refused by V8, the run still answers, and the cache is rewritten.
+    const file = join(pkg, "dist", "troupe.cjs.sessions.cache");
+    const bytes = await readFile(file);
+    const nl = bytes.indexOf(10);
+    bytes.fill(7, nl + 1 + 16, nl + 1 + 64);
+    await writeFile(file, bytes);
+    expect(await run()).toMatchObject({ code: 0, cache: "refused" });
+    expect(await run()).toMatchObject({ code: 0, cache: "used" });
+    // A rebuilt bundle (same length or not): the cache made for the old one is not offered.
+    await appendFile(join(pkg, "dist", "troupe.cjs"), "\n// rebuilt\n");
+    const rebuilt = await run();
+    expect(rebuilt).toMatchObject({ code: 0, cache: "missing" });
+    expect(rebuilt.stdout).toContain("no sessions");
+    expect(await run()).toMatchObject({ code: 0, cache: "used" });
+    // import() from code that came from the cache (a hook module): V8 drops Node's callback for it, so the bundle uses bin/troupe.js's.
+    fake = await startFakeOpenAi([{ content: "first" }, { content: "second" }]);
+    await writeHome(home, fake.url);
+    await mkdir(join(home, "workspace", "hooks"), { recursive: true });
+    await writeFile(join(home, "workspace", "hooks", "sign.mjs"), 'export default { finalizeContent: (ctx, content) => content + " (signed)" };\n');
+    const hooked = await run([], ["agent", "-m", "hello"]);
+    expect(hooked).toMatchObject({ code: 0, cache: "missing" });
+    expect(hooked.stdout).toContain("first (signed)");
+    const cachedHooked = await run([], ["agent", "-m", "hello"]);
+    expect(cachedHooked).toMatchObject({ code: 0, cache: "used" });
+    expect(cachedHooked.stdout).toContain("second (signed)");
+    // Other V8 flags: V8 would refuse it; it is not offered, and the run writes one for its own flags.
+    expect(await run(["--max-semi-space-size=2"])).toMatchObject({ code: 0, cache: "missing" });
+    expect(await run(["--max-semi-space-size=2"])).toMatchObject({ code: 0, cache: "used" });
   });
 
   it("says to build when dist/ is missing", async () => {
