@@ -49,23 +49,63 @@ export function requestJson(body: Record<string, unknown>): string {
   return head === "{}" ? `{"tools":${json}}` : `${head.slice(0, -1)},"tools":${json}}`;
 }
 
+/** Redirects followed in a row before the last one is reported instead. */
+const MAX_REDIRECTS = 5;
+
+/**
+ * Where a 307/308 sends the request (method and body kept, as fetch followed them), if it is an
+ * http(s) URL that does not fall from https to http. 301/302/303 are not followed: fetch turned them
+ * into a GET without the body, which no chat endpoint answers; the error names where they point.
+ */
+function redirectTarget(reply: HttpReply, from: URL): URL | undefined {
+  if (reply.status !== 307 && reply.status !== 308) return undefined;
+  const location = reply.headers.location;
+  if (!location) return undefined;
+  let next: URL;
+  try {
+    next = new URL(location, from);
+  } catch {
+    return undefined;
+  }
+  if (next.protocol !== "https:" && !(next.protocol === "http:" && from.protocol === "http:")) return undefined;
+  return next;
+}
+
+/** The headers without the provider's key, for a hop to another origin. */
+const withoutCredentials = (headers: Record<string, string>): Record<string, string> =>
+  Object.fromEntries(Object.entries(headers).filter(([name]) => !["authorization", "api-key", "x-api-key", "proxy-authorization", "cookie"].includes(name)));
+
 export function createChatHttp(resolved: ResolvedProvider): ChatHttp {
   const endpoint = chatEndpoint(resolved);
   const url = new URL(endpoint.url);
   const headers: Record<string, string> = { accept: "application/json", "content-type": "application/json", "user-agent": "troupe" };
+  // Read from the environment as the openai SDK read them (an account's organization and project).
+  if (process.env.OPENAI_ORG_ID) headers["openai-organization"] = process.env.OPENAI_ORG_ID;
+  if (process.env.OPENAI_PROJECT_ID) headers["openai-project"] = process.env.OPENAI_PROJECT_ID;
   // extraHeaders may override any of ours (as the SDK's defaultHeaders did), whatever their case.
   for (const [name, value] of Object.entries(endpoint.headers)) headers[name.toLowerCase()] = value;
   const transport = createHttpTransport();
 
   /** The response, or the failure the SDK would have thrown: an error status with its body, or the connection's error. */
   async function send(body: Record<string, unknown>, signal: AbortSignal, touch: () => void): Promise<HttpReply> {
+    const payload = requestJson(body);
+    let at = url;
+    let sent = headers;
     let reply: HttpReply;
-    try {
-      reply = await transport.post(url, headers, requestJson(body), signal, touch);
-    } catch (err) {
-      if (signal.aborted) throw signal.reason;
-      const { APIConnectionError } = await loadOpenAiErrors();
-      throw new APIConnectionError({ cause: err as Error });
+    for (let hops = 0; ; hops++) {
+      try {
+        reply = await transport.post(at, sent, payload, signal, touch);
+      } catch (err) {
+        if (signal.aborted) throw signal.reason;
+        const { APIConnectionError } = await loadOpenAiErrors();
+        throw new APIConnectionError({ cause: err as Error });
+      }
+      const next = hops < MAX_REDIRECTS ? redirectTarget(reply, at) : undefined;
+      if (!next) break;
+      reply.discard();
+      // As fetch does: the same POST and body; the key stays with the origin it was configured for.
+      if (next.origin !== at.origin) sent = withoutCredentials(sent);
+      at = next;
     }
     if (reply.status >= 200 && reply.status < 300) return reply;
     const text = await readText(reply.body, touch).catch((err: Error) => err.message);

@@ -101,6 +101,26 @@ describe("the model client's HTTP transport", () => {
     expect(req?.headers["accept-encoding"]).toBeUndefined();
   });
 
+  it("sends OPENAI_ORG_ID and OPENAI_PROJECT_ID as the openai SDK did (extraHeaders still win)", async () => {
+    fake = await startFakeOpenAi([{ content: "ok" }, { content: "ok" }]);
+    const saved = { org: process.env.OPENAI_ORG_ID, project: process.env.OPENAI_PROJECT_ID };
+    process.env.OPENAI_ORG_ID = "org-1";
+    process.env.OPENAI_PROJECT_ID = "proj-1";
+    try {
+      await provider(fake.url, false).chat(ask());
+      await provider(fake.url, false, {}, { "OpenAI-Project": "proj-mine" }).chat(ask());
+    } finally {
+      for (const [name, value] of [["OPENAI_ORG_ID", saved.org], ["OPENAI_PROJECT_ID", saved.project]] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+    expect(fake.requests.map((r) => [r.headers["openai-organization"], r.headers["openai-project"]])).toEqual([
+      ["org-1", "proj-1"],
+      ["org-1", "proj-mine"],
+    ]);
+  });
+
   it.each([
     ["gzip", gzipSync],
     ["x-gzip", gzipSync],
@@ -208,12 +228,47 @@ describe("the model client's HTTP transport", () => {
     expect(server.bodies).toHaveLength(2);
   });
 
-  it("a redirect is not followed (a POST's body would be dropped) but named, with where it points", async () => {
-    server = await rawServer((_req, res) => res.writeHead(308, { location: "https://api.example.com/v1/chat/completions" }).end());
+  it("a 301/302/303 redirect is not followed (fetch turned the POST into a body-less GET) but named, with where it points", async () => {
+    server = await rawServer((_req, res) => res.writeHead(301, { location: "https://api.example.com/v1/chat/completions" }).end());
     const err = (await provider(server.url, false).chat(ask()).catch((e: unknown) => e)) as ModelCallError;
     expect(err.message).toBe(
-      `model call to custom failed: HTTP 308 from ${server.url}: the endpoint redirects to https://api.example.com/v1/chat/completions (not followed): set providers.custom.apiBase to where it moved`,
+      `model call to custom failed: HTTP 301 from ${server.url}: the endpoint redirects to https://api.example.com/v1/chat/completions (not followed): set providers.custom.apiBase to where it moved`,
     );
+  });
+
+  it("a 307/308 redirect is followed with the same POST and body, as fetch did; the key is not sent to another origin", async () => {
+    const target: RawServer = await rawServer((_req, res, i) =>
+      target.bodies[i]!.stream
+        ? res.writeHead(200, { "content-type": "text/event-stream" }).end(sse("moved ", "here"))
+        : res.writeHead(200, { "content-type": "application/json" }).end(completion("moved here")),
+    );
+    try {
+      // A moved path on the same origin keeps the key; the hop to another origin (another port) drops it.
+      server = await rawServer((req, res) => {
+        if (req.url === "/v1/chat/completions") res.writeHead(307, { location: "/v2/chat/completions" }).end();
+        else res.writeHead(308, { location: `${target.url}/chat/completions` }).end();
+      });
+      for (const stream of [false, true]) {
+        const reply = await provider(`${server.url}`, stream).chat(ask("follow me"));
+        expect(reply.content).toBe("moved here");
+      }
+      expect(server.bodies.map((b) => b.messages[0]!.content)).toEqual(["follow me", "follow me", "follow me", "follow me"]);
+      expect(server.headers.map((h) => h.authorization)).toEqual(["Bearer k", "Bearer k", "Bearer k", "Bearer k"]);
+      expect(target.bodies.map((b) => [b.messages[0]!.content, b.stream ?? false])).toEqual([
+        ["follow me", false],
+        ["follow me", true],
+      ]);
+      expect(target.headers.map((h) => h.authorization)).toEqual([undefined, undefined]);
+    } finally {
+      await target.close();
+    }
+  });
+
+  it("redirects that go on and on stop after 5 hops, saying so", async () => {
+    server = await rawServer((req, res) => res.writeHead(308, { location: `/hop${Number(/hop(\d+)/.exec(req.url ?? "")?.[1] ?? 0) + 1}` }).end());
+    const err = (await provider(server.url, false).chat(ask()).catch((e: unknown) => e)) as ModelCallError;
+    expect(server.bodies).toHaveLength(6);
+    expect(err.message).toMatch(/HTTP 308 from .*: the endpoint redirects to .*\/hop6 \(not followed\)/);
   });
 
   it("an error event mid-stream fails the call with the provider's message", async () => {
