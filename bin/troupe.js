@@ -4,7 +4,7 @@
 // This file is CommonJS (bin/package.json says so): Node starts a CommonJS entry ~10 ms sooner than
 // an ES module one, which is what `troupe --version` costs.
 "use strict";
-const { closeSync, existsSync, fstatSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync } = require("node:fs");
+const { accessSync, closeSync, constants, existsSync, fstatSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync } = require("node:fs");
 const { dirname, join, resolve } = require("node:path");
 const { Buffer } = require("node:buffer");
 
@@ -19,20 +19,24 @@ if (args.length === 1 && (args[0] === "--version" || args[0] === "-v")) {
   // command's whole heap, so commands keep the baseline compiler (Liftoff). And the young generation
   // stays at its first size (1 MB semi-spaces) instead of doubling as a command allocates: 5 MB less
   // peak RSS for a cold `agent -m`, no more CPU (measured; the size itself is fixed once V8 has started).
-  const gateway = args.includes("gateway");
+  const profile = cacheProfile(args);
+  const gateway = profile === "gateway";
   if (!gateway) {
     const v8 = require("node:v8");
     v8.setFlagsFromString("--liftoff-only");
     v8.setFlagsFromString("--semi-space-growth-factor=1");
   }
-  runBundle(join(__dirname, "..", "dist", "troupe.cjs"), gateway ? "gateway" : cacheProfile(args));
+  runBundle(join(__dirname, "..", "dist", "troupe.cjs"), profile);
 }
 
 /**
  * Which code cache a command uses: one per command, since a cache holds what the run that wrote it
  * compiled (`agent` in-process runs the whole runtime; through a running daemon, only its client).
+ * Help of any command shares one. The command is the first word that is not an option ("gateway"
+ * as a message's text is not the gateway).
  */
 function cacheProfile(args) {
+  if (args.includes("-h") || args.includes("--help")) return "help";
   let command = "help";
   for (let i = 0; i < args.length; i++) {
     if (args[i] === "-c" || args[i] === "--config" || args[i] === "-w" || args[i] === "--workspace") i++;
@@ -57,7 +61,7 @@ function daemonPidfileExists(args) {
 /**
  * Runs the bundle (CommonJS) as Node would, but through vm.Script with a V8 code cache beside it
  * (dist/troupe.cjs.<profile>.cache): a command that finds one skips compiling what it runs, a quarter
- * of a cold `troupe agent -m`'s CPU (280 → 210 ms, test/bench/startup.bench.ts). Written at exit when missing or refused: it then holds
+ * of a cold `troupe agent -m`'s CPU (280 → 210 ms, test/bench/startup.bench.ts). Written at the exit of a run that succeeded, when missing or refused: it then holds
  * everything that run compiled. V8 refuses a cache made by another Node or with other V8 flags; the
  * bundle it was made for (size, mtime) is checked here, since V8 checks only the source's length.
  * A cache that cannot be read or written is only slower.
@@ -86,7 +90,14 @@ function runBundle(file, profile) {
     cachedData,
   });
   if (process.env.TROUPE_CODE_CACHE_DEBUG) console.error(`code cache ${cachedData ? (script.cachedDataRejected ? "refused" : "used") : "missing"}`);
-  if (cacheFile && (!cachedData || script.cachedDataRejected)) process.once("exit", () => writeCache(cacheFile, key, script));
+  // Written only by a run that succeeded (one that failed early compiled little of its command, and an
+  // accepted cache is kept until the next build), and only where it can be written (a read-only
+  // install would pay for serialising the cache at every exit and never gain).
+  if (cacheFile && (!cachedData || script.cachedDataRejected) && writable(dirname(cacheFile))) {
+    process.once("exit", (code) => {
+      if (code === 0) writeCache(cacheFile, key, script);
+    });
+  }
   const module = { exports: {} };
   // A run that never settles exits 13, as an ES module entry whose top-level await never settles;
   // else it would exit 0 as if it had succeeded. The code stands until the command's run has ended.
@@ -111,6 +122,15 @@ function readCache(cacheFile, key) {
     return nl > 0 && buf.toString("utf8", 0, nl) === key ? buf.subarray(nl + 1) : undefined;
   } catch {
     return undefined;
+  }
+}
+
+function writable(dir) {
+  try {
+    accessSync(dir, constants.W_OK);
+    return true;
+  } catch {
+    return false;
   }
 }
 

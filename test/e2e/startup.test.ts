@@ -137,6 +137,12 @@ describe("start-up: what each command loads", () => {
     // Each command has its own (it holds what that command compiled).
     expect(await run([], ["cron", "list"])).toMatchObject({ code: 0, cache: "missing" });
     expect(await caches()).toEqual(["troupe.cjs.cron.cache", "troupe.cjs.sessions.cache"]);
+    // A run that fails, or only prints help, writes no cache for the command: it compiled little of it,
+    // and a cache V8 accepts is kept until the next build.
+    expect((await run([], ["frobnicate"])).code).not.toBe(0);
+    expect((await run([], ["agent", "--help"])).code).toBe(0);
+    expect((await run([], ["agent", "-m", "hi", "--model", "x/y"])).code).not.toBe(0);
+    expect(await caches()).toEqual(["troupe.cjs.cron.cache", "troupe.cjs.help.cache", "troupe.cjs.sessions.cache"]);
     // Damaged (its data, not its first line): refused by V8, the run still answers, and the cache is rewritten.
     const file = join(pkg, "dist", "troupe.cjs.sessions.cache");
     const bytes = await readFile(file);
@@ -162,6 +168,9 @@ describe("start-up: what each command loads", () => {
     const cachedHooked = await run([], ["agent", "-m", "hello"]);
     expect(cachedHooked).toMatchObject({ code: 0, cache: "used" });
     expect(cachedHooked.stdout).toContain("second (signed)");
+    // "gateway" as a message is not the gateway command: the agent's cache and flags.
+    fake.push({ content: "third" });
+    expect(await run([], ["agent", "-m", "gateway"])).toMatchObject({ code: 0, cache: "used" });
     // Other V8 flags: V8 would refuse it; it is not offered, and the run writes one for its own flags.
     expect(await run(["--max-semi-space-size=2"])).toMatchObject({ code: 0, cache: "missing" });
     expect(await run(["--max-semi-space-size=2"])).toMatchObject({ code: 0, cache: "used" });
