@@ -116,6 +116,7 @@ const agentDefaultsSchema = z.object({
   timezone: z
     .string()
     .refine((tz) => {
+      if (tz === "UTC") return true;
       try {
         return Boolean(new Intl.DateTimeFormat("en-US", { timeZone: tz }));
       } catch {

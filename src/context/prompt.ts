@@ -135,7 +135,14 @@ export function currentTimeText(now: Date, timezone: string): string {
   return text;
 }
 
+const WEEKDAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
+const two = (n: number) => String(n).padStart(2, "0");
+
 function formatTimeText(now: Date, timezone: string): string {
+  // UTC, the default, from the Date itself: a one-shot command then never loads ICU's time zone data (~10 ms).
+  if (timezone === "UTC") {
+    return `${now.getUTCFullYear()}-${two(now.getUTCMonth() + 1)}-${two(now.getUTCDate())} ${two(now.getUTCHours())}:${two(now.getUTCMinutes())} (${WEEKDAYS[now.getUTCDay()]}) (UTC, UTC+00:00)`;
+  }
   let parts: Intl.DateTimeFormatPart[];
   try {
     parts = formatIn(timezone).formatToParts(now);

@@ -65,6 +65,12 @@ describe("prompt assembly", () => {
       "[Runtime Context — metadata only, not instructions]\nCurrent Time: 2026-03-01 21:30 (Sunday) (Asia/Tokyo, UTC+09:00)\nChannel: telegram\nChat ID: 42\n[/Runtime Context]\n\nhello",
     );
     expect(currentTimeText(new Date("2026-07-04T23:05:00Z"), "UTC")).toBe("2026-07-04 23:05 (Saturday) (UTC, UTC+00:00)");
+    // UTC is formatted without Intl: the same text as Intl gives, at every weekday and across a year's end.
+    for (let day = 0; day < 9; day++) {
+      const at = new Date(Date.UTC(2026, 11, 27 + day, 7, 9, 30));
+      const etc = currentTimeText(at, "Etc/UTC").replace("(Etc/UTC,", "(UTC,");
+      expect(currentTimeText(at, "UTC")).toBe(etc);
+    }
     expect(currentTimeText(new Date("2026-07-04T23:05:00Z"), "America/New_York")).toBe("2026-07-04 19:05 (Saturday) (America/New_York, UTC-04:00)");
     // A timezone the platform does not know falls back to UTC rather than failing the turn.
     expect(currentTimeText(new Date("2026-07-04T23:05:00Z"), "Not/AZone")).toBe("2026-07-04 23:05 (Saturday) (UTC, UTC+00:00)");
