@@ -4,15 +4,8 @@
  * loads the model client) and again after 200 more sessions have each had a turn and passivated. Read from /proc/<pid>/status, settled: sampled every
  * 250 ms until five samples in a row stay within 1 MB.
  */
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import { spawnSync } from "node:child_process";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { writeHome } from "../helpers/daemon.js";
-import { getJson, sendMessage, startGateway } from "../helpers/gateway.js";
-import { fakeModel } from "./harness.js";
-import { rssOf } from "./proc.js";
+import { getJson, sendMessage } from "../helpers/gateway.js";
+import { benchGateway, rssOf } from "./proc.js";
 import { record } from "./summary.js";
 
 const MB = 1024 * 1024;
@@ -32,18 +25,7 @@ async function settledRss(pid: number): Promise<number> {
   }
 }
 
-if (process.platform !== "linux") {
-  console.log("(idle memory is read from /proc: skipped on this platform)");
-  process.exit(0);
-}
-spawnSync(process.execPath, [fileURLToPath(new URL("../../scripts/build.mjs", import.meta.url))], { stdio: "inherit" });
-const model = await fakeModel(0);
-const scratch = await mkdtemp(join(tmpdir(), "troupe-bench-idle-"));
-const home = join(scratch, "home");
-await mkdir(home);
-await writeHome(home, model.url, { defaults: { sessionIdleSeconds: 2 } });
-const gateway = await startGateway(home);
-const pid = gateway.proc.pid!;
+const { gateway, pid, stop } = await benchGateway("idle", 0, { sessionIdleSeconds: 2 });
 const idle = await settledRss(pid);
 // One turn first: the first model call loads the openai SDK; what the sessions leave behind is measured from there.
 if (!(await sendMessage(gateway, "api:warm-up", "list the workspace").replied)) throw new Error(`the warm-up turn got no reply: ${gateway.output()}`);
@@ -71,10 +53,7 @@ while (Date.now() - idleSince < 90_000 && after > warm * 1.05) {
 }
 const idleFor = (Date.now() - idleSince) / 1000;
 
-gateway.proc.kill("SIGTERM");
-await gateway.exited;
-model.stop();
-await rm(scratch, { recursive: true, force: true });
+await stop();
 
 console.log(`\n## idle memory of a real gateway process (bundled CLI)`);
 console.log(`idle after start         ${(idle / MB).toFixed(0)} MB`);

@@ -1,8 +1,41 @@
-import { readFile } from "node:fs/promises";
+import { spawnSync } from "node:child_process";
+import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { writeHome } from "../helpers/daemon.js";
+import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
+import { fakeModel } from "./harness.js";
 
 /** A process's resident set size in bytes, from /proc/<pid>/status (Linux). */
 export async function rssOf(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, "utf8");
   const kb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1]);
   return kb * 1024;
+}
+
+/**
+ * A real `troupe gateway` (the bundled CLI, built first, as users run it) on a fresh data dir,
+ * against the bench's fake model; `stop` ends both and removes the data dir. Exits the script on a
+ * platform without /proc (what these benches read).
+ */
+export async function benchGateway(name: string, modelLatencyMs: number, defaults: Record<string, unknown>): Promise<{ gateway: GatewayProcess; pid: number; stop: () => Promise<void> }> {
+  if (process.platform !== "linux") {
+    console.log(`(the ${name} bench reads RSS from /proc: skipped on this platform)`);
+    process.exit(0);
+  }
+  spawnSync(process.execPath, [fileURLToPath(new URL("../../scripts/build.mjs", import.meta.url))], { stdio: "inherit" });
+  const model = await fakeModel(modelLatencyMs);
+  const scratch = await mkdtemp(join(tmpdir(), `troupe-bench-${name}-`));
+  const home = join(scratch, "home");
+  await mkdir(home);
+  await writeHome(home, model.url, { defaults });
+  const gateway = await startGateway(home);
+  const stop = async () => {
+    gateway.proc.kill("SIGTERM");
+    await gateway.exited;
+    model.stop();
+    await rm(scratch, { recursive: true, force: true });
+  };
+  return { gateway, pid: gateway.proc.pid!, stop };
 }

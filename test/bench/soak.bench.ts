@@ -5,15 +5,8 @@
  * The gateway's RSS (from /proc) is printed every minute; growth would show a leak. Judged by the
  * last third of the run against the middle third (the first third is warm-up: code, caches, pools).
  */
-import { spawnSync } from "node:child_process";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { writeHome } from "../helpers/daemon.js";
-import { sendMessage, startGateway } from "../helpers/gateway.js";
-import { fakeModel } from "./harness.js";
-import { rssOf } from "./proc.js";
+import { sendMessage } from "../helpers/gateway.js";
+import { benchGateway, rssOf } from "./proc.js";
 import { record } from "./summary.js";
 
 const MB = 1024 * 1024;
@@ -21,18 +14,7 @@ const minutes = Number(process.env.TROUPE_SOAK_MINUTES ?? 30);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 
-if (process.platform !== "linux") {
-  console.log("(the soak reads RSS from /proc: skipped on this platform)");
-  process.exit(0);
-}
-spawnSync(process.execPath, [fileURLToPath(new URL("../../scripts/build.mjs", import.meta.url))], { stdio: "inherit" });
-const model = await fakeModel(50);
-const scratch = await mkdtemp(join(tmpdir(), "troupe-bench-soak-"));
-const home = join(scratch, "home");
-await mkdir(home);
-await writeHome(home, model.url, { defaults: { maxConcurrentTurns: 100, sessionIdleSeconds: 5 } });
-const gateway = await startGateway(home);
-const pid = gateway.proc.pid!;
+const { gateway, pid, stop } = await benchGateway("soak", 50, { maxConcurrentTurns: 100, sessionIdleSeconds: 5 });
 console.log(`## soak: ${minutes} min of steady traffic to a real gateway (200 sessions of 1,000 every ~2 s, one tool call each, 50 ms model)`);
 
 const rss: number[] = [];
@@ -53,10 +35,7 @@ while (Date.now() < end) {
   await sleep(2_000);
 }
 clearInterval(minute);
-gateway.proc.kill("SIGTERM");
-await gateway.exited;
-model.stop();
-await rm(scratch, { recursive: true, force: true });
+await stop();
 
 const third = Math.floor(rss.length / 3);
 if (third < 1) {
