@@ -2,12 +2,15 @@ import { startFakeOpenAi } from "../fixtures/fake-openai.js";
 
 /**
  * The benchmark's model, in its own process so its bookkeeping does not count against troupe's
- * memory: each turn makes `calls` model calls, all but the last answered with a tool call (list_dir).
+ * memory: each turn makes `calls` model calls, all but the last answered with a tool call (list_dir);
+ * a request without tools (the Consolidator's summary call) gets a summary.
  * Usage: fake-model.ts <latency ms> [calls, default 2]; prints the base URL on stdout.
  */
 const latency = Number(process.argv[2] ?? "0");
 const calls = Number(process.argv[3] ?? "2");
 const fake = await startFakeOpenAi([], (req) => {
+  // A request without tools is the Consolidator's: it gets a summary.
+  if (!req.body.tools?.length) return { content: "The user listed the workspace; it was listed.", delayMs: latency };
   // Tool results of this turn only: those after the last user message.
   const lastUser = req.body.messages.findLastIndex((m) => m.role === "user");
   const toolResults = req.body.messages.slice(lastUser + 1).filter((m) => m.role === "tool").length;

@@ -1,7 +1,8 @@
 /**
  * `npm run bench:soak`: a real `troupe gateway` process (the bundled CLI, as users run it) under
  * steady traffic for TROUPE_SOAK_MINUTES (30): every ~2 s, 200 sessions (drawn from 1,000, so
- * sessions passivate and come back) each send a message with one tool call against a 50 ms model.
+ * sessions passivate and come back) each send a message with one tool call against a 50 ms model,
+ * with a context window small enough that sessions consolidate within the first third.
  * The gateway's RSS (from /proc) is printed every minute; growth would show a leak. Judged by the
  * last third of the run against the middle third (the first third is warm-up: code, caches, pools).
  */
@@ -14,7 +15,10 @@ const minutes = Number(process.env.TROUPE_SOAK_MINUTES ?? 30);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 
-const { gateway, pid, stop } = await benchGateway("soak", 50, { maxConcurrentTurns: 100, sessionIdleSeconds: 5 });
+// A small context window: each session reaches its consolidation threshold within the first third,
+// so the two thirds compared hold sessions at their steady size (history archived as it grows), as a
+// long-running daemon's do; with the default 65,536 tokens they would still be growing at 30 minutes.
+const { gateway, pid, stop } = await benchGateway("soak", 50, { maxConcurrentTurns: 100, sessionIdleSeconds: 5, contextWindowTokens: 12_000, maxTokens: 2_048 });
 console.log(`## soak: ${minutes} min of steady traffic to a real gateway (200 sessions of 1,000 every ~2 s, one tool call each, 50 ms model)`);
 
 const rss: number[] = [];
