@@ -29,7 +29,8 @@ export async function benchGateway(name: string, modelLatencyMs: number, default
   const scratch = await mkdtemp(join(tmpdir(), `troupe-bench-${name}-`));
   const home = join(scratch, "home");
   await mkdir(home);
-  await writeHome(home, model.url, { defaults });
+  // Any free port: another gateway (a bench running beside, a user's daemon) may hold the default one.
+  await writeHome(home, model.url, { defaults, config: { gateway: { port: 0 } } });
   const gateway = await startGateway(home);
   const stop = async () => {
     gateway.proc.kill("SIGTERM");
