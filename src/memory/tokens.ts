@@ -29,7 +29,11 @@ const PER_IMAGE = 800;
 /** The headroom kept below the window for tokenizer drift (nanobot's _SAFETY_BUFFER). */
 export const SAFETY_BUFFER = 1024;
 
-/** Counting a long text costs far more than hashing it; counts of long texts are kept by hash. */
+/**
+ * Counts already made, so a long session's history is not counted again every turn (its messages
+ * are counted several times a turn once its size nears the budget): short texts by themselves,
+ * long texts by their hash.
+ */
 const cache = new Map<string, number>();
 const CACHE_LIMIT = 20_000;
 const CACHE_MIN_CHARS = 256;
@@ -55,8 +59,8 @@ function countInPieces(text: string): number {
 }
 
 export function textTokens(text: string): number {
-  if (text.length < CACHE_MIN_CHARS) return countTokens(text);
-  const key = createHash("sha1").update(text).digest("base64");
+  // A short text is its own key (hashing it would cost about what looking it up does); a long one is keyed by its hash.
+  const key = text.length < CACHE_MIN_CHARS ? text : createHash("sha1").update(text).digest("base64");
   const hit = cache.get(key);
   if (hit !== undefined) return hit;
   const n = countInPieces(text);
@@ -77,9 +81,24 @@ function messageCost(m: ChatMessage, text: (t: string) => number): number {
   return n;
 }
 
-export const messageTokens = (m: ChatMessage): number => messageCost(m, textTokens);
-/** An upper bound on `messageTokens(m)` (see textTokensBound). */
-export const messageTokensBound = (m: ChatMessage): number => messageCost(m, textTokensBound);
+/**
+ * Exact counts per message object: a live session keeps its messages (the Consolidator's view), and
+ * a long one's are costed several times a turn once it nears its budget. Messages are not changed
+ * in place (microcompact and repair make new ones), so an object's count stays true.
+ */
+const counted = new WeakMap<ChatMessage, number>();
+export const messageTokens = (m: ChatMessage): number => {
+  let n = counted.get(m);
+  if (n === undefined) counted.set(m, (n = messageCost(m, textTokens)));
+  return n;
+};
+/** An upper bound on `messageTokens(m)` (see textTokensBound), kept per message object as the exact count is. */
+const bounded = new WeakMap<ChatMessage, number>();
+export const messageTokensBound = (m: ChatMessage): number => {
+  let n = bounded.get(m);
+  if (n === undefined) bounded.set(m, (n = messageCost(m, textTokensBound)));
+  return n;
+};
 
 export const messagesTokens = (messages: ChatMessage[]) => messages.reduce((sum, m) => sum + messageTokens(m), 0);
 export const messagesTokensBound = (messages: ChatMessage[]) => messages.reduce((sum, m) => sum + messageTokensBound(m), 0);
