@@ -6,8 +6,10 @@
  *    peak RSS, RSS once every session has passivated (at 1,000), and shutdown time with every
  *    session still live (at 100 and 10,000).
  * 2. The runtime's own cost per turn against a zero-latency model: one session's turns one after
- *    another (latency), and 1,000 sessions at once (throughput).
+ *    another (latency), and 1,000 sessions at once (throughput), twice: while V8 still optimizes the
+ *    hot paths, and once it has (the target).
  */
+import { readdirSync, readFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { filter, firstValueFrom } from "rxjs";
 import type { Daemon } from "../../src/runtime.js";
@@ -118,33 +120,63 @@ async function overheadScenario() {
     await firstValueFrom(daemon.bus.ofType("outbound").pipe(filter((e) => e.answers.includes(id))));
   }
   const serial = (performance.now() - t0) / serialTurns;
-  const cpu0 = process.cpuUsage();
-  const synced0 = daemon.store.commitStats.requests;
-  const store = daemon.store;
-  const reads = () => [...Object.values(store.readStats.gets), ...Object.values(store.readStats.lists)].reduce((a, b) => a + b, 0);
-  const writes = () => store.commitStats.writes + store.unsyncedStats.writes;
-  const reads0 = reads();
-  const writes0 = writes();
-  const tree0 = { ...daemon.tree.stats };
-  const parallel = await burst(daemon, Array.from({ length: 1_000 }, (_, i) => `p${i}`));
-  const cpu = process.cpuUsage(cpu0);
-  const actorsPerTurn = (daemon.tree.stats.actorsSpawned - tree0.actorsSpawned) / 1_000;
-  const inspectionPerTurn = (daemon.tree.stats.inspectionEvents - tree0.inspectionEvents) / 1_000;
-  const syncedPerTurn = (daemon.store.commitStats.requests - synced0) / 1_000;
-  const readsPerTurn = (reads() - reads0) / 1_000;
-  const writesPerTurn = (writes() - writes0) / 1_000;
-  const cpuPerTurn = (cpu.user + cpu.system) / 1000 / 1_000;
+  // 1,000 sessions at once, twice: the first burst runs while V8 still compiles the hot paths (its
+  // optimizing compiler works on other threads: ~1 ms a turn here), the second is a daemon that has
+  // run a while. Both are printed; the target is read on the second.
+  const first = await measuredBurst(daemon, "c");
+  const steady = await measuredBurst(daemon, "p");
   console.log("\n## runtime cost per turn, zero-latency model (2 model calls + 1 tool call per turn)");
   console.log(`one session, serial   ${serial.toFixed(1)} ms per turn (${serialTurns} turns)`);
-  console.log(`1,000 sessions        ${parallel.toFixed(0)} ms total, ${(parallel / 1_000).toFixed(2)} ms per turn, ${(1_000_000 / parallel).toFixed(0)} turns/s`);
-  console.log(`synced batches        ${syncedPerTurn.toFixed(1)} per turn (inbox, checkpoints, tool.started, the reply's delivery)`);
-  console.log(`LevelDB calls         ${readsPerTurn.toFixed(2)} reads (gets, iterators) and ${writesPerTurn.toFixed(2)} writes per turn (batches coalesced across sessions)`);
-  console.log(`actors                ${actorsPerTurn.toFixed(1)} spawned per turn, ${inspectionPerTurn.toFixed(0)} inspection events per turn (a session's start included)`);
-  console.log(`CPU, 1,000 sessions   ${cpuPerTurn.toFixed(2)} ms of this process's CPU per turn (wall time above includes waiting on a loaded machine)`);
-  record({ figure: "CPU per turn, 1,000 sessions, zero-latency model", target: "≤ 1.5 ms", measured: `${cpuPerTurn.toFixed(2)} ms`, pass: cpuPerTurn <= 1.5 });
+  for (const [name, b] of [["first burst", first], ["steady burst", steady]] as const) {
+    console.log(`${name.padEnd(21)} 1,000 sessions in ${b.wall.toFixed(0)} ms, ${(1_000_000 / b.wall).toFixed(0)} turns/s; CPU ${b.cpuPerTurn.toFixed(2)} ms per turn${b.threads ? ` (main thread ${b.threads.main.toFixed(2)}, other threads ${b.threads.other.toFixed(2)}: GC helpers, V8's compiler, LevelDB's pool)` : ""}`);
+  }
+  console.log(`synced batches        ${steady.syncedPerTurn.toFixed(1)} per turn (inbox, checkpoints, tool.started, the reply's delivery)`);
+  console.log(`LevelDB calls         ${steady.readsPerTurn.toFixed(2)} reads (gets, iterators) and ${steady.writesPerTurn.toFixed(2)} writes per turn (batches coalesced across sessions)`);
+  console.log(`actors                ${steady.actorsPerTurn.toFixed(1)} spawned per turn, ${steady.inspectionPerTurn.toFixed(0)} inspection events per turn (a session's start included)`);
+  record({ figure: "CPU per turn, 1,000 sessions, zero-latency model", target: "≤ 1.5 ms", measured: `${steady.cpuPerTurn.toFixed(2)} ms (first burst ${first.cpuPerTurn.toFixed(2)} ms)`, pass: steady.cpuPerTurn <= 1.5 });
   await daemon.shutdown();
   model.stop();
   await rm(dir, { recursive: true, force: true });
+}
+
+/** CPU time of this process's threads in ms, the main thread apart (Linux: /proc/self/task; undefined elsewhere). */
+function threadCpu(): { main: number; other: number } | undefined {
+  try {
+    let main = 0;
+    let other = 0;
+    for (const tid of readdirSync("/proc/self/task")) {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      const ms = (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime, in clock ticks of 10 ms
+      if (tid === String(process.pid)) main += ms;
+      else other += ms;
+    }
+    return { main, other };
+  } catch {
+    return undefined;
+  }
+}
+
+/** 1,000 new sessions, one message each, against the zero-latency model: CPU and store calls per turn. */
+async function measuredBurst(daemon: Daemon, prefix: string) {
+  const store = daemon.store;
+  const reads = () => [...Object.values(store.readStats.gets), ...Object.values(store.readStats.lists)].reduce((a, b) => a + b, 0);
+  const writes = () => store.commitStats.writes + store.unsyncedStats.writes;
+  const n = 1_000;
+  const before = { cpu: process.cpuUsage(), threads: threadCpu(), synced: store.commitStats.requests, reads: reads(), writes: writes(), tree: { ...daemon.tree.stats } };
+  const wall = await burst(daemon, Array.from({ length: n }, (_, i) => `${prefix}${i}`));
+  const cpu = process.cpuUsage(before.cpu);
+  const threadsAfter = threadCpu();
+  return {
+    wall,
+    cpuPerTurn: (cpu.user + cpu.system) / 1000 / n,
+    threads: before.threads && threadsAfter ? { main: (threadsAfter.main - before.threads.main) / n, other: (threadsAfter.other - before.threads.other) / n } : undefined,
+    syncedPerTurn: (store.commitStats.requests - before.synced) / n,
+    readsPerTurn: (reads() - before.reads) / n,
+    writesPerTurn: (writes() - before.writes) / n,
+    actorsPerTurn: (daemon.tree.stats.actorsSpawned - before.tree.actorsSpawned) / n,
+    inspectionPerTurn: (daemon.tree.stats.inspectionEvents - before.tree.inspectionEvents) / n,
+  };
 }
 
 if (!(globalThis as { gc?: unknown }).gc) console.log("(run with --expose-gc for settled RSS figures)\n");
