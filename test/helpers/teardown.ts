@@ -35,10 +35,20 @@ export async function closeEach(things: ReadonlyArray<Closable | undefined>, clo
 
 const detached = new Map<string, Closable>();
 
-/** The detached daemon of a data dir (one handle per dir, so closeAfterEach stops it once): closing runs `troupe daemon stop` there. */
-export function detachedDaemon(home: string | undefined): Closable | undefined {
+/**
+ * The detached daemon of a data dir (one handle per dir, so closeAfterEach stops it once): closing
+ * runs `troupe daemon stop` there, and fails when that fails (a daemon left running outlives the test
+ * and its directory). A daemon that is not running is stopped already (`daemon stop` exits 0).
+ */
+export function detachedDaemon(home: string | undefined, run: typeof runCli = runCli): Closable | undefined {
   if (home === undefined) return undefined;
   let daemon = detached.get(home);
-  if (!daemon) detached.set(home, (daemon = { close: () => runCli(["daemon", "stop"], { TROUPE_HOME: home }) }));
+  if (!daemon) {
+    const close = async () => {
+      const stop = await run(["daemon", "stop"], { TROUPE_HOME: home });
+      if (stop.code !== 0) throw new Error(`troupe daemon stop in ${home} exited ${stop.code}: ${stop.stderr.trim() || stop.stdout.trim()}`);
+    };
+    detached.set(home, (daemon = { close }));
+  }
   return daemon;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { closeEach, type Closable } from "../helpers/teardown.js";
+import { closeEach, detachedDaemon, type Closable } from "../helpers/teardown.js";
 
 /** A thing that records its closing in `log`, and fails it when told. */
 const thing = (name: string, log: string[], fail = false): Closable => ({
@@ -33,5 +33,14 @@ describe("the tests' teardown (closeEach, behind closeAfterEach)", () => {
     const both = closeEach([thing("a", log, true), thing("b", log, true)], new WeakSet());
     await expect(both).rejects.toBeInstanceOf(AggregateError);
     await both.catch((e: AggregateError) => expect(e.errors.map((x: Error) => x.message)).toEqual(["a failed to close", "b failed to close"]));
+  });
+
+  it("a detached daemon's close fails when `troupe daemon stop` fails, and passes when it was not running", async () => {
+    const calls: string[][] = [];
+    const failing = detachedDaemon("/nonexistent/home-a", async (args) => (calls.push(args), { code: 1, stdout: "", stderr: "troupe daemon (pid 42) did not stop within 20s" }));
+    await expect(closeEach([failing], new WeakSet())).rejects.toThrow("did not stop within 20s");
+    const stopped = detachedDaemon("/nonexistent/home-b", async (args) => (calls.push(args), { code: 0, stdout: "troupe daemon is not running", stderr: "" }));
+    await closeEach([stopped], new WeakSet());
+    expect(calls).toEqual([["daemon", "stop"], ["daemon", "stop"]]);
   });
 });
