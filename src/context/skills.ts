@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { delimiter, join } from "node:path";
+import { compareNames } from "../compare-names.js";
 import { parseFrontmatter } from "./frontmatter.js";
 import { BUILTIN_SKILLS_DIR } from "./templates.js";
 
@@ -149,7 +150,7 @@ export async function loadSkills(workspace: string, env: NodeJS.ProcessEnv = pro
   const names = new Set(own.map((s) => s.name));
   const builtin = (await loadDir(BUILTIN_SKILLS_DIR, "builtin", env)).filter((s) => !names.has(s.name));
   const disabled = new Set(opts.disabled ?? []);
-  const skills = [...own, ...builtin].filter((s) => !disabled.has(s.name)).sort((a, b) => a.name.localeCompare(b.name));
+  const skills = [...own, ...builtin].filter((s) => !disabled.has(s.name)).sort((a, b) => compareNames(a.name, b.name));
   if (opts.onWarning) {
     for (const s of skills) {
       for (const w of [...s.warnings, ...s.broken.map((b) => `${s.path}: ${b}; the skill is listed as broken`)]) {
