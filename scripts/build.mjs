@@ -66,6 +66,14 @@ const treeShakable = {
       if (!source.includes(eager) || !source.includes(use)) throw new Error(`build: ${args.path} changed (pino's worker_threads use): update scripts/build.mjs`);
       return { contents: source.replace(eager, "").replace(use, "if (!opts.sync && require('worker_threads').isMainThread) {"), loader: "js" };
     });
+    // sonic-boom (pino's file writer) requires node:assert (~5 modules) for one check when a stream
+    // closes: loaded only if that check fails, where it throws the same AssertionError.
+    b.onLoad({ filter: /sonic-boom[\\/]index\.js$/ }, async (args) => {
+      const source = await readFile(args.path, "utf8");
+      const eager = "const assert = require('assert')";
+      if (!source.includes(eager)) throw new Error(`build: ${args.path} no longer has ${eager} (sonic-boom changed): update scripts/build.mjs`);
+      return { contents: source.replace(eager, "const assert = (ok, message) => { if (!ok) require('assert')(ok, message) }"), loader: "js" };
+    });
     b.onLoad({ filter: /\.ts$/ }, async (args) => {
       if (args.path.includes("node_modules")) return undefined;
       const source = await readFile(args.path, "utf8");

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { TroupeError } from "../errors.js";
 import type { DataPaths } from "../paths.js";
 import { TURN_FINAL_STATES } from "../../machines/turn-states.js";
@@ -9,6 +8,13 @@ import { createProgress } from "./progress.js";
 const GONE = "the daemon went away; waiting for it to come back…";
 const withMedia = (m: { content: string; media?: unknown }) => `${m.content}${Array.isArray(m.media) ? m.media.map((p) => `\n[file] ${String(p)}`).join("") : ""}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+let sent = 0;
+/**
+ * A message's idempotency key, unique to this process (pid, start, a count) and random past that:
+ * without node:crypto, which the client would load for this alone (~3 ms of its start).
+ */
+const newKey = () => `cli-${process.pid.toString(36)}-${Date.now().toString(36)}-${(sent++).toString(36)}-${Math.random().toString(36).slice(2, 12)}`;
 
 /**
  * Talks to the daemon over its control API: progress streams on a TTY, message-tool sends print as
@@ -91,7 +97,7 @@ export function remoteBackend(paths: DataPaths, first: DaemonClient | undefined,
 
   return {
     async ask(content, out) {
-      const key = randomUUID();
+      const key = newKey();
       own.add(`api:${key}`);
       const wait = { cancelled: false, wake: () => {} };
       busy = wait;
@@ -151,7 +157,7 @@ export function remoteBackend(paths: DataPaths, first: DaemonClient | undefined,
         busy.wake();
       } else {
         // Its answer belongs to this chat's Ctrl-C: not printed again from the session's event stream.
-        const key = randomUUID();
+        const key = newKey();
         own.add(`api:${key}`);
         void client.send(opts.session, "/stop", undefined, { idempotencyKey: key }).catch(() => undefined);
       }

@@ -1,8 +1,9 @@
 import { once } from "node:events";
 import { appendFile, mkdir, readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { clearLine, createInterface, cursorTo } from "node:readline";
 import type { LoadedConfig } from "../config/index.js";
+import type * as Readline from "node:readline";
+import { lazyBuiltin } from "../builtin.js";
 import { StoreLockedError, TroupeError } from "../errors.js";
 import { dataPaths, type DataPaths } from "../paths.js";
 import { BackendReplaced, succeeded, type AgentIo, type Backend, type ChatOptions, type RemoteOptions, isStop } from "./agent-backend.js";
@@ -12,6 +13,9 @@ import { renderMarkdown } from "./markdown.js";
 import { createPrinter, type Printer, type PrinterOptions } from "./printer.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Only the interactive prompt uses it: `agent -m` does not load it. */
+const readline = lazyBuiltin<typeof Readline>("node:readline");
 
 /** The in-process backend, which loads the whole runtime: imported only when this process opens the store itself. */
 const localBackend = async (loaded: LoadedConfig, opts: ChatOptions, io: AgentIo, conn: RemoteOptions) =>
@@ -156,6 +160,7 @@ async function loadHistory(file: string, max: number): Promise<string[]> {
 
 async function interactive(backend: Backend, opts: AgentOptions, where: string, printerOptions: PrinterOptions, historyFile: string, io: AgentIo): Promise<void> {
   const HISTORY_SIZE = 1000;
+  const { clearLine, createInterface, cursorTo } = readline();
   const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: true, history: await loadHistory(historyFile, HISTORY_SIZE), historySize: HISTORY_SIZE, removeHistoryDuplicates: true });
   await mkdir(dirname(historyFile), { recursive: true });
   // Appended line by line, as nanobot's cli history: another chat's lines are kept, not overwritten.

@@ -74,11 +74,9 @@ function skillsSummary(skills: Skill[]): string {
  */
 export async function buildSystemPrompt(input: PromptInput): Promise<string> {
   const sections: string[] = [identity(input)];
-  for (const file of BOOTSTRAP_FILES) {
-    const text = await readIfExists(join(input.workspace, file));
-    if (text) sections.push(`## ${file}\n\n${text}`);
-  }
-  const memory = await readIfExists(join(input.workspace, "memory", "MEMORY.md"));
+  // Read at once (a turn waits for all of them), placed in nanobot's order.
+  const [memory, ...bootstrap] = await Promise.all([join("memory", "MEMORY.md"), ...BOOTSTRAP_FILES].map((f) => readIfExists(join(input.workspace, f))));
+  for (const [i, file] of BOOTSTRAP_FILES.entries()) if (bootstrap[i]) sections.push(`## ${file}\n\n${bootstrap[i]}`);
   if (memory) sections.push(`# Memory\n\n${memory}`);
   const always = input.skills.filter((s) => s.always && usable(s));
   if (always.length) sections.push(`# Active Skills\n\n${always.map((s) => `### Skill: ${s.name}\n\n${s.body}`).join("\n\n")}`);

@@ -1,6 +1,7 @@
-import { existsSync } from "node:fs";
+import { existsSync, type Dirent } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { delimiter, join } from "node:path";
+import { compareNames } from "../compare-names.js";
 import { parseFrontmatter } from "./frontmatter.js";
 import { BUILTIN_SKILLS_DIR } from "./templates.js";
 
@@ -123,21 +124,22 @@ export function readSkill(text: string, name: string, path: string, source: Skil
 
 async function loadDir(dir: string, source: Skill["source"], env: NodeJS.ProcessEnv): Promise<Skill[]> {
   if (!existsSync(dir)) return [];
-  const skills: Skill[] = [];
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
+  // The files are read at once, not one after another: each read is several round trips to libuv's
+  // threads, and a turn waits for all of them before it calls the model.
+  const read = async (entry: Dirent): Promise<Skill | undefined> => {
     const path = join(dir, entry.name, "SKILL.md");
-    if (!entry.isDirectory() || !existsSync(path)) continue;
+    if (!entry.isDirectory() || !existsSync(path)) return undefined;
     let text: string;
     try {
       text = await readFile(path, "utf8");
     } catch (err) {
       const skill = readSkill("", entry.name, path, source, env);
-      skills.push({ ...skill, broken: [`cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`] });
-      continue;
+      return { ...skill, broken: [`cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`] };
     }
-    skills.push(readSkill(text, entry.name, path, source, env));
-  }
-  return skills;
+    return readSkill(text, entry.name, path, source, env);
+  };
+  const skills = await Promise.all((await readdir(dir, { withFileTypes: true })).map(read));
+  return skills.filter((s): s is Skill => s !== undefined);
 }
 
 /** Warnings already given, so a file read at every turn is reported once. */
@@ -149,7 +151,7 @@ export async function loadSkills(workspace: string, env: NodeJS.ProcessEnv = pro
   const names = new Set(own.map((s) => s.name));
   const builtin = (await loadDir(BUILTIN_SKILLS_DIR, "builtin", env)).filter((s) => !names.has(s.name));
   const disabled = new Set(opts.disabled ?? []);
-  const skills = [...own, ...builtin].filter((s) => !disabled.has(s.name)).sort((a, b) => a.name.localeCompare(b.name));
+  const skills = [...own, ...builtin].filter((s) => !disabled.has(s.name)).sort((a, b) => compareNames(a.name, b.name));
   if (opts.onWarning) {
     for (const s of skills) {
       for (const w of [...s.warnings, ...s.broken.map((b) => `${s.path}: ${b}; the skill is listed as broken`)]) {

@@ -5,9 +5,14 @@
  * arrives, which Node's own client gives directly.
  */
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
-import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { LookupFunction, Socket } from "node:net";
-import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
+import type * as Https from "node:https";
+import type * as Zlib from "node:zlib";
+import { lazyBuiltin } from "../builtin.js";
+
+/** Loaded when a provider is called over https:// or a reply comes compressed (a local model over http:// needs neither). */
+const https = lazyBuiltin<typeof Https>("node:https");
+const zlib = lazyBuiltin<typeof Zlib>("node:zlib");
 
 export interface HttpReply {
   status: number;
@@ -34,11 +39,11 @@ function decoded(res: IncomingMessage): NodeJS.ReadableStream {
   const encoding = String(res.headers["content-encoding"] ?? "").trim().toLowerCase();
   const stream =
     encoding === "gzip" || encoding === "x-gzip"
-      ? res.pipe(createGunzip())
+      ? res.pipe(zlib().createGunzip())
       : encoding === "deflate"
-        ? res.pipe(createInflate())
+        ? res.pipe(zlib().createInflate())
         : encoding === "br"
-          ? res.pipe(createBrotliDecompress())
+          ? res.pipe(zlib().createBrotliDecompress())
           : res;
   if (stream !== res) res.once("error", (err) => (stream as NodeJS.ReadableStream & { destroy(e: Error): void }).destroy(err));
   stream.setEncoding("utf8");
@@ -57,7 +62,8 @@ export const CONNECT_TIMEOUT_MS = 10_000;
 export function createHttpTransport(opts: TransportOptions = {}): HttpTransport {
   const connectTimeoutMs = opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
   // Free sockets are unref'd by Node's Agent: a kept-alive connection never holds the process open.
-  const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
+  const httpAgent = new HttpAgent({ keepAlive: true });
+  let httpsAgent: Https.Agent | undefined;
 
   /** Fails the request if its new connection (lookup, TCP) is not made in time; a reused one is already made. */
   function boundConnect(req: ClientRequest, socket: Socket) {
@@ -71,11 +77,11 @@ export function createHttpTransport(opts: TransportOptions = {}): HttpTransport 
   function attempt(url: URL, headers: Record<string, string>, payload: string, signal: AbortSignal, touch: () => void, fresh: boolean): Promise<HttpReply> {
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(signal.reason);
-      const https = url.protocol === "https:";
-      const req = (https ? httpsRequest : httpRequest)(url, {
+      const secure = url.protocol === "https:";
+      const req = (secure ? https().request : httpRequest)(url, {
         method: "POST",
         headers: { ...headers, "content-length": String(Buffer.byteLength(payload)) },
-        agent: https ? agents.https : agents.http,
+        agent: secure ? (httpsAgent ??= new (https().Agent)({ keepAlive: true })) : httpAgent,
         ...(opts.lookup ? { lookup: opts.lookup } : {}),
       });
       req.once("socket", (socket: Socket) => boundConnect(req, socket));
@@ -107,8 +113,8 @@ export function createHttpTransport(opts: TransportOptions = {}): HttpTransport 
   return {
     post: (url, headers, payload, signal, touch) => attempt(url, headers, payload, signal, touch, false),
     close() {
-      agents.http.destroy();
-      agents.https.destroy();
+      httpAgent.destroy();
+      httpsAgent?.destroy();
     },
   };
 }

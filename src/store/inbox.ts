@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { compareNames } from "../compare-names.js";
 import { KEY_END } from "../session-key.js";
 import type { Store, StoreOp } from "./store.js";
 
@@ -41,7 +42,7 @@ export async function wasSeen(store: Store, id: string): Promise<boolean> {
 /** A session's unanswered messages, oldest first. */
 export async function sessionInbox(store: Store, sessionKey: string): Promise<InboxRecord[]> {
   const rows = await store.list("inbox", inboxRecordSchema, { prefix: `${sessionKey}${KEY_END}` });
-  return rows.map((r) => r.value).sort((a, b) => a.at - b.at || a.id.localeCompare(b.id));
+  return rows.map((r) => r.value).sort((a, b) => a.at - b.at || compareNames(a.id, b.id));
 }
 
 /** Sessions with unanswered messages (to wake at start), optionally only messages that pass `which`. */

@@ -1,6 +1,7 @@
-import { spawnSync } from "node:child_process";
+import type * as ChildProcess from "node:child_process";
 import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { delimiter, isAbsolute, join, sep } from "node:path";
+import { lazyBuiltin } from "../builtin.js";
 import { ConfigError } from "../errors.js";
 import { EGRESS_FORWARDER, EGRESS_SOCKET_INSIDE } from "./egress-proxy.js";
 import { isInside, realpathLoose } from "./sandbox.js";
@@ -115,9 +116,15 @@ export function bwrapArgs(isolation: Extract<ExecIsolation, { kind: "bwrap" }>, 
   ];
 }
 
+/**
+ * Loaded when a sandbox is probed, not by every command that builds the tools: a one-shot turn then
+ * loads it later, off its path to the model (its lent control API's listen loads it with node:cluster).
+ */
+const childProcess = lazyBuiltin<typeof ChildProcess>("node:child_process");
+
 /** Whether bwrap can actually build a sandbox here (user namespaces may be disabled); the error if not. */
 export function probeBwrap(bin: string): string | undefined {
-  const r = spawnSync(bin, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--cap-drop", "ALL", "--", "/bin/sh", "-c", "true"], {
+  const r = childProcess().spawnSync(bin, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--cap-drop", "ALL", "--", "/bin/sh", "-c", "true"], {
     encoding: "utf8",
     timeout: 10_000,
     env: { PATH: "/usr/bin:/bin" },

@@ -1,9 +1,14 @@
 import { request as httpRequest, type IncomingMessage } from "node:http";
-import { request as httpsRequest } from "node:https";
-import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
+import type * as Https from "node:https";
+import type * as Zlib from "node:zlib";
+import { lazyBuiltin } from "../builtin.js";
 import { ToolError } from "./contract.js";
 import type { SsrfGuard } from "./ssrf.js";
 import { webProxyAgent } from "./web-proxy.js";
+
+/** Loaded at the first https:// or compressed page (most turns fetch none). */
+const https = lazyBuiltin<typeof Https>("node:https");
+const zlib = lazyBuiltin<typeof Zlib>("node:zlib");
 
 export interface FetchedPage {
   url: string;
@@ -30,14 +35,14 @@ const DEFAULT_UA = "Mozilla/5.0 (compatible; troupe/0.1; +https://github.com/tro
 
 function decoded(res: IncomingMessage): NodeJS.ReadableStream {
   const encoding = String(res.headers["content-encoding"] ?? "").toLowerCase();
-  if (encoding === "gzip" || encoding === "x-gzip") return res.pipe(createGunzip());
-  if (encoding === "deflate") return res.pipe(createInflate());
-  if (encoding === "br") return res.pipe(createBrotliDecompress());
+  if (encoding === "gzip" || encoding === "x-gzip") return res.pipe(zlib().createGunzip());
+  if (encoding === "deflate") return res.pipe(zlib().createInflate());
+  if (encoding === "br") return res.pipe(zlib().createBrotliDecompress());
   return res;
 }
 
 function once(url: URL, opts: GuardedFetchOptions): Promise<{ res: IncomingMessage; body?: Buffer; cut: boolean }> {
-  const request = url.protocol === "https:" ? httpsRequest : httpRequest;
+  const request = url.protocol === "https:" ? https().request : httpRequest;
   const maxBytes = opts.maxBytes ?? 5 * 1024 * 1024;
   const agent = webProxyAgent(opts.proxy, url);
   return new Promise((resolve, reject) => {

@@ -1,3 +1,4 @@
+import { compareNames } from "../compare-names.js";
 import type { ToolSchema } from "../providers/client.js";
 import { jsonSchemaOf, TOOL_ERROR_HINT, ToolError, type Tool, type ToolContext } from "./contract.js";
 import { castArguments, describeUnknown, unknownArguments } from "./arguments.js";
@@ -72,7 +73,7 @@ export function createToolRegistry(tools: Tool[] = [], opts: ToolRegistryOptions
       const rank = (t: Tool) => (t.source === "mcp" ? 1 : 0);
       return [...byName.values()]
         .filter(allow)
-        .sort((a, b) => rank(a) - rank(b) || a.name.localeCompare(b.name))
+        .sort((a, b) => rank(a) - rank(b) || compareNames(a.name, b.name))
         .map((t) => ({ type: "function", function: { name: t.name, description: t.description, parameters: schemaOf(t) } }));
     },
     async execute(name, args, ctx, argumentsError) {

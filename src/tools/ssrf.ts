@@ -1,6 +1,8 @@
-import { lookup as dnsLookup, type LookupAddress } from "node:dns";
+import type * as Dns from "node:dns";
+import type { LookupAddress } from "node:dns";
 import { isIP, type LookupFunction } from "node:net";
 import ipaddr from "ipaddr.js";
+import { lazyBuiltin } from "../builtin.js";
 import { ToolError } from "./contract.js";
 
 /** Refused because the address is not public: the server-side request forgery guard. */
@@ -40,6 +42,10 @@ export function parseWhitelist(entries: string[]): Cidr[] {
 
 /** How names are resolved (node's dns.lookup; tests hand in their own answers). */
 export type Resolver = (hostname: string, options: { all: true }, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+
+/** Loaded at the first lookup: building the tools does not resolve anything. */
+const dns = lazyBuiltin<typeof Dns>("node:dns");
+const dnsLookup: Resolver = (hostname, options, callback) => dns().lookup(hostname, options, callback);
 
 export function createSsrfGuard(whitelist: string[] = [], resolver: Resolver = dnsLookup): SsrfGuard {
   const allowed = parseWhitelist(whitelist);

@@ -1,7 +1,10 @@
 import { request as httpRequest, type Agent } from "node:http";
-import { request as httpsRequest } from "node:https";
+import type * as Https from "node:https";
+import { lazyBuiltin } from "../builtin.js";
 import { proxyAgentFor } from "../proxy-agent.js";
 import { ToolError } from "./contract.js";
+
+const https = lazyBuiltin<typeof Https>("node:https");
 
 /**
  * tools.web.proxy: every request of web_search and web_fetch goes through it. An http(s):// proxy
@@ -36,7 +39,7 @@ export function httpText(target: string | URL, opts: HttpTextOptions): Promise<{
   const url = new URL(target);
   const body = opts.json === undefined ? undefined : JSON.stringify(opts.json);
   const headers = { ...opts.headers, ...(body === undefined ? {} : { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) }) };
-  const request = url.protocol === "https:" ? httpsRequest : httpRequest;
+  const request = url.protocol === "https:" ? https().request : httpRequest;
   const agent = webProxyAgent(opts.proxy, url);
   return new Promise((resolve, reject) => {
     const req = request(url, { method: opts.method ?? "GET", headers, agent, signal: opts.signal, timeout: opts.timeoutMs });

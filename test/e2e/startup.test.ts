@@ -73,6 +73,10 @@ describe("start-up: what each command loads", () => {
     // The model is called over node:http: undici (global fetch) is not loaded.
     expect(cold.modules.some((m) => m === "builtin:http")).toBe(true);
     expect(cold.modules.filter((m) => m.includes("undici"))).toEqual([]);
+    // Nor built-ins only some turns use, loaded when used: https/tls (a provider or a page over https://),
+    // zlib (a compressed reply), readline (the interactive prompt). (child_process and dns come with
+    // node:cluster, which net loads at the first listen: the store is lent on a loopback port.)
+    expect(cold.modules.filter((m) => /^builtin:(https|tls|zlib|readline)$/.test(m))).toEqual([]);
     // ~60 KB of text: its byte count no longer fits the budget, so the tokenizer counts it exactly.
     const big = await modulesLoaded(["agent", "-m", `summarise: ${"lorem ipsum dolor sit amet ".repeat(2_300)}`], home);
     expect(big.code, big.stderr).toBe(0);
@@ -103,6 +107,9 @@ describe("start-up: what each command loads", () => {
     // Nor Node's fetch (undici), nor built-ins only the runtime uses (child processes: exec, commander's
     // executable subcommands; zlib). (worker_threads is the module trace's own hooks thread.)
     expect(r.modules.filter((m) => /^builtin:(internal\/deps\/undici|child_process|zlib)$/.test(m))).toEqual([]);
+    // Nor crypto (the message's idempotency key is made without it), readline (the interactive prompt's)
+    // or v8 (bin/troupe.js sets no V8 flags for a client of the daemon).
+    expect(r.modules.filter((m) => /^builtin:(crypto|readline|v8)$/.test(m))).toEqual([]);
   });
 
   it("keeps a V8 code cache beside the bundle: written by the first run, used by the next, rebuilt when refused or stale", async () => {

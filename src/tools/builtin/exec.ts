@@ -1,12 +1,16 @@
-import { spawn } from "node:child_process";
+import type * as ChildProcess from "node:child_process";
 import { existsSync } from "node:fs";
 import { delimiter } from "node:path";
 import { z } from "zod";
+import { lazyBuiltin } from "../../builtin.js";
 import { bwrapArgs, sandboxedCommand, type ExecIsolation } from "../bwrap.js";
 import { defineTool, ToolError } from "../contract.js";
 import { resolveToolPath, type Sandbox } from "../sandbox.js";
 import type { SsrfGuard } from "../ssrf.js";
 import { internalUrlRefusal, refusalOf, type ExecPolicy } from "./exec-guard.js";
+
+/** Loaded when the first command runs: building the tools at start-up does not need it. */
+const childProcess = lazyBuiltin<typeof ChildProcess>("node:child_process");
 
 export const MAX_EXEC_OUTPUT_CHARS = 10_000;
 export const MAX_EXEC_TIMEOUT_S = 600;
@@ -109,7 +113,7 @@ export function execTool(opts: ExecOptions) {
         iso.kind === "bwrap"
           ? [iso.bin, [...bwrapArgs(iso, opts.sandbox.workspace, cwd, egress), ...sandboxedCommand(iso, egress, SHELL, command)]]
           : [SHELL, ["-c", command]];
-      const child = spawn(file, args, { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+      const child = childProcess().spawn(file, args, { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
       const stdout = collector(MAX_EXEC_OUTPUT_CHARS);
       const stderr = collector(MAX_EXEC_OUTPUT_CHARS);
       child.stdout.setEncoding("utf8").on("data", (c: string) => stdout.push(c));
