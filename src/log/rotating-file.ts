@@ -1,5 +1,5 @@
 import { closeSync, fstatSync, mkdirSync, openSync, renameSync, statSync, writeSync } from "node:fs";
-import { dirname } from "node:path";
+import { dirname, resolve } from "node:path";
 
 export interface RotationOptions {
   /** A file is rolled over before a write would take it past this size. */
@@ -14,22 +14,42 @@ const DISK_ERRORS = new Set(["ENOSPC", "EDQUOT", "EROFS", "EIO"]);
 /** The rolled-over files of `file`, newest first: file.1, file.2, … */
 export const rotatedFiles = (file: string, maxFiles: number) => Array.from({ length: maxFiles - 1 }, (_, i) => `${file}.${i + 1}`);
 
+/** How often a writer looks at the file by name for what another process did to it (a rotation, its lines). */
+export const CHECK_EVERY_MS = 1_000;
+
+/**
+ * What the writers of one file in this process share: the file's size (they all append to it) and
+ * a count of rotations, so a writer follows a rotation another one made at its very next line.
+ */
+const shared = new Map<string, { size: number; rotations: number }>();
+
 /**
  * A size-capped log file written synchronously (a line written is on disk even if the process is
- * killed next). Before each write it looks at the file by name, so a second process writing the
- * same log (the daemon and an in-process `troupe agent`) follows a rotation the other one made
- * instead of writing on into the rolled file. Two processes rotating at the same instant may drop a
+ * killed next). The writers of one file in this process (the daemon's logger and an in-process
+ * `troupe agent`'s) share its size and follow each other's rotations at once; a writer in another
+ * process is seen by looking at the file by name at most every CHECK_EVERY_MS (a stat per line cost
+ * more than the write): until then a line may go on into the file it rolled away, and the cap may
+ * be passed by what it wrote meanwhile. Two processes rotating at the same instant may drop a
  * rolled file; the cap still holds.
  */
-export function createRotatingFile(file: string, opts: RotationOptions) {
+export function createRotatingFile(file: string, opts: RotationOptions, now: () => number = Date.now) {
   mkdirSync(dirname(file), { recursive: true });
+  let state = shared.get(resolve(file));
+  if (!state) shared.set(resolve(file), (state = { size: 0, rotations: 0 }));
+  const common = state;
   let fd = openSync(file, "a", 0o600);
   let ino = fstatSync(fd).ino;
+  common.size = fstatSync(fd).size;
+  let rotations = common.rotations;
+  let checkedAt = now();
 
   const reopen = () => {
     closeSync(fd);
     fd = openSync(file, "a", 0o600);
-    ino = fstatSync(fd).ino;
+    const info = fstatSync(fd);
+    ino = info.ino;
+    common.size = info.size;
+    rotations = common.rotations;
   };
   const rotate = () => {
     const rolled = rotatedFiles(file, opts.maxFiles);
@@ -40,6 +60,7 @@ export function createRotatingFile(file: string, opts: RotationOptions) {
         // Not there yet.
       }
     }
+    common.rotations++;
     if (rolled.length) {
       renameSync(file, rolled[0]!);
       return reopen();
@@ -48,24 +69,31 @@ export function createRotatingFile(file: string, opts: RotationOptions) {
     closeSync(fd);
     fd = openSync(file, "w", 0o600);
     ino = fstatSync(fd).ino;
+    common.size = 0;
+    rotations = common.rotations;
+  };
+  /** The file by name: another process may have rolled it away, removed it, or written to it. */
+  const look = () => {
+    checkedAt = now();
+    try {
+      const named = statSync(file);
+      if (named.ino !== ino) reopen();
+      else common.size = named.size;
+    } catch {
+      // Removed or rolled away by another process: start the file again.
+      reopen();
+    }
   };
 
   /** Lines dropped because the disk refused them (full, read-only, failing). */
   let dropped = 0;
   const write = (chunk: string) => {
     const bytes = Buffer.byteLength(chunk);
-    let size: number;
-    try {
-      const now = statSync(file);
-      if (now.ino !== ino) reopen();
-      size = now.size;
-    } catch {
-      // Removed or rolled away by another process: start the file again.
-      reopen();
-      size = 0;
-    }
-    if (size > 0 && size + bytes > opts.maxBytes) rotate();
+    if (rotations !== common.rotations) reopen();
+    else if (now() - checkedAt >= CHECK_EVERY_MS) look();
+    if (common.size > 0 && common.size + bytes > opts.maxBytes) rotate();
     writeSync(fd, chunk);
+    common.size += bytes;
   };
 
   return {

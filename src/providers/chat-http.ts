@@ -38,15 +38,47 @@ const safeJson = (text: string): unknown => {
 /**
  * The request body as JSON. The tool schemas are the same array on every call of a session (the
  * registry keeps it until its tools change) and often the larger part of a request: serialised once.
+ * A long message text (the system prompt, a large tool result) is sent again on every call of its
+ * turn and the system prompt by every turn of its session: its JSON text is kept by the text itself
+ * (a string cannot change, so a kept one is always right), for the last LONG_TEXTS such texts.
  */
 const toolsJson = new WeakMap<object, string>();
+const LONG_TEXT = 1_024;
+const LONG_TEXTS = 256;
+const longTextJson = new Map<string, string>();
+
+function textJson(text: string): string {
+  let json = longTextJson.get(text);
+  if (json !== undefined) return json;
+  json = JSON.stringify(text);
+  if (longTextJson.size >= LONG_TEXTS) longTextJson.delete(longTextJson.keys().next().value!);
+  longTextJson.set(text, json);
+  return json;
+}
+
+/** One message as JSON: a long string content from the cache, appended after the other fields. */
+function messageJson(message: unknown): string {
+  const content = (message as { content?: unknown } | null)?.content;
+  if (typeof content !== "string" || content.length < LONG_TEXT) return JSON.stringify(message);
+  const rest = JSON.stringify({ ...(message as object), content: undefined });
+  return `${rest === "{}" ? "{" : `${rest.slice(0, -1)},`}"content":${textJson(content)}}`;
+}
+
+function messagesJson(messages: unknown[]): string {
+  let out = "[";
+  for (let i = 0; i < messages.length; i++) out += (i ? "," : "") + messageJson(messages[i]);
+  return `${out}]`;
+}
+
 export function requestJson(body: Record<string, unknown>): string {
-  const { tools, ...rest } = body;
-  if (!Array.isArray(tools) || !tools.length) return JSON.stringify(body);
+  const { tools, messages, ...rest } = body;
+  let head = JSON.stringify(rest);
+  if (Array.isArray(messages)) head = `${head === "{}" ? "{" : `${head.slice(0, -1)},`}"messages":${messagesJson(messages)}}`;
+  else if (messages !== undefined) head = JSON.stringify({ ...rest, messages });
+  if (!Array.isArray(tools) || !tools.length) return tools === undefined ? head : `${head === "{}" ? "{" : `${head.slice(0, -1)},`}"tools":${JSON.stringify(tools)}}`;
   let json = toolsJson.get(tools);
   if (json === undefined) toolsJson.set(tools, (json = JSON.stringify(tools)));
-  const head = JSON.stringify(rest);
-  return head === "{}" ? `{"tools":${json}}` : `${head.slice(0, -1)},"tools":${json}}`;
+  return `${head === "{}" ? "{" : `${head.slice(0, -1)},`}"tools":${json}}`;
 }
 
 /** Redirects followed in a row before the last one is reported instead. */
@@ -88,7 +120,8 @@ export function createChatHttp(resolved: ResolvedProvider): ChatHttp {
 
   /** The response, or the failure the SDK would have thrown: an error status with its body, or the connection's error. */
   async function send(body: Record<string, unknown>, signal: AbortSignal, touch: () => void): Promise<HttpReply> {
-    const payload = requestJson(body);
+    // Encoded once: its length is then known, and the socket is handed bytes (see transport.ts).
+    const payload = Buffer.from(requestJson(body));
     let at = url;
     let sent = headers;
     let reply: HttpReply;

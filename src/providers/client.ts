@@ -187,8 +187,11 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
   // becomes a reply and a stored message, so it is scrubbed as the logs are.
   const redact = createRedactor([resolved.apiKey, ...(opts.secrets ?? [])]);
 
-  /** One attempt. `signal` is the caller's abort or the call's timeout; a stall aborts only this attempt. */
-  async function once(req: ChatRequest, signal: AbortSignal): Promise<ModelResponse> {
+  /**
+   * One attempt, aborted through `controller` (the attempt's own: the caller's abort, the call's
+   * timeout, or a stall of this attempt, which is then retried with a new one).
+   */
+  async function once(req: ChatRequest, controller: AbortController): Promise<ModelResponse> {
     const body = {
       model: resolved.model,
       messages: req.messages as OpenAI.Chat.ChatCompletionMessageParam[],
@@ -200,7 +203,6 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
         ? { reasoning_effort: opts.reasoningEffort as OpenAI.Chat.ChatCompletionCreateParams["reasoning_effort"] }
         : {}),
     };
-    const { controller, dispose } = childController(signal);
     const idle = idleWatch(idleTimeoutMs, () =>
       controller.abort(new ModelTimeoutError(`no data from ${resolved.apiBase} for ${seconds(idleTimeoutMs)} (model idle timeout); the call was abandoned`, true)),
     );
@@ -231,7 +233,6 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
       throw controller.signal.aborted ? controller.signal.reason : err;
     } finally {
       idle.stop();
-      dispose();
     }
   }
 
@@ -249,16 +250,31 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
     name: resolved.spec.name,
     model: resolved.model,
     async chat(req) {
-      const { controller: call, dispose } = childController(req.signal);
       const timedOut = (retryable: boolean) => new ModelTimeoutError(`no complete reply from ${resolved.apiBase} within ${seconds(timeoutMs)} (model timeout)`, retryable);
+      // One AbortController per attempt (and per wait between attempts), following the caller's
+      // signal; the call's own limits abort whichever is current. (A controller for the call and
+      // another per attempt cost a controller and two listeners more per model call.)
+      let current: AbortController | undefined;
+      let expired: ModelTimeoutError | undefined;
       // Standard: the timeout bounds the whole call, retries included. Persistent: it bounds each attempt, and a timed-out attempt is retried.
-      const deadline = persistent ? undefined : setTimeout(() => call.abort(timedOut(false)), timeoutMs);
+      const deadline = persistent
+        ? undefined
+        : setTimeout(() => {
+            expired = timedOut(false);
+            current?.abort(expired);
+          }, timeoutMs);
+      const follow = () => {
+        const link = childController(req.signal);
+        current = link.controller;
+        if (expired && !current.signal.aborted) current.abort(expired);
+        return link;
+      };
       try {
         for (let attempt = 0; ; attempt++) {
-          const bounded = persistent ? childController(call.signal) : undefined;
-          const attemptDeadline = bounded && setTimeout(() => bounded.controller.abort(timedOut(true)), timeoutMs);
+          const link = follow();
+          const attemptDeadline = persistent ? setTimeout(() => link.controller.abort(timedOut(true)), timeoutMs) : undefined;
           try {
-            return withModel(await once(req, bounded?.controller.signal ?? call.signal));
+            return withModel(await once(req, link.controller));
           } catch (err) {
             if (req.signal?.aborted) throw err;
             if (!isRetryable(err) || (!persistent && attempt >= backoff.maxRetries)) throw failure(err, attempt + 1);
@@ -266,20 +282,23 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
             opts.logger?.warn({ provider: resolved.spec.name, attempt: attempt + 1, delayMs: Math.round(delay), err: (err as Error).message }, "model call failed, retrying");
             const status = (err as { status?: unknown }).status;
             req.onRetry?.({ attempt: attempt + 1, delayMs: Math.round(delay), status: typeof status === "number" ? status : null, error: redact((err as Error).message ?? String(err)) });
+            const wait = follow();
             try {
-              await sleep(delay, call.signal);
+              await sleep(delay, wait.controller.signal);
             } catch (slept) {
               if (req.signal?.aborted) throw slept;
-              throw failure(call.signal.reason ?? slept, attempt + 1);
+              throw failure(wait.controller.signal.reason ?? slept, attempt + 1);
+            } finally {
+              wait.dispose();
             }
           } finally {
             clearTimeout(attemptDeadline);
-            bounded?.dispose();
+            link.dispose();
           }
         }
       } finally {
         clearTimeout(deadline);
-        dispose();
+        current = undefined;
       }
     },
   };

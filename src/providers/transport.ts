@@ -30,7 +30,7 @@ export interface HttpTransport {
    * fails the body) with the signal's reason. Network failures reject with Node's error (its `code`:
    * ECONNREFUSED, ENOTFOUND…).
    */
-  post(url: URL, headers: Record<string, string>, payload: string, signal: AbortSignal, touch: () => void): Promise<HttpReply>;
+  post(url: URL, headers: Record<string, string>, payload: string | Buffer, signal: AbortSignal, touch: () => void): Promise<HttpReply>;
   /** Closes idle kept-alive connections. */
   close(): void;
 }
@@ -74,13 +74,14 @@ export function createHttpTransport(opts: TransportOptions = {}): HttpTransport 
     socket.once("close", clear);
   }
 
-  function attempt(url: URL, headers: Record<string, string>, payload: string, signal: AbortSignal, touch: () => void, fresh: boolean): Promise<HttpReply> {
+  function attempt(url: URL, headers: Record<string, string>, payload: string | Buffer, signal: AbortSignal, touch: () => void, fresh: boolean): Promise<HttpReply> {
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(signal.reason);
       const secure = url.protocol === "https:";
       const req = (secure ? https().request : httpRequest)(url, {
         method: "POST",
-        headers: { ...headers, "content-length": String(Buffer.byteLength(payload)) },
+        // A Buffer's length is known; a string's bytes would be counted here, again by Node, and encoded a third time on the socket.
+        headers: { ...headers, "content-length": String(typeof payload === "string" ? Buffer.byteLength(payload) : payload.length) },
         agent: secure ? (httpsAgent ??= new (https().Agent)({ keepAlive: true })) : httpAgent,
         ...(opts.lookup ? { lookup: opts.lookup } : {}),
       });
@@ -119,8 +120,42 @@ export function createHttpTransport(opts: TransportOptions = {}): HttpTransport 
   };
 }
 
-/** The whole body as text, touching per chunk. */
-export async function readText(body: AsyncIterable<string>, touch: () => void): Promise<string> {
+/**
+ * The whole body as text, touching per chunk. A Node stream (what post() gives) is read through its
+ * events: its async iterator cost more per reply than the reading.
+ */
+export function readText(body: AsyncIterable<string>, touch: () => void): Promise<string> {
+  const stream = body as Partial<NodeJS.ReadableStream>;
+  if (typeof stream.on !== "function" || typeof stream.removeListener !== "function") return readIterable(body, touch);
+  const readable = stream as NodeJS.ReadableStream & { destroyed?: boolean; readableEnded?: boolean; errored?: Error | null };
+  if (readable.errored) return Promise.reject(readable.errored);
+  return new Promise((resolve, reject) => {
+    let text = "";
+    const onData = (chunk: string) => {
+      touch();
+      text += chunk;
+    };
+    const done = (err?: Error) => {
+      readable.removeListener("data", onData);
+      readable.removeListener("end", onEnd);
+      readable.removeListener("error", onError);
+      readable.removeListener("close", onClose);
+      if (err) reject(err);
+      else resolve(text);
+    };
+    const onEnd = () => done();
+    const onError = (err: Error) => done(err);
+    // Destroyed without an end or an error (an abort): what the async iterator reported as a premature close.
+    const onClose = () => setImmediate(() => (readable.readableEnded ? done() : done(Object.assign(new Error("Premature close"), { code: "ERR_STREAM_PREMATURE_CLOSE" }))));
+    readable.on("data", onData);
+    readable.once("end", onEnd);
+    readable.once("error", onError);
+    readable.once("close", onClose);
+    if (readable.readableEnded) done();
+  });
+}
+
+async function readIterable(body: AsyncIterable<string>, touch: () => void): Promise<string> {
   let text = "";
   for await (const chunk of body) {
     touch();

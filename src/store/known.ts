@@ -151,3 +151,61 @@ export function createRangeMirror(prefixes: string[]) {
     },
   };
 }
+
+/**
+ * Which keys under the given prefixes may be stored: a Bloom filter of every key LevelDB held
+ * there at open and every key this process has since handed to a write (added before the write
+ * starts, failed writes included: it only ever says "maybe" too often, never "absent" wrongly). A
+ * key it has never seen is known to be absent without a LevelDB read: a new session's meta and
+ * consolidation state, read when its first turn starts. Deletions are not taken out (a deleted key
+ * is read from LevelDB, or from the record cache). Fixed size (64 KB): with many more keys than it
+ * was made for it answers "maybe" more often, and LevelDB is asked as before.
+ */
+export function createAbsenceFilter(prefixes: string[], bits = 1 << 19) {
+  const words = new Uint32Array(bits >>> 5);
+  const mask = bits - 1;
+  let built = false;
+  const covered = (key: string) => prefixes.some((p) => key.startsWith(p));
+  /** Two 32-bit hashes of the key (FNV-1a over UTF-16 units, with two seeds); 4 probes by double hashing. */
+  const probes = (key: string): [number, number] => {
+    let a = 0x811c9dc5;
+    let b = 0x01000193 ^ key.length;
+    for (let i = 0; i < key.length; i++) {
+      const c = key.charCodeAt(i);
+      a = Math.imul(a ^ c, 0x01000193);
+      b = Math.imul(b ^ c, 0x5bd1e995);
+    }
+    return [a >>> 0, (b ^ (b >>> 15)) >>> 0 | 1];
+  };
+  const add = (key: string) => {
+    const [h1, h2] = probes(key);
+    for (let i = 0; i < 4; i++) {
+      const bit = (h1 + i * h2) & mask;
+      words[bit >>> 5]! |= 1 << (bit & 31);
+    }
+  };
+  return {
+    covered,
+    /** Keys LevelDB holds under the prefixes (at open), then `built()` once they all were given. */
+    add(keys: Iterable<string>): void {
+      for (const key of keys) add(key);
+    },
+    built(): void {
+      built = true;
+    },
+    /** A write is about to be handed to LevelDB: its keys may be stored from now on. */
+    writing(ops: EncodedOp[]): void {
+      for (const op of ops) if (op.type === "put" && covered(op.key)) add(op.key);
+    },
+    /** Whether the key is surely not stored (false: it may be). */
+    absent(key: string): boolean {
+      if (!built || !covered(key)) return false;
+      const [h1, h2] = probes(key);
+      for (let i = 0; i < 4; i++) {
+        const bit = (h1 + i * h2) & mask;
+        if ((words[bit >>> 5]! & (1 << (bit & 31))) === 0) return true;
+      }
+      return false;
+    },
+  };
+}

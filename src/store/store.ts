@@ -7,7 +7,7 @@ import { injectedDiskFull } from "../fault.js";
 import { diagnoseOpenFailure, droppedAtOpen, type DroppedAtOpen } from "./damage.js";
 import { createGroupCommit, type GroupCommitStats } from "./group-commit.js";
 import { classifyStoreError, createStoreHealth, StoreUnavailableError, type StoreFailure, type StoreHealth } from "./health.js";
-import { createRangeMirror, createRecordCache } from "./known.js";
+import { createAbsenceFilter, createRangeMirror, createRecordCache } from "./known.js";
 
 export const SUBLEVELS = ["sessions", "turns", "journal", "inbox", "outbox", "cron", "meta", "subagents", "blobs"] as const;
 export type SublevelName = (typeof SUBLEVELS)[number];
@@ -182,6 +182,8 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
   const dropped = opts.readOnly ? null : await droppedAtOpen(path);
   const cache = createRecordCache(CACHED_PREFIXES);
   const mirror = createRangeMirror(MIRRORED_PREFIXES);
+  // Not for a read-only store: it is never written, and its reads go to LevelDB.
+  const absence = createAbsenceFilter(CACHED_PREFIXES);
   const readStats: ReadStats = { gets: {}, lists: {}, fromMemory: 0 };
   /** The mirror from LevelDB (a read-only store keeps none: it is never written, and reads go to LevelDB). */
   async function buildMirror(): Promise<void> {
@@ -189,7 +191,19 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
     for (const p of MIRRORED_PREFIXES) rows.push(...(await db.iterator({ gte: p, lt: prefixEnd(p)! }).all()));
     mirror.build(rows);
   }
-  if (!opts.readOnly) await buildMirror();
+  if (!opts.readOnly) {
+    await buildMirror();
+    // Keys only, a thousand at a time: the sessions' metas and consolidation states, one each per session.
+    for (const p of CACHED_PREFIXES) {
+      const keys = db.keys({ gte: p, lt: prefixEnd(p)! });
+      try {
+        for (let some = await keys.nextv(1_000); some.length; some = await keys.nextv(1_000)) absence.add(some);
+      } finally {
+        await keys.close();
+      }
+    }
+    absence.built();
+  }
   /** Numbers writes in the order they are handed in, so the cache keeps the newest of a key. */
   let writeSeq = 0;
   if (!opts.readOnly) await writeFile(join(path, HOLDER_FILE), JSON.stringify({ pid: process.pid, since: new Date().toISOString() }));
@@ -289,6 +303,7 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
       const injected = injectedDiskFull(path);
       if (injected) throw injected;
       const seq = ++writeSeq;
+      absence.writing(encoded);
       cache.writing(encoded);
       try {
         await batchEncoded(db, encoded, sync);
@@ -370,7 +385,8 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
       recoveryHandler = handler;
     },
     async get(sublevel, key, schema) {
-      const known = closed || reopening ? "unknown" : cache.lookup(SUB_PREFIX[sublevel] + key);
+      const rootKey = SUB_PREFIX[sublevel] + key;
+      const known = closed || reopening ? "unknown" : absence.absent(rootKey) ? { text: undefined } : cache.lookup(rootKey);
       let text: string | undefined;
       if (known === "unknown") {
         readStats.gets[sublevel] = (readStats.gets[sublevel] ?? 0) + 1;

@@ -79,7 +79,14 @@ const RESTRICTED = "tools.restrictToWorkspace is on, so tools only reach files i
 /** Refuses a regular file with several names (when restricted and hard links are not allowed). */
 function assertSingleName(sandbox: Sandbox, path: string, shown: string): void {
   if (sandbox.allowHardLinks) return;
-  const info = statSync(path, { throwIfNoEntry: false });
+  let info: ReturnType<typeof statSync>;
+  try {
+    info = statSync(path, { throwIfNoEntry: false });
+  } catch (err) {
+    // A path through a file (`notes.txt/x`) names nothing: the tool says so itself.
+    if ((err as NodeJS.ErrnoException).code === "ENOTDIR") return;
+    throw err;
+  }
   if (!info?.isFile() || info.nlink <= 1) return;
   throw new ToolError(
     `access denied: ${shown} is a hard link (${info.nlink} names for one file), and its other name may be outside the workspace. ` +

@@ -61,19 +61,20 @@ describe("a turn's store traffic", () => {
     // Start-up's own reads (recovery, upkeep) are over once a first turn is answered.
     await turn("warm-up");
     // A new session: its start lists its open turns (none) and its inbox (the message) from the
-    // store's mirror of those ranges (no iterator); the turn reads the session's meta (absent) to build the input, and its final
+    // store's mirror of those ranges (no iterator); the turn reads the session's meta to build the input, known
+    // absent (a key the store never saw: known.ts's absence filter), and its final
     // batch finds the meta the first checkpoint wrote in the store's cache; the tool journal is not read.
     // Synced: the inbox, then awaiting_model, awaiting_tools (carrying tool.started), awaiting_model
     // (carrying tools_completed), responded. Unsynced: tool.completed (the next synced batch covers it).
     const first = await turn("cost");
-    expect(first).toEqual({ "from memory": 3, "get sessions": 1, "synced batch": 5, batch: 1 });
+    expect(first).toEqual({ "from memory": 4, "synced batch": 5, batch: 1 });
 
-    // The same live session again: the messages appended since and its consolidation state are
-    // read; its meta (twice) comes from what the last turn wrote.
+    // The same live session again: the messages appended since are read; its meta (twice) comes
+    // from what the last turn wrote, and its consolidation state (never written) is known absent.
     const second = await turn("cost");
-    expect(second).toEqual({ "from memory": 2, "list sessions": 1, "get meta": 1, "synced batch": 5, batch: 1 });
+    expect(second).toEqual({ "from memory": 3, "list sessions": 1, "synced batch": 5, batch: 1 });
 
-    // And again: its consolidation state too is known now (read last turn, unchanged since).
+    // And again: the same.
     const third = await turn("cost");
     expect(third).toEqual({ "from memory": 3, "list sessions": 1, "synced batch": 5, batch: 1 });
   });

@@ -84,6 +84,10 @@ describe("file tools", () => {
     expect(await run("list_dir", {})).toBe("src/\nREADME.md");
     expect(await run("list_dir", { path: "src", recursive: true })).toBe("lib/\nlib/a.ts");
     expect(await run("list_dir", { path: "README.md" })).toMatch(/README.md is not a directory/);
+    expect(await run("list_dir", { path: "README.md", recursive: true })).toMatch(/README.md is not a directory/);
+    expect(await run("list_dir", { path: "nope" })).toMatch(/directory not found: nope/);
+    expect(await run("list_dir", { path: "nope", recursive: true })).toMatch(/directory not found: nope/);
+    expect(await run("list_dir", { path: "README.md/x" })).toMatch(/directory not found: README.md\/x|README.md\/x is not a directory/);
   });
 
   it("glob returns matches newest first and skips .git and node_modules", async () => {

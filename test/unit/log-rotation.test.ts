@@ -1,8 +1,9 @@
-import { existsSync } from "node:fs";
+import { appendFileSync, existsSync, renameSync } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createLogger, LOG_ROTATION } from "../../src/log/logger.js";
+import { CHECK_EVERY_MS, createRotatingFile } from "../../src/log/rotating-file.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
 const lines = async (file: string) => (await readFile(file, "utf8")).split("\n").filter(Boolean).map((l) => JSON.parse(l) as { n?: number; msg: string });
@@ -41,5 +42,36 @@ describe("log rotation", () => {
     agent.flush();
     expect((await lines(join(logsDir, "troupe.log"))).map((l) => l.msg)).toContain("agent after the rotation");
     expect((await stat(join(logsDir, "troupe.log"))).size).toBeLessThanOrEqual(2048);
+  });
+
+  it("follows what another process did to the file (rolled it away, wrote to it) within CHECK_EVERY_MS, not by a stat per line", async () => {
+    const logsDir = join(await tempDir(), "logs");
+    const file = join(logsDir, "troupe.log");
+    let clock = 0;
+    const writer = createRotatingFile(file, { maxBytes: 1024, maxFiles: 3 }, () => clock);
+    const line = (msg: string) => `${JSON.stringify({ msg })}\n`;
+    writer.write(line("first"));
+    // Another process rolls the file over, as the logger does, and starts a new one.
+    renameSync(file, `${file}.1`);
+    appendFileSync(file, line("the other process's line"));
+    // Within the interval the file is not looked at (no stat per line): the line goes on where it went.
+    writer.write(line("within the interval"));
+    clock += CHECK_EVERY_MS;
+    writer.write(line("after the rotation"));
+    expect((await lines(file)).map((l) => l.msg)).toEqual(["the other process's line", "after the rotation"]);
+    expect((await lines(`${file}.1`)).map((l) => l.msg)).toEqual(["first", "within the interval"]);
+    // Its lines count toward the cap once seen: the next line that would pass it rolls the file over.
+    appendFileSync(file, line("x".repeat(950)));
+    clock += CHECK_EVERY_MS;
+    writer.write(line("over the cap"));
+    expect((await lines(file)).map((l) => l.msg)).toEqual(["over the cap"]);
+    expect((await lines(`${file}.1`)).map((l) => l.msg.slice(0, 5))).toEqual(["the o", "after", "xxxxx"]);
+    // Removed by another process: started again.
+    const { rm } = await import("node:fs/promises");
+    await rm(file);
+    clock += CHECK_EVERY_MS;
+    writer.write(line("after the removal"));
+    expect((await lines(file)).map((l) => l.msg)).toEqual(["after the removal"]);
+    writer.end();
   });
 });

@@ -307,6 +307,26 @@ describe("the request body", () => {
     expect(JSON.parse(requestJson(body)).tools[0].function.name).toBe("read_file");
     expect(JSON.parse(requestJson({ ...body, tools: [...tools] })).tools[0].function.name).toBe("changed");
   });
+
+  it("is the body's JSON with long message texts (kept as JSON by their text), whatever they hold", () => {
+    const prompt = `You are "troupe" ✓\n\t${"\\ back-slash, \u2028 line separator, \ud83d\ude00 emoji, <tags> & quotes \"x\" ".repeat(40)}`;
+    const result = "x".repeat(5_000);
+    const messages = [
+      { role: "system", content: prompt },
+      { role: "user", content: "hi" },
+      { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "read_file", arguments: "{}" } }] },
+      { role: "tool", tool_call_id: "c1", name: "read_file", content: result },
+      { role: "user", content: [{ type: "text", text: "a part" }] },
+    ];
+    const body = { model: "m", messages, temperature: 0 };
+    expect(JSON.parse(requestJson(body))).toEqual(body);
+    // Asked again (the cached texts): the same bytes.
+    expect(requestJson(body)).toBe(JSON.stringify(JSON.parse(requestJson(body))));
+    // A new text (another turn's prompt) is its own.
+    const next = { ...body, messages: [{ role: "system", content: `${prompt} and more` }, ...messages.slice(1)] };
+    expect(JSON.parse(requestJson(next))).toEqual(next);
+    expect(JSON.parse(requestJson({ messages: [{ content: result }] }))).toEqual({ messages: [{ content: result }] });
+  });
 });
 
 describe("server-sent events", () => {

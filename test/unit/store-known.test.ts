@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { inboxDeleteOps, inboxPutOps, sessionInbox, type InboxRecord } from "../../src/store/inbox.js";
-import { createRangeMirror, createRecordCache } from "../../src/store/known.js";
+import { createAbsenceFilter, createRangeMirror, createRecordCache } from "../../src/store/known.js";
 import { appendMessagesOps, getSessionMeta, newSessionMeta } from "../../src/store/sessions.js";
 import { openStore, type Store } from "../../src/store/store.js";
 import { closeTurnOp, listOpenTurns, openTurnOp } from "../../src/store/turns.js";
@@ -18,8 +18,9 @@ describe("the store's reads of what it wrote (src/store/known.ts)", () => {
     const dir = join(await tmp(), "store");
     const store = await openStore(dir);
     try {
+      // Never written: known absent (a new session's first turn reads it), no LevelDB read.
       expect(await getSessionMeta(store, "api:a")).toBeUndefined();
-      expect(leveldbReads(store)).toBe(1);
+      expect(leveldbReads(store)).toBe(0);
       const { ops, meta } = appendMessagesOps(newSessionMeta("api:a", 1), [{ role: "user", content: "hi" }], "t1", 2);
       await store.batch(ops, { sync: true });
       const reads = leveldbReads(store);
@@ -28,10 +29,45 @@ describe("the store's reads of what it wrote (src/store/known.ts)", () => {
       await store.batch([{ type: "del", sublevel: "sessions", key: "meta:api:a" }], { sync: false });
       expect(await getSessionMeta(store, "api:a")).toBeUndefined();
       expect(leveldbReads(store)).toBe(reads);
-      expect(store.readStats.fromMemory).toBe(2);
+      expect(store.readStats.fromMemory).toBe(3);
     } finally {
       await store.close();
     }
+  });
+
+  it("knows a session's meta is absent without LevelDB only when it never saw the key: those stored before it opened are read", async () => {
+    const dir = join(await tmp(), "store");
+    let store = await openStore(dir);
+    const keys = Array.from({ length: 300 }, (_, i) => `api:s${i}`);
+    try {
+      for (const key of keys) await store.batch(appendMessagesOps(newSessionMeta(key, 1), [{ role: "user", content: "hi" }], "t1", 2).ops, { sync: false });
+      await store.close();
+      // A new process: the filter is built from the keys LevelDB holds; its record cache is empty.
+      store = await openStore(dir);
+      for (const key of keys) expect((await getSessionMeta(store, key))?.key).toBe(key);
+      expect(leveldbReads(store)).toBe(keys.length);
+      const before = leveldbReads(store);
+      for (let i = 0; i < 300; i++) expect(await getSessionMeta(store, `api:new${i}`)).toBeUndefined();
+      // Nearly all answered from memory (a false positive of the filter is read from LevelDB).
+      expect(leveldbReads(store) - before).toBeLessThan(5);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("an absence filter never calls a key it was given absent, and knows nothing before it is built", () => {
+    const filter = createAbsenceFilter(["!sessions!meta:"], 1 << 16);
+    expect(filter.absent("!sessions!meta:a")).toBe(false);
+    filter.add(["!sessions!meta:a"]);
+    filter.built();
+    const seen = Array.from({ length: 2_000 }, (_, i) => `!sessions!meta:k${i}`);
+    filter.writing(seen.map((key) => ({ type: "put" as const, key, value: "{}" })));
+    for (const key of ["!sessions!meta:a", ...seen]) expect(filter.absent(key)).toBe(false);
+    // Not covered: never said absent.
+    expect(filter.absent("!turns!x")).toBe(false);
+    // A deletion does not take a key out.
+    filter.writing([{ type: "del", key: "!sessions!meta:gone" }]);
+    expect(filter.absent("!sessions!meta:gone")).toBe(true);
   });
 
   it("lists a session's inbox and open turns from its mirror, kept by every write and rebuilt at open", async () => {
@@ -109,13 +145,14 @@ describe("the store's reads of what it wrote (src/store/known.ts)", () => {
 
 describe("an unsynced batch while a synced write is in flight", () => {
   const tmp = useTempDirs();
-  it("rides with the next synced group (no write of its own); with none in flight it is written at once", async () => {
+  it("rides with the synced group forming (no write of its own); with none forming it is written on its own", async () => {
     const store = await openStore(join(await tmp(), "store"));
     try {
       const first = store.batch([{ type: "put", sublevel: "journal", key: "a", value: 1 }], { sync: true });
       const rider = store.batch([{ type: "put", sublevel: "journal", key: "b", value: 2 }]);
       await Promise.all([first, rider]);
-      expect(store.commitStats).toMatchObject({ requests: 1, writes: 2, joined: 1 });
+      // One write: the synced batch and its rider, taken together at the end of the loop's turn.
+      expect(store.commitStats).toMatchObject({ requests: 1, writes: 1, joined: 1 });
       expect(store.unsyncedStats.requests).toBe(0);
       await store.batch([{ type: "put", sublevel: "journal", key: "c", value: 3 }]);
       expect(store.unsyncedStats.requests).toBe(1);

@@ -194,10 +194,34 @@ describe("store", () => {
       calls++;
       if (ops.includes(13)) throw new Error("disk full");
     });
-    const results = await Promise.allSettled([gc.commit([1]), gc.commit([13]), gc.commit([2])]);
-    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "rejected"]);
+    await gc.commit([1]);
+    const results = await Promise.allSettled([gc.commit([13]), gc.commit([2])]);
+    expect(results.map((r) => r.status)).toEqual(["rejected", "rejected"]);
     await gc.commit([3]);
     expect(calls).toBe(3);
+  });
+
+  it("group commit writes the requests made in one turn of the event loop together, the first one included", async () => {
+    const writes: number[][] = [];
+    const gc = createGroupCommit<number>(async (ops) => void writes.push(ops));
+    // Made one after the other in the same turn: written at once, the first would have gone alone (two fsyncs).
+    await Promise.all([gc.commit([1]), gc.commit([2]), gc.commit([3])]);
+    expect(writes).toEqual([[1, 2, 3]]);
+    expect(gc.stats).toMatchObject({ requests: 3, writes: 1, largestGroup: 3 });
+    // Requests that arrive while a write is in flight still wait for it and then go out together.
+    let release!: () => void;
+    const slow = createGroupCommit<number>(async (ops) => {
+      writes.push(ops);
+      if (ops.includes(4)) await new Promise<void>((resolve) => (release = resolve));
+    });
+    writes.length = 0;
+    const first = slow.commit([4]);
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    const later = [slow.commit([5]), slow.commit([6])];
+    release();
+    await Promise.all([first, ...later]);
+    expect(writes).toEqual([[4], [5, 6]]);
   });
 
   it("names the process holding the store instead of LEVEL_LOCKED", async () => {

@@ -3,7 +3,7 @@ import { relative } from "node:path";
 import { z } from "zod";
 import { defineTool } from "../contract.js";
 import { displayPath, resolveToolPath, type Sandbox } from "../sandbox.js";
-import { assertDirectory, findFiles, NOISE_DIRS } from "./walk.js";
+import { assertDirectory, directoryError, findFiles, NOISE_DIRS } from "./walk.js";
 
 export function listDirTool(sandbox: Sandbox) {
   return defineTool({
@@ -18,13 +18,16 @@ export function listDirTool(sandbox: Sandbox) {
     async execute({ path, recursive, max_entries }) {
       const dir = resolveToolPath(sandbox, path, "read");
       const shown = displayPath(sandbox, dir);
-      await assertDirectory(dir, shown);
       let entries: string[];
       if (recursive) {
+        await assertDirectory(dir, shown);
         const found = await findFiles(sandbox, dir, "**/*", { directories: true });
         entries = found.map((p) => relative(dir, p) + (p.endsWith("/") ? "/" : "")).sort();
       } else {
-        const dirents = await readdir(dir, { withFileTypes: true });
+        // A missing path or a file is told by the read itself, without a stat first.
+        const dirents = await readdir(dir, { withFileTypes: true }).catch((err: unknown) => {
+          throw directoryError(err, shown);
+        });
         entries = dirents
           .filter((d) => !NOISE_DIRS.includes(d.name))
           .sort((a, b) => Number(b.isDirectory()) - Number(a.isDirectory()) || a.name.localeCompare(b.name))

@@ -33,6 +33,18 @@ export async function findFiles(
   return keepReachable(sandbox, found, "read");
 }
 
+/**
+ * The ToolError a directory read failed with when the path is missing or not a directory (what
+ * assertDirectory says before a read), else the error itself: a reader that handles these needs no
+ * stat of its own first (one thread-pool round trip less).
+ */
+export function directoryError(err: unknown, shown: string): unknown {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === "ENOTDIR") return new ToolError(`${shown} is not a directory`);
+  if (code === "ENOENT" || code === "ELOOP" || code === "ENAMETOOLONG") return new ToolError(`directory not found: ${shown}`);
+  return err;
+}
+
 export async function assertDirectory(path: string, shown: string): Promise<void> {
   const info = await stat(path).catch(() => undefined);
   if (!info) throw new ToolError(`directory not found: ${shown}`);
