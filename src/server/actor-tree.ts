@@ -150,6 +150,8 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
       const { id, kind } = readable(ref, parentTracked, isRoot, systemRoot);
       const logic = ref.logic;
       const attach = isRoot && systemRoot ? (under ?? opts.attachTo?.(id)) : undefined;
+      // A state machine's logic has a config; its id is the machine's name. Other logic is named by its key.
+      const machine = logic?.config && logic.id ? logic.id : null;
       const t: Tracked = {
         ref,
         id,
@@ -157,9 +159,10 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
         attach,
         parentId: parent ? (parentTracked?.id ?? null) : (attach ?? null),
         kind,
-        // A state machine's logic has a config; its id is the machine's name. Other logic is named by its key.
-        machine: logic?.config && logic.id ? logic.id : null,
-        state: "starting",
+        machine,
+        // Other logic (a promise, a callback: the effects) is active from its first snapshot: its spawn
+        // says so, and no starting → active change is published for each of them (six a turn).
+        state: machine ? "starting" : "active",
         since: now(),
         children: new Set(),
         childIds: new Map(),
