@@ -118,7 +118,11 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
   const actors = new Map<string, Tracked>();
   let rootSession: string | undefined;
   /** What XState reported and what the tree made of it (the bench prints these per turn). */
-  const stats = { inspectionEvents: 0, actorsSpawned: 0 };
+  const stats = { inspectionEvents: 0, actorsSpawned: 0, published: 0 };
+  const publish = (event: BusEvent) => {
+    stats.published++;
+    bus.publish(event);
+  };
 
   const remove = (sessionId: string) => {
     const t = actors.get(sessionId);
@@ -129,7 +133,7 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
     if (t.unread && t.lastState) settle(t.lastState, t.unread);
     t.unread = undefined;
     t.lastState = undefined;
-    bus.publish({ type: "actor_stopped", actorId: t.id, parentId: t.parentId, kind: t.kind, machine: t.machine, state: t.state, at: now() });
+    publish({ type: "actor_stopped", actorId: t.id, parentId: t.parentId, kind: t.kind, machine: t.machine, state: t.state, at: now() });
   };
 
   function readable(ref: Internals, parent: Tracked | undefined, isRoot: boolean, systemRoot: string | undefined): { id: string; kind: string } {
@@ -182,7 +186,7 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
       stats.actorsSpawned++;
       parentTracked?.children.add(ref.sessionId);
       parentTracked?.childIds.set(ref.sessionId, ref.id);
-      bus.publish({ type: "actor_spawned", actorId: t.id, parentId: t.parentId, kind: t.kind, machine: t.machine, state: t.state, at: now() });
+      publish({ type: "actor_spawned", actorId: t.id, parentId: t.parentId, kind: t.kind, machine: t.machine, state: t.state, at: now() });
       return;
     }
     const t = actors.get(ref.sessionId);
@@ -192,7 +196,7 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
       // What reaches machines, not the init of every effect.
       if (t.machine && typeof type === "string" && type !== "xstate.init") {
         const source = event.sourceRef ? actors.get(event.sourceRef.sessionId)?.id ?? null : null;
-        bus.publish({ type: "actor_event", actorId: t.id, parentId: t.parentId, kind: t.kind, machine: t.machine, state: t.state, at: now(), event: type, source });
+        publish({ type: "actor_event", actorId: t.id, parentId: t.parentId, kind: t.kind, machine: t.machine, state: t.state, at: now(), event: type, source });
       }
       return;
     }
@@ -229,8 +233,8 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
           error,
         };
         t.lastState = changed;
-        bus.publish(changed);
-      } else bus.publish({ type: "actor_state", actorId: t.id, parentId: t.parentId, kind: t.kind, machine: t.machine, state, at: t.since, from, event: on, snapshot: null, error });
+        publish(changed);
+      } else publish({ type: "actor_state", actorId: t.id, parentId: t.parentId, kind: t.kind, machine: t.machine, state, at: t.since, from, event: on, snapshot: null, error });
     }
     // Most events change no child: the diff runs only when the children object is a new one.
     if (snap.children && snap.children !== t.seen) {
