@@ -1,6 +1,6 @@
 import { fromPromise } from "xstate";
 import type { Logger } from "pino";
-import { concatMap, debounceTime, filter, groupBy, map, mergeMap, Subject, type Subscription } from "rxjs";
+import { concatMap, filter, map, Subject, type Subscription } from "rxjs";
 import type { Bus } from "../src/bus/index.js";
 import { DeliveryRejectedError, type Channel, type ChannelInbound } from "../src/channels/channel.js";
 import { StoreUnavailableError } from "../src/store/health.js";
@@ -23,9 +23,6 @@ export interface ChannelActorDeps {
   /** Told when a channel has started (connected, or retrying its platform): daemon start waits for it. */
   onStarted?: (name: string) => void;
 }
-
-/** How long a chat's delivery group stays open without a message (channels delivering to many chats at once). */
-const CHAT_GROUP_IDLE_MS = 5_000;
 
 /** Wait before retry number `attempt` (1-based): doubling from 1 s, at most 5 minutes. */
 export const retryDelay = (attempt: number, baseMs = 1_000) => Math.min(300_000, baseMs * 2 ** Math.max(0, attempt - 1));
@@ -52,6 +49,29 @@ export function createChannelActor(deps: ChannelActorDeps) {
     /** Resolves when every stopped channel actor has finished its in-flight delivery and stopped its channel. */
     drain: async () => void (await Promise.allSettled([...lives])),
   };
+
+  /**
+   * In order within a chat, chats side by side: each chat's deliveries chain on its last one, and a
+   * chat leaves the map when its chain is done, so chats do not pile up. (An rxjs groupBy made a
+   * group, a debounce timer and an inner subscription per chat: per reply, with a new chat each.)
+   * Nothing queued starts once the channel stops (`stopped`).
+   */
+  function inOrderPerChat(track: (record: OutboxRecord) => Promise<void>) {
+    const chains = new Map<string, Promise<void>>();
+    let stopped = false;
+    return {
+      next(record: OutboxRecord) {
+        const run = () => (stopped ? undefined : track(record));
+        const previous = chains.get(record.chatId);
+        const chain = (previous ? previous.then(run, run) : (run() ?? Promise.resolve())).catch(() => undefined);
+        chains.set(record.chatId, chain);
+        void chain.then(() => {
+          if (chains.get(record.chatId) === chain) chains.delete(record.chatId);
+        });
+      },
+      stop: () => void (stopped = true),
+    };
+  }
 
   async function runChannel(input: { name: string }, signal: AbortSignal): Promise<void> {
     const channel = deps.channels.get(input.name);
@@ -154,16 +174,12 @@ export function createChannelActor(deps: ChannelActorDeps) {
         busy.add(delivery);
         return delivery.finally(() => busy.delete(delivery));
       };
-      subs.push(
-        (channel.parallelChats
-          ? // In order within a chat; chats side by side. A chat's group ends once idle, so groups do not pile up.
-            queue.pipe(
-              groupBy((r) => r.chatId, { duration: (chat) => chat.pipe(debounceTime(CHAT_GROUP_IDLE_MS)) }),
-              mergeMap((chat) => chat.pipe(concatMap(track))),
-            )
-          : queue.pipe(concatMap(track))
-        ).subscribe(),
-      );
+      if (channel.parallelChats) {
+        const perChat = inOrderPerChat(track);
+        const sub = queue.subscribe((record) => perChat.next(record));
+        sub.add(perChat.stop);
+        subs.push(sub);
+      } else subs.push(queue.pipe(concatMap(track)).subscribe());
       pending.forEach((r) => queue.next(r));
       const held = early;
       early = undefined;

@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import type { Config } from "../src/config/schema.js";
 import { buildSystemPrompt, runtimeContextBlock } from "../src/context/prompt.js";
 import { userMessageWithMedia } from "../src/context/media.js";
@@ -73,7 +73,11 @@ export const HELP_TEXT = [
 export const PROMPT_TTL_MS = 2_000;
 
 /** Time-ordered, unique turn ids. */
-export const newTurnId = (now: number) => `${now.toString(36).padStart(9, "0")}-${randomBytes(4).toString("hex")}`;
+/**
+ * Time (sortable) and 8 random hex digits: a v4 UUID's first group, 32 random bits as randomBytes(4)
+ * gave, from Node's batched UUID entropy (randomBytes took a synchronous entropy call per turn).
+ */
+export const newTurnId = (now: number) => `${now.toString(36).padStart(9, "0")}-${randomUUID().slice(0, 8)}`;
 
 
 /**

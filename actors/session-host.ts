@@ -11,6 +11,11 @@ export interface SessionHostOptions {
   inspect?: (id: string) => ((event: InspectionEvent) => void) | undefined;
   /** Called when the current actor of an id ends by itself (not when it is stopped or replaced). */
   onEnd: (end: SessionEnd) => void;
+  /**
+   * Called once for every session actor that is gone (ended, failed, stopped or replaced): gives back
+   * what it held outside XState (its turn slot), which no exit action does for an actor that is stopped.
+   */
+  onGone?: (actor: AnyActorRef) => void;
 }
 
 /**
@@ -44,10 +49,14 @@ export function createSessionHost(opts: SessionHostOptions) {
     };
     actor.subscribe({
       complete: () => {
+        opts.onGone?.(actor);
         const snapshot = actor.getSnapshot() as { status: string; output?: unknown };
         if (snapshot.status === "done") ended({ type: "session.done", id, output: snapshot.output });
       },
-      error: (error) => ended({ type: "session.error", id, error }),
+      error: (error) => {
+        opts.onGone?.(actor);
+        ended({ type: "session.error", id, error });
+      },
     });
     actor.start();
   }

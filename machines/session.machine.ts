@@ -1,4 +1,4 @@
-import { assign, enqueueActions, sendTo, setup, type CallbackActorLogic, type PromiseActorLogic } from "xstate";
+import { assign, enqueueActions, sendTo, setup, type AnyActorRef, type CallbackActorLogic, type PromiseActorLogic } from "xstate";
 import { notProvided } from "./not-provided.js";
 import { MAX_INJECTED_PER_TURN, turnMachine, type TurnActorLogic, type TurnOutput, type TurnStart } from "./turn.machine.js";
 
@@ -6,7 +6,9 @@ import { MAX_INJECTED_PER_TURN, turnMachine, type TurnActorLogic, type TurnOutpu
  * One conversation (session key). Turns run one at a time; while one runs, new messages are
  * injected into it (up to MAX_INJECTED_PER_TURN, taken at its next model-call boundary) and the rest
  * queue. /stop cancels the running turn; /help and /status answer at once, even while busy. A turn
- * waits for a slot of the daemon-wide turn limit first. Idle sessions end (passivate): their state
+ * holds a slot of the daemon-wide turn limit: a free one is taken at once (the composition's
+ * `takeSlot`, no actor), else the session waits for one (`slot`); `active` gives it back when it
+ * exits (`releaseSlot`). Idle sessions end (passivate): their state
  * is in LevelDB and the supervisor spawns them again on the next message.
  *
  * The turn is this machine's child (invoked as "turn", stopped with the session). The composition
@@ -80,6 +82,12 @@ export type SessionEvent =
   /** One of the turn's checkpoints could not be written (sent by the composition). */
   | { type: "turn.failed"; turnId: string; error: string };
 
+export interface SlotInput {
+  sessionKey: string;
+  /** The session actor that holds the slot once it is granted. */
+  owner: AnyActorRef;
+}
+
 export interface NoticeParams {
   sessionKey: string;
   message: SessionMessage;
@@ -101,8 +109,11 @@ export const sessionMachine = setup({
     output: {} as SessionOutput,
   },
   actors: {
-    /** Holds one slot of agents.defaults.maxConcurrentTurns while invoked; sends slot.granted. */
-    slot: notProvided<CallbackActorLogic<SessionEvent, { sessionKey: string }>>("session", "slot", "callback"),
+    /**
+     * Waits for a slot of agents.defaults.maxConcurrentTurns when none was free; sends slot.granted
+     * once `owner` holds it (until `releaseSlot`). Stopped before that, it gives up its place.
+     */
+    slot: notProvided<CallbackActorLogic<SessionEvent, SlotInput>>("session", "slot", "callback"),
     /** Answers a queued command (/new), or builds the turn for a message, or loads the interrupted turn. */
     prepareTurn: notProvided<PromiseActorLogic<PreparedTurn, PrepareTurnInput>>("session", "prepareTurn"),
     /** The turn machine, checkpointed at every transition (supplied by the composition). */
@@ -124,6 +135,10 @@ export const sessionMachine = setup({
      * or `turn.failed`: one event, not an actor per turn. Supplied by the composition.
      */
     watchTurn: (_, _params: { sessionKey: string; turnId: string }) => {},
+    /** Takes a free turn slot for this session (after `slotFree`). Supplied by the composition. */
+    takeSlot: () => {},
+    /** Gives back the turn slot this session holds, if any. Supplied by the composition. */
+    releaseSlot: () => {},
     /** Hands a message to the running turn (as the model will see it, images included). Supplied by the composition. */
     inject: (_, _params: { message: SessionMessage }) => {},
     enqueue: assign({
@@ -146,6 +161,8 @@ export const sessionMachine = setup({
     ofThisTurn: ({ context, event }) => (event.type === "turn.settled" || event.type === "turn.failed") && event.turnId === context.turnId,
     /** The store is failing (supplied by the composition). */
     storeDown: () => false,
+    /** A turn slot is free now, nobody waiting for one (supplied by the composition; without it a session always waits for `slot`). */
+    slotFree: () => false,
   },
   delays: {
     idle: ({ context }) => context.idleMs,
@@ -205,8 +222,9 @@ export const sessionMachine = setup({
     },
     active: {
       // The slot is held for the whole of one turn; between turns it is given back, so sessions take turns fairly.
-      invoke: { src: "slot", input: ({ context }) => ({ sessionKey: context.sessionKey }) },
-      initial: "waiting",
+      // (An actor stopped while active runs no exit action: its host gives the slot back then.)
+      exit: "releaseSlot",
+      initial: "claiming",
       on: {
         message: [
           {
@@ -224,7 +242,12 @@ export const sessionMachine = setup({
         ],
       },
       states: {
+        // A free slot is taken at once, with no actor and no event; only a session that has to wait invokes `slot`.
+        claiming: {
+          always: [{ guard: "slotFree", target: "preparing", actions: "takeSlot" }, { target: "waiting" }],
+        },
         waiting: {
+          invoke: { src: "slot", input: ({ context, self }) => ({ sessionKey: context.sessionKey, owner: self }) },
           on: { "slot.granted": "preparing" },
         },
         preparing: {

@@ -15,7 +15,7 @@ import { listSessions } from "./store/sessions.js";
 import { createDreamRuntime, type DreamRuntime } from "../actors/dream.js";
 import { createLoadSession } from "../actors/load-session.js";
 import { createSessionTurns, replyRecord } from "../actors/session-turn.js";
-import { createSlot } from "../actors/slot.js";
+import { createSlots } from "../actors/slot.js";
 import { createSubagentPool, type SubagentPool } from "../actors/subagents.js";
 import { userMessageWithMedia } from "./context/media.js";
 import { sessionMachine, type SessionMessage } from "../machines/session.machine.js";
@@ -317,15 +317,17 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     toolsReady: mcpHub && (() => mcpHub.firstAttempts(opts.mcpConnectTimeoutMs ?? 30_000)),
   });
   const storeDown = () => store.health.state === "failing";
+  const slots = createSlots(limiter);
   const session = sessionMachine.provide({
-    guards: { storeDown },
+    guards: { storeDown, ...slots.guards },
     actors: {
-      slot: createSlot(limiter),
+      slot: slots.slot,
       prepareTurn: sessionTurns.prepareTurn,
       turn: sessionTurns.turn,
       loadSession: createLoadSession(store),
     },
     actions: {
+      ...slots.actions,
       watchTurn: sessionTurns.watchTurn,
       notify: (_, { sessionKey, message, text }) => void notice(sessionKey, message, text),
       stop: (_, { sessionKey, message, text, idle }) =>
@@ -402,6 +404,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   const sessions = createSessionHost({
     logic: session,
     inspect: (id) => tree.inspectRoot(id, "supervisor"),
+    onGone: slots.release,
     onEnd: (end) => {
       // The session's history is kept while its actor lives (the consolidator's view), not past it.
       conversation.forget(sessionKeyOfActor(end.id));

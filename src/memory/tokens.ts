@@ -116,19 +116,23 @@ export const exactCost = (n: number): TokenCost => ({ bound: n, exact: () => n }
  * The tool schemas as the model is sent them, kept per list: the registry hands out the same list
  * until its tools change (a new list then), and a turn costs it several times.
  */
-const toolsJson = new WeakMap<ToolSchema[], string>();
-function jsonOf(tools: ToolSchema[]): string {
-  if (!tools.length) return "";
-  let json = toolsJson.get(tools);
-  if (json === undefined) toolsJson.set(tools, (json = JSON.stringify(tools)));
-  return json;
+const toolsJson = new WeakMap<ToolSchema[], { json: string; bound: number }>();
+function jsonOf(tools: ToolSchema[]): { json: string; bound: number } {
+  if (!tools.length) return { json: "", bound: 0 };
+  let known = toolsJson.get(tools);
+  // Its byte bound too: the schemas' JSON (kilobytes) was measured again for every model call.
+  if (known === undefined) {
+    const json = JSON.stringify(tools);
+    toolsJson.set(tools, (known = { json, bound: textTokensBound(json) }));
+  }
+  return known;
 }
 
 /** The cost of texts and tool schemas that go into a request whole (system prompt, user message, tools). */
 export function fixedCost(texts: string[], tools: ToolSchema[] = []): TokenCost {
-  const json = jsonOf(tools);
+  const { json, bound } = jsonOf(tools);
   return {
-    bound: texts.reduce((n, t) => n + textTokensBound(t), 0) + textTokensBound(json),
+    bound: texts.reduce((n, t) => n + textTokensBound(t), 0) + bound,
     exact: () => texts.reduce((n, t) => n + textTokens(t), 0) + (json ? textTokens(json) : 0),
   };
 }

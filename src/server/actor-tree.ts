@@ -33,8 +33,9 @@ interface Tracked {
   seen?: Record<string, AnyActorRef>;
   /** Each tracked child's id under its parent (the key in the snapshot's children). */
   childIds: Map<string, string>;
-  /** Its last state event, and that state's status, while its snapshot may not have been read (so not yet redacted). */
-  unread?: { event: StateEvent; status: string | null };
+  /** Its last state event's snapshot, while it may not have been read (so not yet redacted), and that event. */
+  unread?: LazySnapshot;
+  lastState?: StateEvent;
 }
 
 type StateEvent = Extract<BusEvent, { type: "actor_state" }>;
@@ -44,26 +45,37 @@ type Snapshot = NonNullable<StateEvent["snapshot"]>;
 export const SUPERSEDED = "(not kept: a later state replaced it before anyone read it)";
 
 /**
- * Sets the event's snapshot to be made when first read: redacting every snapshot of every actor
- * cost CPU on every state change, and most are never looked at (no inspector connected).
+ * A state event's snapshot, made when first read: redacting every snapshot of every actor cost CPU
+ * on every state change, and most are never looked at (no inspector connected). The event reads it
+ * through a getter of its own object literal; superseding it (a later state of the actor, unread)
+ * only swaps what the getter returns, with no property redefined (Object.defineProperty per state
+ * change turned each event into a slow dictionary object).
  */
-function lazySnapshot(event: StateEvent, make: () => Snapshot): void {
-  Object.defineProperty(event, "snapshot", {
-    enumerable: true,
-    configurable: true,
-    get() {
-      const snapshot = make();
-      settle(event, snapshot);
-      return snapshot;
-    },
-  });
+class LazySnapshot {
+  private value: Snapshot | null = null;
+  constructor(
+    private make: (() => Snapshot) | undefined,
+    readonly status: string | null,
+  ) {}
+  get(): Snapshot | null {
+    if (this.make) {
+      this.value = this.make();
+      this.make = undefined;
+    }
+    return this.value;
+  }
+  /** Replaced by a later state before anyone read it: a short note, and the context is let go. */
+  supersede(): void {
+    if (!this.make) return;
+    this.make = undefined;
+    this.value = { status: this.status, context: SUPERSEDED };
+  }
 }
 
-const settle = (event: StateEvent, snapshot: Snapshot) =>
-  Object.defineProperty(event, "snapshot", { value: snapshot, enumerable: true, configurable: true, writable: true });
-
-/** Whether the event's snapshot is still to be made (nobody has read it). */
-const unread = (event: StateEvent) => typeof Object.getOwnPropertyDescriptor(event, "snapshot")?.get === "function";
+/** The event's snapshot made now and kept as a plain value (an actor's last state, when it stops). */
+function settle(event: StateEvent, lazy: LazySnapshot): void {
+  Object.defineProperty(event, "snapshot", { value: lazy.get(), enumerable: true, configurable: true, writable: true });
+}
 
 /** "active.running" for a nested machine state; the actor status for other logic (and for a machine stopped or failed). */
 const flat = (v: unknown): string =>
@@ -106,9 +118,11 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
   const actors = new Map<string, Tracked>();
   let rootSession: string | undefined;
   /** What XState reported and what the tree made of it (the bench prints these per turn). */
-  const stats = { inspectionEvents: 0, actorsSpawned: 0 };
-
-  const base = (t: Tracked) => ({ actorId: t.id, parentId: t.parentId, kind: t.kind, machine: t.machine, state: t.state, at: now() });
+  const stats = { inspectionEvents: 0, actorsSpawned: 0, published: 0 };
+  const publish = (event: BusEvent) => {
+    stats.published++;
+    bus.publish(event);
+  };
 
   const remove = (sessionId: string) => {
     const t = actors.get(sessionId);
@@ -116,9 +130,10 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
     t.children.forEach(remove);
     actors.delete(sessionId);
     // Its last snapshot is made now, so the stopped actor's context is not held on to by the event log.
-    if (t.unread && unread(t.unread.event)) void t.unread.event.snapshot;
+    if (t.unread && t.lastState) settle(t.lastState, t.unread);
     t.unread = undefined;
-    bus.publish({ type: "actor_stopped", ...base(t) });
+    t.lastState = undefined;
+    publish({ type: "actor_stopped", actorId: t.id, parentId: t.parentId, kind: t.kind, machine: t.machine, state: t.state, at: now() });
   };
 
   function readable(ref: Internals, parent: Tracked | undefined, isRoot: boolean, systemRoot: string | undefined): { id: string; kind: string } {
@@ -150,6 +165,8 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
       const { id, kind } = readable(ref, parentTracked, isRoot, systemRoot);
       const logic = ref.logic;
       const attach = isRoot && systemRoot ? (under ?? opts.attachTo?.(id)) : undefined;
+      // A state machine's logic has a config; its id is the machine's name. Other logic is named by its key.
+      const machine = logic?.config && logic.id ? logic.id : null;
       const t: Tracked = {
         ref,
         id,
@@ -157,9 +174,10 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
         attach,
         parentId: parent ? (parentTracked?.id ?? null) : (attach ?? null),
         kind,
-        // A state machine's logic has a config; its id is the machine's name. Other logic is named by its key.
-        machine: logic?.config && logic.id ? logic.id : null,
-        state: "starting",
+        machine,
+        // Other logic (a promise, a callback: the effects) is active from its first snapshot: its spawn
+        // says so, and no starting → active change is published for each of them (six a turn).
+        state: machine ? "starting" : "active",
         since: now(),
         children: new Set(),
         childIds: new Map(),
@@ -168,7 +186,7 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
       stats.actorsSpawned++;
       parentTracked?.children.add(ref.sessionId);
       parentTracked?.childIds.set(ref.sessionId, ref.id);
-      bus.publish({ type: "actor_spawned", ...base(t) });
+      publish({ type: "actor_spawned", actorId: t.id, parentId: t.parentId, kind: t.kind, machine: t.machine, state: t.state, at: now() });
       return;
     }
     const t = actors.get(ref.sessionId);
@@ -178,7 +196,7 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
       // What reaches machines, not the init of every effect.
       if (t.machine && typeof type === "string" && type !== "xstate.init") {
         const source = event.sourceRef ? actors.get(event.sourceRef.sessionId)?.id ?? null : null;
-        bus.publish({ type: "actor_event", ...base(t), event: type, source });
+        publish({ type: "actor_event", actorId: t.id, parentId: t.parentId, kind: t.kind, machine: t.machine, state: t.state, at: now(), event: type, source });
       }
       return;
     }
@@ -190,24 +208,33 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
       t.state = state;
       t.since = now();
       const cause = (event.event as { type?: unknown } | undefined)?.type;
-      const changed: StateEvent = {
-        type: "actor_state",
-        ...base(t),
-        from,
-        event: typeof cause === "string" ? cause : null,
-        snapshot: null,
-        error: snap.status === "error" ? String(snap.error instanceof Error ? snap.error.message : snap.error) : null,
-      };
+      const error = snap.status === "error" ? String(snap.error instanceof Error ? snap.error.message : snap.error) : null;
+      const on = typeof cause === "string" ? cause : null;
       if (t.machine) {
         // The previous state's snapshot, if nobody read it, is not made at all; this one is made when read.
-        const previous = t.unread;
-        if (previous && unread(previous.event)) settle(previous.event, { status: previous.status, context: SUPERSEDED });
+        t.unread?.supersede();
         const status = snap.status ?? null;
         const context = snap.context;
-        lazySnapshot(changed, () => ({ status, context: redact(context) }));
-        t.unread = { event: changed, status };
-      }
-      bus.publish(changed);
+        const lazy = new LazySnapshot(() => ({ status, context: redact(context) }), status);
+        t.unread = lazy;
+        const changed: StateEvent = {
+          type: "actor_state",
+          actorId: t.id,
+          parentId: t.parentId,
+          kind: t.kind,
+          machine: t.machine,
+          state,
+          at: t.since,
+          from,
+          event: on,
+          get snapshot() {
+            return lazy.get();
+          },
+          error,
+        };
+        t.lastState = changed;
+        publish(changed);
+      } else publish({ type: "actor_state", actorId: t.id, parentId: t.parentId, kind: t.kind, machine: t.machine, state, at: t.since, from, event: on, snapshot: null, error });
     }
     // Most events change no child: the diff runs only when the children object is a new one.
     if (snap.children && snap.children !== t.seen) {

@@ -132,7 +132,7 @@ async function overheadScenario() {
   }
   console.log(`synced batches        ${steady.syncedPerTurn.toFixed(1)} per turn (inbox, checkpoints, tool.started, the reply's delivery)`);
   console.log(`LevelDB calls         ${steady.readsPerTurn.toFixed(2)} reads (gets, iterators) and ${steady.writesPerTurn.toFixed(2)} writes per turn (batches coalesced across sessions)`);
-  console.log(`actors                ${steady.actorsPerTurn.toFixed(1)} spawned per turn, ${steady.inspectionPerTurn.toFixed(0)} inspection events per turn (a session's start included)`);
+  console.log(`actors                ${steady.actorsPerTurn.toFixed(1)} spawned per turn, ${steady.inspectionPerTurn.toFixed(0)} inspection events per turn (a session's start included), ${steady.publishedPerTurn.toFixed(0)} of them published (spawns, stops, state changes, machines' events)`);
   record({ figure: "CPU per turn, 1,000 sessions, zero-latency model", target: "≤ 1.5 ms", measured: `${steady.cpuPerTurn.toFixed(2)} ms (first burst ${first.cpuPerTurn.toFixed(2)} ms)`, pass: steady.cpuPerTurn <= 1.5 });
   await daemon.shutdown();
   model.stop();
@@ -176,6 +176,7 @@ async function measuredBurst(daemon: Daemon, prefix: string) {
     writesPerTurn: (writes() - before.writes) / n,
     actorsPerTurn: (daemon.tree.stats.actorsSpawned - before.tree.actorsSpawned) / n,
     inspectionPerTurn: (daemon.tree.stats.inspectionEvents - before.tree.inspectionEvents) / n,
+    publishedPerTurn: (daemon.tree.stats.published - before.tree.published) / n,
   };
 }
 

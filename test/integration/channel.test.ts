@@ -168,6 +168,46 @@ describe("channel actor: start-up and per-part progress", () => {
       { id: "p1", delivered: [0, 1] },
     ]);
   });
+
+  it("a channel that delivers chats side by side keeps each chat in order, and starts nothing queued once stopped", async () => {
+    store = await openStore(join(await tmp(), "store"));
+    const s = store;
+    const sent: string[] = [];
+    const gates = new Map<string, () => void>();
+    const channel: Channel = {
+      name: "fake",
+      parallelChats: true,
+      start: async () => {},
+      stop: async () => {},
+      // Each send waits until the test lets that message through.
+      send: (r) => new Promise<void>((resolve) => gates.set(r.content, () => (sent.push(r.content), resolve()))),
+    };
+    const { actor, bus } = run(channel, s);
+    const to = (chatId: string, id: string) => ({ ...record(id, id), chatId });
+    await queueDelivery(s, bus, to("a", "a1"));
+    await queueDelivery(s, bus, to("a", "a2"));
+    await queueDelivery(s, bus, to("b", "b1"));
+    // b's reply is not held up by a's; a's second waits for its first.
+    await until(() => gates.has("a1") && gates.has("b1"), 5_000, "a1 and b1 under way");
+    expect(gates.has("a2")).toBe(false);
+    gates.get("b1")!();
+    await until(() => wasDelivered(s, "b1"), 5_000, "b1 delivered");
+    expect(gates.has("a2")).toBe(false);
+    gates.get("a1")!();
+    await until(() => gates.has("a2"), 5_000, "a2 under way once a1 was accepted");
+    gates.get("a2")!();
+    await until(() => wasDelivered(s, "a2"), 5_000, "a2 delivered");
+    expect(sent).toEqual(["b1", "a1", "a2"]);
+    // Stopped with a3 under way and a4 queued behind it: a4 is not started (it stays in the outbox for the next start).
+    await queueDelivery(s, bus, to("a", "a3"));
+    await queueDelivery(s, bus, to("a", "a4"));
+    await until(() => gates.has("a3"), 5_000, "a3 under way");
+    actor.stop();
+    gates.get("a3")!();
+    await sleep(100);
+    expect(gates.has("a4")).toBe(false);
+    expect((await pendingOutbox(s, "fake")).map((r) => r.deliveryId)).toContain("a4");
+  });
 });
 
 describe("daemon shutdown with a delivery in flight", () => {

@@ -1,4 +1,4 @@
-import { assign, createActor, setup } from "xstate";
+import { assign, createActor, fromPromise, setup } from "xstate";
 import { describe, expect, it } from "vitest";
 import { createBus, type BusEvent } from "../../src/bus/index.js";
 import { createActorTree, SUPERSEDED } from "../../src/server/actor-tree.js";
@@ -54,5 +54,32 @@ describe("actor tree: snapshots made when read", () => {
     const three = log.since(60_000).find((e): e is StateEvent => e.type === "actor_state" && e.state === "three")!;
     expect(Object.getOwnPropertyDescriptor(three, "snapshot")?.get).toBeUndefined();
     expect({ ...three, replayed: true }.snapshot).toEqual({ status: "done", context: { step: 2, note: "key [REDACTED]" } });
+  });
+});
+
+describe("actor tree: effects", () => {
+  it("an effect (not a machine) is spawned active: no starting → active change is published for it", async () => {
+    const bus = createBus();
+    const log = createEventLog(bus);
+    const tree = createActorTree(bus);
+    let finish!: () => void;
+    const parent = setup({ actors: { work: fromPromise(() => new Promise<void>((r) => (finish = r))) } }).createMachine({
+      id: "parent",
+      initial: "busy",
+      states: { busy: { invoke: { id: "work", src: "work", onDone: "idle" } }, idle: {} },
+    });
+    const actor = createActor(parent, { inspect: tree.inspect });
+    actor.start();
+    const effect = tree.tree()!.children[0]!;
+    expect(effect).toMatchObject({ id: "work", machine: null, state: "active" });
+    finish();
+    await new Promise((r) => setTimeout(r, 0));
+    const events = log.since(60_000).filter((e) => e.actorId === "work");
+    expect(events.map((e) => [e.type, e.state])).toEqual([
+      ["actor_spawned", "active"],
+      ["actor_stopped", "active"],
+    ]);
+    expect(tree.tree()!.state).toBe("idle");
+    actor.stop();
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createActor, createMachine, fromCallback, fromPromise, type AnyActorRef } from "xstate";
-import { sessionMachine, type LoadedSession, type PreparedTurn, type PrepareTurnInput, type SessionEvent, type SessionMessage } from "../../machines/session.machine.js";
+import { sessionMachine, type LoadedSession, type PreparedTurn, type PrepareTurnInput, type SessionEvent, type SessionMessage, type SlotInput } from "../../machines/session.machine.js";
 import type { TurnOutput } from "../../machines/turn.machine.js";
 
 const msg = (content: string, id = content): SessionMessage => ({ id, channel: "test", chatId: "1", content, at: 0 });
@@ -23,7 +23,7 @@ function session() {
     sessionMachine.provide({
       actors: {
         loadSession: fromPromise<LoadedSession, { sessionKey: string }>(async () => ({ queue: [], resumeTurnId: null })),
-        slot: fromCallback<SessionEvent, { sessionKey: string }>(({ sendBack }) => void queueMicrotask(() => sendBack({ type: "slot.granted" }))),
+        slot: fromCallback<SessionEvent, SlotInput>(({ sendBack }) => void queueMicrotask(() => sendBack({ type: "slot.granted" }))),
         prepareTurn: fromPromise<PreparedTurn, PrepareTurnInput>(async () => {
           await prepared;
           return { start: { input: {} as never }, turnId: "t1" };
