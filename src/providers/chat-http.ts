@@ -36,18 +36,91 @@ const safeJson = (text: string): unknown => {
 };
 
 /**
- * The request body as JSON. The tool schemas are the same array on every call of a session (the
- * registry keeps it until its tools change) and often the larger part of a request: serialised once.
+ * The request body as JSON, in UTF-8, assembled from pieces encoded once: a session sends the same
+ * message objects call after call (its history, then the turn's own messages), so each message is
+ * encoded the first time it is sent and its bytes reused after (messages are never changed in place
+ * once made: microcompact and repair make new objects). The tool schemas are the same array on every
+ * call of a session (the registry keeps it until its tools change) and often the larger part of a
+ * request: encoded once per array. The bytes are those of `JSON.stringify` of the body with
+ * `tools` moved last (test/unit/request-body.test.ts pins them).
  */
-const toolsJson = new WeakMap<object, string>();
-export function requestJson(body: Record<string, unknown>): string {
-  const { tools, ...rest } = body;
-  if (!Array.isArray(tools) || !tools.length) return JSON.stringify(body);
-  let json = toolsJson.get(tools);
-  if (json === undefined) toolsJson.set(tools, (json = JSON.stringify(tools)));
-  const head = JSON.stringify(rest);
-  return head === "{}" ? `{"tools":${json}}` : `${head.slice(0, -1)},"tools":${json}}`;
+const encoded = new WeakMap<object, Buffer>();
+const COMMA = Buffer.from(",");
+const OPEN = Buffer.from("[");
+const CLOSE = Buffer.from("]");
+
+/** One value's JSON bytes, kept per object. */
+function encodeOnce(value: object): Buffer {
+  let bytes = encoded.get(value);
+  if (bytes === undefined) encoded.set(value, (bytes = Buffer.from(JSON.stringify(value), "utf8")));
+  return bytes;
 }
+
+/**
+ * Under test (NODE_ENV=test, as vitest sets it, and the processes its tests start) a message is
+ * frozen, deeply, once encoded: a change in place, which would leave its cached bytes (and its
+ * cached token count) stale, throws where it is made instead of sending an old body.
+ */
+const FREEZE_SENT = process.env.NODE_ENV === "test";
+function deepFreeze(value: unknown) {
+  if (typeof value !== "object" || value === null || Object.isFrozen(value)) return;
+  Object.freeze(value);
+  for (const v of Object.values(value)) deepFreeze(v);
+}
+
+/** An array of messages as JSON: `[` its elements' cached bytes, comma-separated `]`. */
+function pushArray(out: Buffer[], items: unknown[]) {
+  out.push(OPEN);
+  items.forEach((item, i) => {
+    if (i) out.push(COMMA);
+    // As JSON.stringify writes array elements: what has no JSON (undefined, a function) is null.
+    if (typeof item !== "object" || item === null) return void out.push(Buffer.from(JSON.stringify(item) ?? "null", "utf8"));
+    out.push(encodeOnce(item));
+    if (FREEZE_SENT) deepFreeze(item);
+  });
+  out.push(CLOSE);
+}
+
+export function requestBody(body: Record<string, unknown>): Buffer {
+  const out: Buffer[] = [];
+  let head = "{";
+  const flush = () => {
+    if (head) out.push(Buffer.from(head, "utf8"));
+    head = "";
+  };
+  let first = true;
+  const key = (name: string) => {
+    head += `${first ? "" : ","}${JSON.stringify(name)}:`;
+    first = false;
+  };
+  const tools = Array.isArray(body.tools) && body.tools.length ? (body.tools as object) : undefined;
+  for (const name of Object.keys(body)) {
+    const value = body[name];
+    if (name === "tools" && tools) continue;
+    if (name === "messages" && Array.isArray(value)) {
+      key(name);
+      flush();
+      pushArray(out, value);
+      continue;
+    }
+    const json = JSON.stringify(value) as string | undefined;
+    // As JSON.stringify leaves out a key whose value has no JSON (undefined, a function).
+    if (json === undefined) continue;
+    key(name);
+    head += json;
+  }
+  if (tools) {
+    key("tools");
+    flush();
+    out.push(encodeOnce(tools));
+  }
+  head += "}";
+  flush();
+  return Buffer.concat(out);
+}
+
+/** The request body as JSON text (what requestBody encodes). */
+export const requestJson = (body: Record<string, unknown>): string => requestBody(body).toString("utf8");
 
 /** Redirects followed in a row before the last one is reported instead. */
 const MAX_REDIRECTS = 5;
@@ -88,7 +161,7 @@ export function createChatHttp(resolved: ResolvedProvider): ChatHttp {
 
   /** The response, or the failure the SDK would have thrown: an error status with its body, or the connection's error. */
   async function send(body: Record<string, unknown>, signal: AbortSignal, touch: () => void): Promise<HttpReply> {
-    const payload = requestJson(body);
+    const payload = requestBody(body);
     let at = url;
     let sent = headers;
     let reply: HttpReply;

@@ -100,4 +100,19 @@ describe("the request body of a session's model calls", () => {
       });
     });
   }
+
+  it("freezes a message once sent, under test: changing it in place (its cached bytes would go stale) throws", async () => {
+    const cap = await captureServer(false);
+    server = cap.server;
+    const provider = createOpenAiProvider(
+      { spec: { name: "custom", displayName: "c", defaultApiBase: null, keywords: [] }, apiKey: "k", apiBase: cap.url, extraHeaders: {}, model: "m" },
+      { maxTokens: 100, temperature: 0, stream: false, backoff: { maxRetries: 0, baseDelayMs: 1, maxDelayMs: 1 }, sleep: async () => {} },
+    );
+    const [user, call] = turnMessages(0) as [Extract<ChatMessage, { role: "user" }>, Extract<ChatMessage, { role: "assistant" }>];
+    await provider.chat({ messages: [user, call], tools });
+    expect(process.env.NODE_ENV).toBe("test");
+    expect(() => ((user as { content: unknown }).content = "changed")).toThrow(TypeError);
+    expect(() => (call.tool_calls![0]!.function.arguments = "{}")).toThrow(TypeError);
+    expect(() => (user.content as Array<{ type: string }>).push({ type: "text" })).toThrow(TypeError);
+  });
 });
