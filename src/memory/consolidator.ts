@@ -205,6 +205,33 @@ export function createConsolidator(deps: ConsolidatorDeps) {
     return s;
   }
 
+  /**
+   * The model-visible messages (not shown-only) of a messages array with their seq, kept per array
+   * as sums are and extended by what was appended: a turn's history is their unarchived tail.
+   */
+  const visible = new WeakMap<SessionView["messages"], { scanned: number; messages: ChatMessage[]; seqs: number[] }>();
+  function unarchived(v: SessionView): { messages: ChatMessage[]; seqOf: (i: number) => number } {
+    let c = visible.get(v.messages);
+    if (!c) visible.set(v.messages, (c = { scanned: 0, messages: [], seqs: [] }));
+    for (; c.scanned < v.messages.length; c.scanned++) {
+      const m = v.messages[c.scanned]!;
+      if (m.shownOnly) continue;
+      c.messages.push(m.message);
+      c.seqs.push(m.seq);
+    }
+    // The first kept at or after lastConsolidated (seqs ascend).
+    let lo = 0;
+    let hi = c.seqs.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (c.seqs[mid]! < v.state.lastConsolidated) lo = mid + 1;
+      else hi = mid;
+    }
+    const seqs = c.seqs;
+    const from = lo;
+    return { messages: c.messages.slice(from, seqs.length), seqOf: (i) => seqs[from + i]! };
+  }
+
   const fixedExact = async () => (await deps.fixedTokens()).exact();
 
   async function estimate(v: SessionView): Promise<number> {
@@ -321,6 +348,8 @@ export function createConsolidator(deps: ConsolidatorDeps) {
 
   return {
     view,
+    /** The view's unarchived messages the model is sent (shown-only ones left out), with each one's seq. */
+    unarchived,
     /** The session's actor ended: its messages are read afresh when it starts again. */
     forget: (sessionKey: string) => void known.delete(sessionKey),
     maybeConsolidate,

@@ -68,16 +68,62 @@ function deepFreeze(value: unknown) {
   for (const v of Object.values(value)) deepFreeze(v);
 }
 
-/** An array of messages as JSON: `[` its elements' cached bytes, comma-separated `]`. */
+/**
+ * Runs of messages encoded together, so a long history is a few dozen pieces to join, not
+ * thousands. Every object encoded gets a number in the order first seen; a run starts at an object
+ * whose number is a multiple of RUN and spans the RUN elements that follow it in the list, kept
+ * with them and reused while the same RUN objects follow it again (as they do call after call:
+ * a session's history only grows at its end, and is cut at its start).
+ */
+const RUN = 32;
+const firstSeen = new WeakMap<object, number>();
+let seen = 0;
+const runs = new WeakMap<object, { items: unknown[]; bytes: Buffer }>();
+
+function numberOf(item: object): number {
+  let n = firstSeen.get(item);
+  if (n === undefined) firstSeen.set(item, (n = seen++));
+  return n;
+}
+
+/** One element's JSON bytes, as JSON.stringify writes an array element (what has no JSON, undefined or a function, is null). */
+function element(item: unknown): Buffer {
+  if (typeof item !== "object" || item === null) return Buffer.from(JSON.stringify(item) ?? "null", "utf8");
+  if (FREEZE_SENT) deepFreeze(item);
+  return encodeOnce(item);
+}
+
+function runAt(items: unknown[], at: number): Buffer {
+  const start = items[at] as object;
+  const kept = runs.get(start);
+  if (kept && kept.items.every((item, k) => items[at + k] === item)) return kept.bytes;
+  const slice = items.slice(at, at + RUN);
+  const parts: Buffer[] = [];
+  slice.forEach((item, k) => {
+    if (k) parts.push(COMMA);
+    parts.push(element(item));
+    // Numbered as they are run through, so the run after this one starts where it ends.
+    if (typeof item === "object" && item !== null) numberOf(item);
+  });
+  const bytes = Buffer.concat(parts);
+  runs.set(start, { items: slice, bytes });
+  return bytes;
+}
+
+/** An array of messages as JSON: `[` its elements' bytes, comma-separated `]`. */
 function pushArray(out: Buffer[], items: unknown[]) {
   out.push(OPEN);
-  items.forEach((item, i) => {
+  for (let i = 0; i < items.length; ) {
     if (i) out.push(COMMA);
-    // As JSON.stringify writes array elements: what has no JSON (undefined, a function) is null.
-    if (typeof item !== "object" || item === null) return void out.push(Buffer.from(JSON.stringify(item) ?? "null", "utf8"));
-    out.push(encodeOnce(item));
-    if (FREEZE_SENT) deepFreeze(item);
-  });
+    const item = items[i];
+    if (typeof item === "object" && item !== null && i + RUN <= items.length && numberOf(item) % RUN === 0) {
+      out.push(runAt(items, i));
+      i += RUN;
+    } else {
+      out.push(element(item));
+      i++;
+    }
+  }
   out.push(CLOSE);
 }
 

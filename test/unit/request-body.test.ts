@@ -75,11 +75,18 @@ describe("the request body of a session's model calls", () => {
       const system: ChatMessage = { role: "system", content: "You are troupe.\nBe brief." };
       const history: ChatMessage[] = [system];
       const sent: Array<Record<string, unknown>> = [];
-      for (let i = 0; i < 6; i++) {
+      let cut = 1;
+      for (let i = 0; i < 60; i++) {
         history.push(...turnMessages(i));
-        // The session's own objects again and again, and a copy (as microcompact and repair make) now and then.
-        const messages = i === 4 ? history.map((m) => (m.role === "tool" ? { ...m, content: "[cleared]" } : m)) : [...history];
-        const withTools = i !== 2; // the Consolidator's summary call goes without tools
+        // The history's start moves on as the Consolidator archives it.
+        if (i % 9 === 8) cut += 13 + (i % 5);
+        const kept = [system, ...history.slice(cut)];
+        // The session's own objects again and again, and copies (as microcompact and repair make) now and then: all of them, or one in the middle.
+        const messages =
+          i === 4 ? kept.map((m) => (m.role === "tool" ? { ...m, content: "[cleared]" } : m))
+          : i % 4 === 1 ? kept.map((m, k) => (k === Math.floor(kept.length / 2) ? { ...m } : m))
+          : kept;
+        const withTools = i % 7 !== 2; // the Consolidator's summary call goes without tools
         await provider.chat({ messages, tools: withTools ? tools : [] });
         sent.push({
           model: "m",
