@@ -7,6 +7,7 @@
  */
 import type { IncomingHttpHeaders } from "node:http";
 import { loadOpenAiErrors } from "./openai-sdk.js";
+import { runCache, RUN, startsRun } from "./runs.js";
 import { chatEndpoint, type ResolvedProvider } from "./registry.js";
 import { createHttpTransport, readText, sseEvents, type HttpReply } from "./transport.js";
 
@@ -68,24 +69,6 @@ function deepFreeze(value: unknown) {
   for (const v of Object.values(value)) deepFreeze(v);
 }
 
-/**
- * Runs of messages encoded together, so a long history is a few dozen pieces to join, not
- * thousands. Every object encoded gets a number in the order first seen; a run starts at an object
- * whose number is a multiple of RUN and spans the RUN elements that follow it in the list, kept
- * with them and reused while the same RUN objects follow it again (as they do call after call:
- * a session's history only grows at its end, and is cut at its start).
- */
-const RUN = 32;
-const firstSeen = new WeakMap<object, number>();
-let seen = 0;
-const runs = new WeakMap<object, { items: unknown[]; bytes: Buffer }>();
-
-function numberOf(item: object): number {
-  let n = firstSeen.get(item);
-  if (n === undefined) firstSeen.set(item, (n = seen++));
-  return n;
-}
-
 /** One element's JSON bytes, as JSON.stringify writes an array element (what has no JSON, undefined or a function, is null). */
 function element(item: unknown): Buffer {
   if (typeof item !== "object" || item === null) return Buffer.from(JSON.stringify(item) ?? "null", "utf8");
@@ -93,41 +76,27 @@ function element(item: unknown): Buffer {
   return encodeOnce(item);
 }
 
-function runAt(items: unknown[], at: number): Buffer {
-  const start = items[at] as object;
-  const kept = runs.get(start);
-  if (kept && kept.items.every((item, k) => items[at + k] === item)) return kept.bytes;
-  const slice = items.slice(at, at + RUN);
-  const parts: Buffer[] = [];
-  slice.forEach((item, k) => {
-    if (k) parts.push(COMMA);
-    parts.push(element(item));
-    // Numbered as they are run through, so the run after this one starts where it ends.
-    if (typeof item === "object" && item !== null) numberOf(item);
-  });
-  const bytes = Buffer.concat(parts);
-  runs.set(start, { items: slice, bytes });
-  return bytes;
-}
+/** A run of messages as JSON, encoded together, so a long history is a few dozen pieces to send, not thousands (runs.ts). */
+const runBytes = runCache((run) => Buffer.concat(run.flatMap((item, k) => (k ? [COMMA, element(item)] : [element(item)]))));
 
 /** An array of messages as JSON: `[` its elements' bytes, comma-separated `]`. */
 function pushArray(out: Buffer[], items: unknown[]) {
   out.push(OPEN);
   for (let i = 0; i < items.length; ) {
     if (i) out.push(COMMA);
-    const item = items[i];
-    if (typeof item === "object" && item !== null && i + RUN <= items.length && numberOf(item) % RUN === 0) {
-      out.push(runAt(items, i));
+    if (startsRun(items, i)) {
+      out.push(runBytes(items, i));
       i += RUN;
     } else {
-      out.push(element(item));
+      out.push(element(items[i]));
       i++;
     }
   }
   out.push(CLOSE);
 }
 
-export function requestBody(body: Record<string, unknown>): Buffer {
+/** The body's UTF-8 bytes in pieces, in order (sent as they are: joining them would copy the whole window again). */
+export function requestBody(body: Record<string, unknown>): Buffer[] {
   const out: Buffer[] = [];
   let head = "{";
   const flush = () => {
@@ -162,11 +131,11 @@ export function requestBody(body: Record<string, unknown>): Buffer {
   }
   head += "}";
   flush();
-  return Buffer.concat(out);
+  return out;
 }
 
 /** The request body as JSON text (what requestBody encodes). */
-export const requestJson = (body: Record<string, unknown>): string => requestBody(body).toString("utf8");
+export const requestJson = (body: Record<string, unknown>): string => Buffer.concat(requestBody(body)).toString("utf8");
 
 /** Redirects followed in a row before the last one is reported instead. */
 const MAX_REDIRECTS = 5;
