@@ -10,6 +10,7 @@
  * list that changed there is worked out afresh). Messages are never changed in place once made.
  */
 export const RUN = 32;
+const VARIANTS = 3;
 const firstMet = new WeakMap<object, number>();
 let met = 0;
 
@@ -23,16 +24,19 @@ const isObject = (v: unknown): v is object => typeof v === "object" && v !== nul
 
 /** What `make` gives for the run at `at` (kept per run) — call where `startsRun` says one starts. */
 export function runCache<T>(make: (run: readonly unknown[]) => T): (items: readonly unknown[], at: number) => T {
-  const runs = new WeakMap<object, { items: readonly unknown[]; value: T }>();
+  // A few runs per start: the same history goes out as stored and as compacted (old tool results cleared), one after the other.
+  const runs = new WeakMap<object, Array<{ items: readonly unknown[]; value: T }>>();
   return (items, at) => {
     const start = items[at] as object;
-    const kept = runs.get(start);
-    if (kept && kept.items.every((item, k) => items[at + k] === item)) return kept.value;
+    let kept = runs.get(start);
+    const hit = kept?.find((r) => r.items.every((item, k) => items[at + k] === item));
+    if (hit) return hit.value;
     const run = items.slice(at, at + RUN);
     // Numbered as they are met, so the next run starts where this one ends.
     for (const item of run) if (isObject(item)) numberOf(item);
     const value = make(run);
-    runs.set(start, { items: run, value });
+    if (!kept) runs.set(start, (kept = []));
+    if (kept.unshift({ items: run, value }) > VARIANTS) kept.pop();
     return value;
   };
 }
