@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
 import type * as GptTokenizer from "gpt-tokenizer";
 import type { ToolSchema } from "../providers/client.js";
-import { runCache, RUN, startsRun } from "../providers/runs.js";
+import { runCache } from "../providers/runs.js";
 import type { ChatMessage } from "../providers/messages.js";
 
 /**
@@ -107,9 +107,10 @@ function sumByRuns(cost: (m: ChatMessage) => number): (messages: ChatMessage[]) 
   return (messages) => {
     let sum = 0;
     for (let i = 0; i < messages.length; ) {
-      if (startsRun(messages, i)) {
-        sum += run(messages, i);
-        i += RUN;
+      const r = run(messages, i);
+      if (r) {
+        sum += r.value;
+        i += r.length;
       } else sum += cost(messages[i++]!);
     }
     return sum;

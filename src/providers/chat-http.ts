@@ -7,7 +7,7 @@
  */
 import type { IncomingHttpHeaders } from "node:http";
 import { loadOpenAiErrors } from "./openai-sdk.js";
-import { runCache, RUN, startsRun } from "./runs.js";
+import { runCache } from "./runs.js";
 import { chatEndpoint, type ResolvedProvider } from "./registry.js";
 import { createHttpTransport, readText, sseEvents, type HttpReply } from "./transport.js";
 
@@ -84,9 +84,10 @@ function pushArray(out: Buffer[], items: unknown[]) {
   out.push(OPEN);
   for (let i = 0; i < items.length; ) {
     if (i) out.push(COMMA);
-    if (startsRun(items, i)) {
-      out.push(runBytes(items, i));
-      i += RUN;
+    const run = runBytes(items, i);
+    if (run) {
+      out.push(run.value);
+      i += run.length;
     } else {
       out.push(element(items[i]));
       i++;

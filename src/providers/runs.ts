@@ -4,45 +4,49 @@
  * growing at its end and cut at its start, so what was made of a run of them is reused while the
  * same objects follow one another again.
  *
- * Every object met gets a number, in the order first met. A run starts at an object whose number is
- * a multiple of RUN and spans the RUN elements from it in the list; what was made of it is kept with
- * those elements and used again only when the same RUN objects follow it (checked by identity, so a
- * list that changed there is worked out afresh). Messages are never changed in place once made.
+ * Every object met gets a number, in the order first met; one numbered a multiple of RUN is a
+ * boundary. A run goes from a boundary up to the next one (at most MAX_RUN elements), so runs follow
+ * one another without gaps, and a list's runs depend only on its objects, not on where it starts.
+ * What was made of a run is kept with its elements and used again only when the same objects follow
+ * its first one (checked by identity: a list that changed there is worked out afresh). A run is
+ * never made up to the list's end (that end changes every call). Messages are never changed in place
+ * once made.
  */
-export const RUN = 32;
+const RUN = 32;
+const MAX_RUN = 2 * RUN;
+/** Runs kept per first element: the same history goes out as stored and as compacted (old tool results cleared). */
 const VARIANTS = 3;
 const firstMet = new WeakMap<object, number>();
 let met = 0;
 
-function numberOf(item: object): number {
-  let n = firstMet.get(item);
-  if (n === undefined) firstMet.set(item, (n = met++));
-  return n;
-}
-
 const isObject = (v: unknown): v is object => typeof v === "object" && v !== null;
 
-/** What `make` gives for the run at `at` (kept per run) — call where `startsRun` says one starts. */
-export function runCache<T>(make: (run: readonly unknown[]) => T): (items: readonly unknown[], at: number) => T {
-  // A few runs per start: the same history goes out as stored and as compacted (old tool results cleared), one after the other.
-  const runs = new WeakMap<object, Array<{ items: readonly unknown[]; value: T }>>();
-  return (items, at) => {
-    const start = items[at] as object;
-    let kept = runs.get(start);
-    const hit = kept?.find((r) => r.items.every((item, k) => items[at + k] === item));
-    if (hit) return hit.value;
-    const run = items.slice(at, at + RUN);
-    // Numbered as they are met, so the next run starts where this one ends.
-    for (const item of run) if (isObject(item)) numberOf(item);
-    const value = make(run);
-    if (!kept) runs.set(start, (kept = []));
-    if (kept.unshift({ items: run, value }) > VARIANTS) kept.pop();
-    return value;
-  };
+function isBoundary(item: unknown): boolean {
+  if (!isObject(item)) return false;
+  let n = firstMet.get(item);
+  if (n === undefined) firstMet.set(item, (n = met++));
+  return n % RUN === 0;
 }
 
-/** Whether a run starts at `at` (RUN elements from an object numbered a multiple of RUN). */
-export const startsRun = (items: readonly unknown[], at: number): boolean => {
-  const item = items[at];
-  return isObject(item) && at + RUN <= items.length && numberOf(item) % RUN === 0;
-};
+/** What `make` gives for the run starting at `at`, with its length; undefined when no run starts there. */
+export type RunAt<T> = (items: readonly unknown[], at: number) => { value: T; length: number } | undefined;
+
+export function runCache<T>(make: (run: readonly unknown[]) => T): RunAt<T> {
+  const runs = new WeakMap<object, Array<{ items: readonly unknown[]; value: T }>>();
+  return (items, at) => {
+    const first = items[at];
+    if (!isObject(first)) return undefined;
+    let kept = runs.get(first);
+    const hit = kept?.find((r) => at + r.items.length < items.length && r.items.every((item, k) => items[at + k] === item));
+    if (hit) return { value: hit.value, length: hit.items.length };
+    if (!isBoundary(first)) return undefined;
+    let end = at + 1;
+    while (end < items.length && end - at < MAX_RUN && !isBoundary(items[end])) end++;
+    if (end >= items.length) return undefined;
+    const run = items.slice(at, end);
+    const value = make(run);
+    if (!kept) runs.set(first, (kept = []));
+    if (kept.unshift({ items: run, value }) > VARIANTS) kept.pop();
+    return { value, length: run.length };
+  };
+}
