@@ -5,8 +5,9 @@
  * same objects follow one another again.
  *
  * Every object met gets a number, in the order first met; one numbered a multiple of RUN is a
- * boundary. A run goes from a boundary up to the next one (at most MAX_RUN elements), so runs follow
- * one another without gaps, and a list's runs depend only on its objects, not on where it starts.
+ * boundary. A run goes from where the walk is up to the next boundary (at most MAX_RUN elements), so
+ * runs follow one another without gaps, and after a change or a cut start the walk is back on the
+ * runs already kept at the next boundary: a list's runs depend on its objects, not where it starts.
  * What was made of a run is kept with its elements and used again only when the same objects follow
  * its first one (checked by identity: a list that changed there is worked out afresh). A run is
  * never made up to the list's end (that end changes every call). Messages are never changed in place
@@ -39,7 +40,7 @@ export function runCache<T>(make: (run: readonly unknown[]) => T): RunAt<T> {
     let kept = runs.get(first);
     const hit = kept?.find((r) => at + r.items.length < items.length && r.items.every((item, k) => items[at + k] === item));
     if (hit) return { value: hit.value, length: hit.items.length };
-    if (!isBoundary(first)) return undefined;
+    // A run starts anywhere and ends at the next boundary: a walk that met a changed element is back on the kept runs from there.
     let end = at + 1;
     while (end < items.length && end - at < MAX_RUN && !isBoundary(items[end])) end++;
     if (end >= items.length) return undefined;
