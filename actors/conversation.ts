@@ -213,7 +213,7 @@ export function createConversation(deps: ConversationDeps) {
     if (consolidated?.rounds) cachedPrompt = undefined;
     const view = consolidated ? consolidated.view : await consolidator.view(msg.sessionKey);
     const meta = view?.meta ?? newSessionMeta(msg.sessionKey, now());
-    const stored = (view?.messages.slice(view.state.lastConsolidated) ?? []).filter((m) => !m.shownOnly);
+    const stored = view ? consolidator.unarchived(view) : { messages: [], seqOf: () => 0 };
     await deps.mcp?.ready();
     const mcpNote = deps.mcp?.note();
     const { prompt: basePrompt, skills } = await systemPrompt();
@@ -226,12 +226,12 @@ export function createConversation(deps: ConversationDeps) {
     const context = runtimeContextBlock({ now: new Date(stamp), timezone: d.timezone, channel: msg.channel, chatId: msg.chatId });
     // Counted by the byte bound while that fits the budget; the tokenizer only near the window.
     const { history, estimate, exact } = historyWindow(
-      stored.map((m) => m.message),
+      stored.messages,
       budget,
       fixedCost([system, `${context}\n\n${userText}`], deps.registry.schemas()),
     );
     // The history is the tail of the stored messages: the turn's stored input refers to it, not a copy.
-    const fromSeq = history.length ? stored[stored.length - history.length]!.seq : meta.nextSeq;
+    const fromSeq = history.length ? stored.seqOf(stored.messages.length - history.length) : meta.nextSeq;
     started.set(msg.sessionKey, { estimate, exact });
     const { ops } = appendMessagesOps(meta, [{ role: "user", content: msg.content }], turnId, stamp);
     // The prompt is stored by content: its chunks not yet in the store go in the turn's first batch, with the input naming them.

@@ -17,9 +17,17 @@ export function microcompact(messages: ChatMessage[], isReadOnly: (toolName: str
   });
   const old = new Set(readOnlyAt.slice(0, Math.max(0, readOnlyAt.length - keep)));
   if (old.size === 0) return messages;
-  return messages.map((m, i) =>
-    old.has(i) && m.role === "tool" && m.content.length > MIN_CHARS
-      ? { ...m, content: `[${m.name} result cleared to save context (${m.content.length} chars); call ${m.name} again if you need it]` }
-      : m,
-  );
+  return messages.map((m, i) => (old.has(i) && m.role === "tool" && m.content.length > MIN_CHARS ? cleared(m) : m));
+}
+
+/**
+ * A result's placeholder, made once per message object: a long session's old results are cleared on
+ * every call, and the same object each time lets the request encoder and the token counts reuse
+ * what they made of it (messages are never changed in place, so the placeholder stays true).
+ */
+const placeholders = new WeakMap<ChatMessage, ChatMessage>();
+function cleared(m: Extract<ChatMessage, { role: "tool" }>): ChatMessage {
+  let p = placeholders.get(m);
+  if (p === undefined) placeholders.set(m, (p = { ...m, content: `[${m.name} result cleared to save context (${m.content.length} chars); call ${m.name} again if you need it]` }));
+  return p;
 }

@@ -9,7 +9,7 @@ import { getSessionMeta, sessionMessagesInRange, sessionMessagesWithSeq, type Se
 import type { Store } from "../store/store.js";
 import { historyTimestamp, type HistoryEntry, type MemoryFiles } from "./files.js";
 import { consolidationStateOp, getConsolidationState, type ConsolidationState } from "./session-state.js";
-import { messagesTokensBound, messageTokens, textTokens, type TokenCost } from "./tokens.js";
+import { messageTokens, messageTokensBound, textTokens, type TokenCost } from "./tokens.js";
 
 /** nanobot's limits: rounds per consolidation, messages per archived chunk. */
 export const MAX_ROUNDS = 5;
@@ -105,6 +105,29 @@ export function archivedUpTo(entries: HistoryEntry[], meta: { key: string; epoch
   return to;
 }
 
+/** A shown-only message (a failure notice the user saw) costs nothing but moves with its turn. */
+const SHOWN_ONLY: ChatMessage = { role: "assistant", content: "" };
+const forBoundary = (m: StoredMessage): ChatMessage => (m.shownOnly ? SHOWN_ONLY : m.message);
+
+/** The sum of `cost` over `messages[from, to)`, kept for ranges that move forward: each message is added once and taken off once. */
+type RangeSum = (from: number, to: number) => number;
+function rangeSum(messages: StoredMessage[], cost: (m: ChatMessage) => number): RangeSum {
+  const costAt = (i: number) => (messages[i]!.shownOnly ? 0 : cost(messages[i]!.message));
+  let lo = 0;
+  let hi = 0;
+  let sum = 0;
+  return (from, to) => {
+    // A range that moved back or jumped past the one kept is summed afresh.
+    if (from < lo || to < hi || from > hi) {
+      lo = hi = from;
+      sum = 0;
+    }
+    while (hi < to) sum += costAt(hi++);
+    while (lo < from) sum -= costAt(lo++);
+    return sum;
+  };
+}
+
 let template: Promise<string> | undefined;
 const archiveTemplate = () => (template ??= readFile(join(TEMPLATES_DIR, "prompts", "consolidator-archive.md"), "utf8"));
 
@@ -137,10 +160,10 @@ export function createConsolidator(deps: ConsolidatorDeps) {
     if (cached && cached.epoch === meta.epoch && cached.createdAt === meta.createdAt && cached.messages.length <= meta.nextSeq) {
       const from = cached.messages.length;
       const added = await sessionMessagesInRange(deps.store, meta.key, meta.epoch, from, meta.nextSeq);
-      if (added.length === meta.nextSeq - from) {
-        const messages = [...cached.messages, ...added.map((m, i) => ({ ...m, seq: from + i }))];
-        known.set(meta.key, { ...cached, messages });
-        return { messages, fresh: false };
+      // Appended in place (the array only grows, as the store does): a turn costs what it added, not the history again.
+      if (added.length === meta.nextSeq - from && cached.messages.length === from) {
+        added.forEach((m, i) => cached.messages.push({ ...m, seq: from + i }));
+        return { messages: cached.messages, fresh: false };
       }
     }
     const messages = await sessionMessagesWithSeq(deps.store, meta);
@@ -170,17 +193,54 @@ export function createConsolidator(deps: ConsolidatorDeps) {
     return { meta, state, messages };
   }
 
-  const unarchived = (v: SessionView) => v.messages.slice(v.state.lastConsolidated).filter((m) => !m.shownOnly).map((m) => m.message);
+  /**
+   * The unarchived messages' token counts (exact and byte bound), kept per messages array (a live
+   * session's, appended in place) as running sums over the range last asked: appending a message
+   * adds its count, archiving takes it off, so a turn does not count the whole window again.
+   */
+  const sums = new WeakMap<SessionView["messages"], { exact: RangeSum; bound: RangeSum }>();
+  function sumsOf(v: SessionView) {
+    let s = sums.get(v.messages);
+    if (!s) sums.set(v.messages, (s = { exact: rangeSum(v.messages, messageTokens), bound: rangeSum(v.messages, messageTokensBound) }));
+    return s;
+  }
+
+  /**
+   * The model-visible messages (not shown-only) of a messages array with their seq, kept per array
+   * as sums are and extended by what was appended: a turn's history is their unarchived tail.
+   */
+  const visible = new WeakMap<SessionView["messages"], { scanned: number; messages: ChatMessage[]; seqs: number[] }>();
+  function unarchived(v: SessionView): { messages: ChatMessage[]; seqOf: (i: number) => number } {
+    let c = visible.get(v.messages);
+    if (!c) visible.set(v.messages, (c = { scanned: 0, messages: [], seqs: [] }));
+    for (; c.scanned < v.messages.length; c.scanned++) {
+      const m = v.messages[c.scanned]!;
+      if (m.shownOnly) continue;
+      c.messages.push(m.message);
+      c.seqs.push(m.seq);
+    }
+    // The first kept at or after lastConsolidated (seqs ascend).
+    let lo = 0;
+    let hi = c.seqs.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (c.seqs[mid]! < v.state.lastConsolidated) lo = mid + 1;
+      else hi = mid;
+    }
+    const seqs = c.seqs;
+    const from = lo;
+    return { messages: c.messages.slice(from, seqs.length), seqOf: (i) => seqs[from + i]! };
+  }
 
   const fixedExact = async () => (await deps.fixedTokens()).exact();
 
   async function estimate(v: SessionView): Promise<number> {
-    return (await fixedExact()) + unarchived(v).reduce((n, m) => n + messageTokens(m), 0);
+    return (await fixedExact()) + sumsOf(v).exact(v.state.lastConsolidated, v.messages.length);
   }
 
   /** At least estimate(v), without the tokenizer (UTF-8 bytes bound tokens). */
   async function estimateBound(v: SessionView): Promise<number> {
-    return (await deps.fixedTokens()).bound + messagesTokensBound(unarchived(v));
+    return (await deps.fixedTokens()).bound + sumsOf(v).bound(v.state.lastConsolidated, v.messages.length);
   }
 
   /** The summary of a chunk, or undefined when the model could not give one (the raw dump is used). */
@@ -262,11 +322,12 @@ export function createConsolidator(deps: ConsolidatorDeps) {
     let rounds = 0;
     while (rounds < MAX_ROUNDS && estimated > target) {
       // Indexes are positions in the epoch; shown-only messages cost nothing but move with their turn.
-      const all = v.messages.map((m) => (m.shownOnly ? ({ role: "assistant", content: "" } as ChatMessage) : m.message));
-      const b = pickBoundary(all, v.state.lastConsolidated, Math.max(1, estimated - target));
+      const start = v.state.lastConsolidated;
+      const tail = v.messages.slice(start).map(forBoundary);
+      const b = pickBoundary(tail, 0, Math.max(1, estimated - target));
       if (!b) break;
       rounds++;
-      const kind = await archive(v, { from: v.state.lastConsolidated, to: b.end });
+      const kind = await archive(v, { from: start, to: start + b.end });
       estimated = await estimate(v);
       // A degraded model is not asked again in the same consolidation.
       if (kind === "raw") break;
@@ -287,6 +348,8 @@ export function createConsolidator(deps: ConsolidatorDeps) {
 
   return {
     view,
+    /** The view's unarchived messages the model is sent (shown-only ones left out), with each one's seq. */
+    unarchived,
     /** The session's actor ended: its messages are read afresh when it starts again. */
     forget: (sessionKey: string) => void known.delete(sessionKey),
     maybeConsolidate,

@@ -80,11 +80,28 @@ export async function writeAtomic(path: string, text: string): Promise<void> {
   await rename(tmp, path);
 }
 
+/** One formatter per time zone (building one costs far more than formatting with it); null for a zone Intl does not know. */
+const stampFormats = new Map<string, Intl.DateTimeFormat | null>();
+function stampFormat(timezone: string): Intl.DateTimeFormat | null {
+  let format = stampFormats.get(timezone);
+  if (format === undefined) {
+    try {
+      format = new Intl.DateTimeFormat("en-CA", { timeZone: timezone, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+    } catch {
+      format = null;
+    }
+    stampFormats.set(timezone, format);
+  }
+  return format;
+}
+
 /** "YYYY-MM-DD HH:MM" in the given timezone, nanobot's history timestamp. */
 export function historyTimestamp(at: Date, timezone = "UTC"): string {
   let parts: Intl.DateTimeFormatPart[];
   try {
-    parts = new Intl.DateTimeFormat("en-CA", { timeZone: timezone, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", hourCycle: "h23" }).formatToParts(at);
+    const format = stampFormat(timezone);
+    if (!format) throw new RangeError(`unknown time zone ${timezone}`);
+    parts = format.formatToParts(at);
   } catch {
     return at.toISOString().slice(0, 16).replace("T", " ");
   }

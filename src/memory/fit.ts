@@ -52,9 +52,9 @@ export function fitToBudget(messages: ChatMessage[], budget: number, fixedCost: 
   // Under the budget by the byte bound: under it by the exact count too, and nothing is cut.
   if (fixedCost.bound + messagesTokensBound(messages) <= budget) return messages;
   const fixed = fixedCost.exact();
-  const costs = messages.map(messageTokens);
-  let total = fixed + costs.reduce((a, b) => a + b, 0);
+  let total = fixed + messagesTokens(messages);
   if (total <= budget) return messages;
+  const costs = messages.map(messageTokens);
   let head = 0;
   while (head < messages.length && messages[head]!.role === "system") head++;
   const lastUser = messages.findLastIndex((m) => m.role === "user");

@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
 import type * as GptTokenizer from "gpt-tokenizer";
 import type { ToolSchema } from "../providers/client.js";
+import { runCache } from "../providers/runs.js";
 import type { ChatMessage } from "../providers/messages.js";
 
 /**
@@ -100,8 +101,23 @@ export const messageTokensBound = (m: ChatMessage): number => {
   return n;
 };
 
-export const messagesTokens = (messages: ChatMessage[]) => messages.reduce((sum, m) => sum + messageTokens(m), 0);
-export const messagesTokensBound = (messages: ChatMessage[]) => messages.reduce((sum, m) => sum + messageTokensBound(m), 0);
+/** A list's sum of `cost`, by runs (providers/runs.ts): a long history's counts are added up a run at a time, not message by message every call. */
+function sumByRuns(cost: (m: ChatMessage) => number): (messages: ChatMessage[]) => number {
+  const run = runCache((items) => (items as ChatMessage[]).reduce((sum, m) => sum + cost(m), 0));
+  return (messages) => {
+    let sum = 0;
+    for (let i = 0; i < messages.length; ) {
+      const r = run(messages, i);
+      if (r) {
+        sum += r.value;
+        i += r.length;
+      } else sum += cost(messages[i++]!);
+    }
+    return sum;
+  };
+}
+export const messagesTokens = sumByRuns(messageTokens);
+export const messagesTokensBound = sumByRuns(messageTokensBound);
 
 /** A part of a request counted lazily: `bound` ≥ `exact()`, and `exact()` runs the tokenizer only when called. */
 export interface TokenCost {

@@ -7,6 +7,7 @@
  */
 import type { IncomingHttpHeaders } from "node:http";
 import { loadOpenAiErrors } from "./openai-sdk.js";
+import { runCache } from "./runs.js";
 import { chatEndpoint, type ResolvedProvider } from "./registry.js";
 import { createHttpTransport, readText, sseEvents, type HttpReply } from "./transport.js";
 
@@ -36,50 +37,106 @@ const safeJson = (text: string): unknown => {
 };
 
 /**
- * The request body as JSON. The tool schemas are the same array on every call of a session (the
- * registry keeps it until its tools change) and often the larger part of a request: serialised once.
- * A long message text (the system prompt, a large tool result) is sent again on every call of its
- * turn and the system prompt by every turn of its session: its JSON text is kept by the text itself
- * (a string cannot change, so a kept one is always right), for the last LONG_TEXTS such texts.
+ * The request body as JSON, in UTF-8, assembled from pieces encoded once: a session sends the same
+ * message objects call after call (its history, then the turn's own messages), so each message is
+ * encoded the first time it is sent and its bytes reused after (messages are never changed in place
+ * once made: microcompact and repair make new objects). The tool schemas are the same array on every
+ * call of a session (the registry keeps it until its tools change) and often the larger part of a
+ * request: encoded once per array. The bytes are those of `JSON.stringify` of the body with
+ * `tools` moved last (test/unit/request-body.test.ts pins them).
  */
-const toolsJson = new WeakMap<object, string>();
-const LONG_TEXT = 1_024;
-const LONG_TEXTS = 256;
-const longTextJson = new Map<string, string>();
+const encoded = new WeakMap<object, Buffer>();
+const COMMA = Buffer.from(",");
+const OPEN = Buffer.from("[");
+const CLOSE = Buffer.from("]");
 
-function textJson(text: string): string {
-  let json = longTextJson.get(text);
-  if (json !== undefined) return json;
-  json = JSON.stringify(text);
-  if (longTextJson.size >= LONG_TEXTS) longTextJson.delete(longTextJson.keys().next().value!);
-  longTextJson.set(text, json);
-  return json;
+/** One value's JSON bytes, kept per object. */
+function encodeOnce(value: object): Buffer {
+  let bytes = encoded.get(value);
+  if (bytes === undefined) encoded.set(value, (bytes = Buffer.from(JSON.stringify(value), "utf8")));
+  return bytes;
 }
 
-/** One message as JSON: a long string content from the cache, appended after the other fields. */
-function messageJson(message: unknown): string {
-  const content = (message as { content?: unknown } | null)?.content;
-  if (typeof content !== "string" || content.length < LONG_TEXT) return JSON.stringify(message);
-  const rest = JSON.stringify({ ...(message as object), content: undefined });
-  return `${rest === "{}" ? "{" : `${rest.slice(0, -1)},`}"content":${textJson(content)}}`;
+/**
+ * Under test (NODE_ENV=test, as vitest sets it, and the processes its tests start) a message is
+ * frozen, deeply, once encoded: a change in place, which would leave its cached bytes (and its
+ * cached token count) stale, throws where it is made instead of sending an old body.
+ */
+const FREEZE_SENT = process.env.NODE_ENV === "test";
+function deepFreeze(value: unknown) {
+  if (typeof value !== "object" || value === null || Object.isFrozen(value)) return;
+  Object.freeze(value);
+  for (const v of Object.values(value)) deepFreeze(v);
 }
 
-function messagesJson(messages: unknown[]): string {
-  let out = "[";
-  for (let i = 0; i < messages.length; i++) out += (i ? "," : "") + messageJson(messages[i]);
-  return `${out}]`;
+/** One element's JSON bytes, as JSON.stringify writes an array element (what has no JSON, undefined or a function, is null). */
+function element(item: unknown): Buffer {
+  if (typeof item !== "object" || item === null) return Buffer.from(JSON.stringify(item) ?? "null", "utf8");
+  if (FREEZE_SENT) deepFreeze(item);
+  return encodeOnce(item);
 }
 
-export function requestJson(body: Record<string, unknown>): string {
-  const { tools, messages, ...rest } = body;
-  let head = JSON.stringify(rest);
-  if (Array.isArray(messages)) head = `${head === "{}" ? "{" : `${head.slice(0, -1)},`}"messages":${messagesJson(messages)}}`;
-  else if (messages !== undefined) head = JSON.stringify({ ...rest, messages });
-  if (!Array.isArray(tools) || !tools.length) return tools === undefined ? head : `${head === "{}" ? "{" : `${head.slice(0, -1)},`}"tools":${JSON.stringify(tools)}}`;
-  let json = toolsJson.get(tools);
-  if (json === undefined) toolsJson.set(tools, (json = JSON.stringify(tools)));
-  return `${head === "{}" ? "{" : `${head.slice(0, -1)},`}"tools":${json}}`;
+/** A run of messages as JSON, encoded together, so a long history is a few dozen pieces to send, not thousands (runs.ts). */
+const runBytes = runCache((run) => Buffer.concat(run.flatMap((item, k) => (k ? [COMMA, element(item)] : [element(item)]))));
+
+/** An array of messages as JSON: `[` its elements' bytes, comma-separated `]`. */
+function pushArray(out: Buffer[], items: unknown[]) {
+  out.push(OPEN);
+  for (let i = 0; i < items.length; ) {
+    if (i) out.push(COMMA);
+    const run = runBytes(items, i);
+    if (run) {
+      out.push(run.value);
+      i += run.length;
+    } else {
+      out.push(element(items[i]));
+      i++;
+    }
+  }
+  out.push(CLOSE);
 }
+
+/** The body's UTF-8 bytes in pieces, in order (sent as they are: joining them would copy the whole window again). */
+export function requestBody(body: Record<string, unknown>): Buffer[] {
+  const out: Buffer[] = [];
+  let head = "{";
+  const flush = () => {
+    if (head) out.push(Buffer.from(head, "utf8"));
+    head = "";
+  };
+  let first = true;
+  const key = (name: string) => {
+    head += `${first ? "" : ","}${JSON.stringify(name)}:`;
+    first = false;
+  };
+  const tools = Array.isArray(body.tools) && body.tools.length ? (body.tools as object) : undefined;
+  for (const name of Object.keys(body)) {
+    const value = body[name];
+    if (name === "tools" && tools) continue;
+    if (name === "messages" && Array.isArray(value)) {
+      key(name);
+      flush();
+      pushArray(out, value);
+      continue;
+    }
+    const json = JSON.stringify(value) as string | undefined;
+    // As JSON.stringify leaves out a key whose value has no JSON (undefined, a function).
+    if (json === undefined) continue;
+    key(name);
+    head += json;
+  }
+  if (tools) {
+    key("tools");
+    flush();
+    out.push(encodeOnce(tools));
+  }
+  head += "}";
+  flush();
+  return out;
+}
+
+/** The request body as JSON text (what requestBody encodes). */
+export const requestJson = (body: Record<string, unknown>): string => Buffer.concat(requestBody(body)).toString("utf8");
 
 /** Redirects followed in a row before the last one is reported instead. */
 const MAX_REDIRECTS = 5;
@@ -120,8 +177,7 @@ export function createChatHttp(resolved: ResolvedProvider): ChatHttp {
 
   /** The response, or the failure the SDK would have thrown: an error status with its body, or the connection's error. */
   async function send(body: Record<string, unknown>, signal: AbortSignal, touch: () => void): Promise<HttpReply> {
-    // Encoded once: its length is then known, and the socket is handed bytes (see transport.ts).
-    const payload = Buffer.from(requestJson(body));
+    const payload = requestBody(body);
     let at = url;
     let sent = headers;
     let reply: HttpReply;

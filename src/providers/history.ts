@@ -9,6 +9,7 @@ export const LOST_TOOL_RESULT = "[Tool result unavailable — call was interrupt
  * (missing ones are back-filled), so one damaged turn cannot break a session for good.
  */
 export function repairHistory(messages: ChatMessage[]): ChatMessage[] {
+  if (wellFormed(messages)) return messages.slice();
   const out: ChatMessage[] = [];
   let open: Array<{ id: string; name: string }> = [];
   const closeOpen = () => {
@@ -31,6 +32,28 @@ export function repairHistory(messages: ChatMessage[]): ChatMessage[] {
   return out;
 }
 
+/**
+ * Whether repairHistory would give the messages back as they are: each assistant message's tool
+ * calls answered, in order, by the tool results right after it, and no other tool result. (Answers
+ * out of order are well formed too; the full pass keeps them as they are.) One pass, no copies: a
+ * long session's history is checked on every model call.
+ */
+function wellFormed(messages: ChatMessage[]): boolean {
+  let calls: Array<{ id: string }> = [];
+  let answered = 0;
+  for (const m of messages) {
+    if (m.role === "tool") {
+      if (answered >= calls.length || calls[answered]!.id !== m.tool_call_id) return false;
+      answered++;
+      continue;
+    }
+    if (answered < calls.length) return false;
+    calls = m.role === "assistant" && m.tool_calls?.length ? m.tool_calls : [];
+    answered = 0;
+  }
+  return answered === calls.length;
+}
+
 type UserContent = Extract<ChatMessage, { role: "user" }>["content"];
 type ContentPart = Exclude<UserContent, string>[number];
 
@@ -48,6 +71,7 @@ export function mergeUserContent(left: UserContent, right: UserContent): UserCon
  * not stored) would otherwise send the new message after the unanswered one.
  */
 export function mergeConsecutiveUsers(messages: ChatMessage[]): ChatMessage[] {
+  if (!messages.some((m, i) => m.role === "user" && messages[i - 1]?.role === "user")) return messages.slice();
   const out: ChatMessage[] = [];
   for (const m of messages) {
     const last = out[out.length - 1];

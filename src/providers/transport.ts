@@ -25,12 +25,12 @@ export interface HttpReply {
 
 export interface HttpTransport {
   /**
-   * POSTs `payload` to `url`. `touch` is called when the headers arrive (a body chunk is the
+   * POSTs `payload` (text, or its UTF-8 bytes in pieces written in order) to `url`. `touch` is called when the headers arrive (a body chunk is the
    * reader's to report). Aborting `signal` destroys the request and its socket and rejects (or
    * fails the body) with the signal's reason. Network failures reject with Node's error (its `code`:
    * ECONNREFUSED, ENOTFOUND…).
    */
-  post(url: URL, headers: Record<string, string>, payload: string | Buffer, signal: AbortSignal, touch: () => void): Promise<HttpReply>;
+  post(url: URL, headers: Record<string, string>, payload: string | Buffer[], signal: AbortSignal, touch: () => void): Promise<HttpReply>;
   /** Closes idle kept-alive connections. */
   close(): void;
 }
@@ -74,14 +74,14 @@ export function createHttpTransport(opts: TransportOptions = {}): HttpTransport 
     socket.once("close", clear);
   }
 
-  function attempt(url: URL, headers: Record<string, string>, payload: string | Buffer, signal: AbortSignal, touch: () => void, fresh: boolean): Promise<HttpReply> {
+  function attempt(url: URL, headers: Record<string, string>, payload: string | Buffer[], signal: AbortSignal, touch: () => void, fresh: boolean): Promise<HttpReply> {
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(signal.reason);
       const secure = url.protocol === "https:";
       const req = (secure ? https().request : httpRequest)(url, {
         method: "POST",
-        // A Buffer's length is known; a string's bytes would be counted here, again by Node, and encoded a third time on the socket.
-        headers: { ...headers, "content-length": String(typeof payload === "string" ? Buffer.byteLength(payload) : payload.length) },
+        // Pieces' lengths are known; a string's bytes would be counted here, again by Node, and encoded a third time on the socket.
+        headers: { ...headers, "content-length": String(typeof payload === "string" ? Buffer.byteLength(payload) : payload.reduce((n, piece) => n + piece.length, 0)) },
         agent: secure ? (httpsAgent ??= new (https().Agent)({ keepAlive: true })) : httpAgent,
         ...(opts.lookup ? { lookup: opts.lookup } : {}),
       });
@@ -107,7 +107,12 @@ export function createHttpTransport(opts: TransportOptions = {}): HttpTransport 
         }
         reject(err);
       });
-      req.end(payload);
+      if (typeof payload === "string") req.end(payload);
+      else {
+        // Written before the request has its socket (Node assigns it on a later tick): they are held and go out together, in one writev.
+        for (const piece of payload) req.write(piece);
+        req.end();
+      }
     });
   }
 

@@ -60,3 +60,50 @@ describe("repairHistory", () => {
     expect(repairHistory(h)).toEqual(h);
   });
 });
+
+describe("repairHistory on a history that needs nothing", () => {
+  /** The repair as one full pass (what repairHistory does when its quick check does not pass). */
+  function fullPass(messages: ChatMessage[]): ChatMessage[] {
+    const out: ChatMessage[] = [];
+    let open: Array<{ id: string; name: string }> = [];
+    const closeOpen = () => {
+      for (const call of open) out.push({ role: "tool", tool_call_id: call.id, name: call.name, content: LOST_TOOL_RESULT });
+      open = [];
+    };
+    for (const m of messages) {
+      if (m.role === "tool") {
+        const i = open.findIndex((c) => c.id === m.tool_call_id);
+        if (i < 0) continue;
+        open.splice(i, 1);
+        out.push(m);
+        continue;
+      }
+      closeOpen();
+      out.push(m);
+      if (m.role === "assistant" && m.tool_calls?.length) open = m.tool_calls.map((c) => ({ id: c.id, name: c.function.name }));
+    }
+    closeOpen();
+    return out;
+  }
+
+  it("gives what the full pass gives, for well-formed and damaged histories alike (seeded random)", () => {
+    let seed = 7;
+    const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+    for (let round = 0; round < 500; round++) {
+      const messages: ChatMessage[] = [];
+      for (let k = 0; k < 12; k++) {
+        const pick = rand(6);
+        if (pick === 0) messages.push({ role: "user", content: `u${k}` });
+        else if (pick === 1) messages.push({ role: "assistant", content: `a${k}` });
+        else if (pick === 2) {
+          const ids = Array.from({ length: 1 + rand(3) }, () => `c${rand(4)}`);
+          messages.push({ role: "assistant", content: null, tool_calls: ids.map((id) => ({ id, type: "function" as const, function: { name: "f", arguments: "{}" } })) });
+          // Mostly answered in order, sometimes not, or not all.
+          const answers = rand(4) === 0 ? [...ids].reverse() : rand(5) === 0 ? ids.slice(1) : ids;
+          for (const id of answers) messages.push({ role: "tool", tool_call_id: id, name: "f", content: "r" });
+        } else messages.push({ role: "tool", tool_call_id: `c${rand(4)}`, name: "f", content: "orphan?" });
+      }
+      expect(repairHistory(messages)).toEqual(fullPass(messages));
+    }
+  });
+});
