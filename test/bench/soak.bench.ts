@@ -3,10 +3,12 @@
  * steady traffic for TROUPE_SOAK_MINUTES (30): every ~2 s, 200 sessions (drawn from 1,000, so
  * sessions passivate and come back) each send a message with one tool call against a 50 ms model,
  * with a context window small enough that sessions consolidate within the first third.
- * The gateway's RSS (from /proc) is printed every minute; growth would show a leak. Judged by the
+ * The gateway's RSS (from /proc) is printed every minute beside V8's heap (used, total, and used just
+ * after the last full collection: what is live, from GET /api/status); growth would show a leak. Judged by the
  * last third of the run against the middle third (the first third is warm-up: code, caches, pools).
  */
-import { sendMessage } from "../helpers/gateway.js";
+import type { ProcessMemory } from "../../src/server/process-memory.js";
+import { getJson, sendMessage } from "../helpers/gateway.js";
 import { benchGateway, rssOf } from "./proc.js";
 import { record } from "./summary.js";
 
@@ -22,14 +24,18 @@ const { gateway, pid, stop } = await benchGateway("soak", 50, { maxConcurrentTur
 console.log(`## soak: ${minutes} min of steady traffic to a real gateway (200 sessions of 1,000 every ~2 s, one tool call each, 50 ms model)`);
 
 const rss: number[] = [];
+const afterGc: number[] = [];
 let turns = 0;
 let missed = 0;
 const start = Date.now();
 const end = start + minutes * 60_000;
 const minute = setInterval(() => {
-  void rssOf(pid).then((bytes) => {
+  void Promise.all([rssOf(pid), getJson<{ memory: ProcessMemory }>(gateway, "/api/status").catch(() => undefined)]).then(([bytes, status]) => {
     rss.push(bytes);
-    console.log(`minute ${String(rss.length).padStart(2)}: RSS ${(bytes / MB).toFixed(0)} MB, ${turns.toLocaleString("en")} turns`);
+    const m = status?.memory;
+    if (m?.heapUsedAfterGc !== undefined) afterGc.push(m.heapUsedAfterGc);
+    const heap = m ? `; heap ${(m.heapUsed / MB).toFixed(0)} of ${(m.heapTotal / MB).toFixed(0)} MB, ${m.heapUsedAfterGc === undefined ? "no full GC yet" : `${(m.heapUsedAfterGc / MB).toFixed(0)} MB after the last full GC`}` : "";
+    console.log(`minute ${String(rss.length).padStart(2)}: RSS ${(bytes / MB).toFixed(0)} MB${heap}, ${turns.toLocaleString("en")} turns`);
   });
 }, 60_000);
 while (Date.now() < end) {
@@ -49,10 +55,13 @@ if (third < 1) {
 const middle = mean(rss.slice(third, 2 * third));
 const last = mean(rss.slice(2 * third));
 const ratio = last / middle;
+const gcThird = Math.floor(afterGc.length / 3);
+const gcRatio = gcThird >= 1 ? mean(afterGc.slice(2 * gcThird)) / mean(afterGc.slice(gcThird, 2 * gcThird)) : undefined;
+if (gcRatio !== undefined) console.log(`mean heap after full GC, middle third ${(mean(afterGc.slice(gcThird, 2 * gcThird)) / MB).toFixed(0)} MB → last third ${(mean(afterGc.slice(2 * gcThird)) / MB).toFixed(0)} MB (${gcRatio.toFixed(2)}×)`);
 console.log(`mean RSS, middle third ${(middle / MB).toFixed(0)} MB → last third ${(last / MB).toFixed(0)} MB (${ratio.toFixed(2)}×); ${turns.toLocaleString("en")} turns, ${missed} without a reply`);
 record({
   figure: `soak, ${minutes} min: gateway RSS, last third vs middle third`,
   target: "no growth (≤ 1.1×)",
-  measured: `${ratio.toFixed(2)}× (${(middle / MB).toFixed(0)} → ${(last / MB).toFixed(0)} MB, ${turns.toLocaleString("en")} turns)`,
+  measured: `${ratio.toFixed(2)}× (${(middle / MB).toFixed(0)} → ${(last / MB).toFixed(0)} MB, ${turns.toLocaleString("en")} turns${gcRatio === undefined ? "" : `; heap after full GC ${gcRatio.toFixed(2)}×`})`,
   pass: ratio <= 1.1 && missed === 0,
 });
