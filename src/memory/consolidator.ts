@@ -105,6 +105,19 @@ export function archivedUpTo(entries: HistoryEntry[], meta: { key: string; epoch
   return to;
 }
 
+/**
+ * What stands in the kept messages for an archived one. The Consolidator keeps a live session's
+ * messages between turns (see `known`), by their position in the epoch; archived ones are never read
+ * again (every reader starts at lastConsolidated), and holding them made a long-lived session's
+ * history grow in memory without end. The positions stay (a pointer each), the messages go.
+ */
+const ARCHIVED: StoredMessage & { seq: number } = Object.freeze({ seq: -1, message: Object.freeze({ role: "user", content: "" }) as ChatMessage, turnId: null, at: 0, shownOnly: true });
+
+/** Replaces the messages before `upTo` with ARCHIVED, from the last one still held back (each is replaced once). */
+function letGo(messages: Array<StoredMessage & { seq: number }>, upTo: number): void {
+  for (let i = Math.min(upTo, messages.length) - 1; i >= 0 && messages[i] !== ARCHIVED; i--) messages[i] = ARCHIVED;
+}
+
 let template: Promise<string> | undefined;
 const archiveTemplate = () => (template ??= readFile(join(TEMPLATES_DIR, "prompts", "consolidator-archive.md"), "utf8"));
 
@@ -159,6 +172,11 @@ export function createConsolidator(deps: ConsolidatorDeps) {
     }
     const { messages, fresh } = await messagesOf(meta);
     let state = await getConsolidationState(deps.store, meta);
+    // Kept messages let go past what the store now says is archived (it never moves back, but if it did): read afresh.
+    if (!fresh && messages[state.lastConsolidated] === ARCHIVED) {
+      known.delete(sessionKey);
+      return view(sessionKey);
+    }
     // An archive interrupted by a crash (or a failed write: see archive) is caught up on the first read of the session.
     const written = fresh ? archivedUpTo(await deps.files.readHistory(), meta) : 0;
     if (written > state.lastConsolidated) {
@@ -167,6 +185,7 @@ export function createConsolidator(deps: ConsolidatorDeps) {
       await deps.store.batch([consolidationStateOp(sessionKey, state)], { sync: true });
     }
     state = { ...state, lastConsolidated: Math.min(state.lastConsolidated, messages.length) };
+    letGo(messages, state.lastConsolidated);
     return { meta, state, messages };
   }
 
@@ -231,6 +250,7 @@ export function createConsolidator(deps: ConsolidatorDeps) {
     fault("consolidate-after-append");
     v.state = { ...v.state, lastConsolidated: to };
     await deps.store.batch([consolidationStateOp(v.meta.key, v.state)], { sync: true });
+    letGo(v.messages, to);
     deps.logger?.info({ sessionKey: v.meta.key, from, to, kind }, "archived session messages");
     return kind;
   }
