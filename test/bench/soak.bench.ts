@@ -29,12 +29,26 @@ let turns = 0;
 let missed = 0;
 const start = Date.now();
 const end = start + minutes * 60_000;
+// The heap after a full GC depends on how much work is under way at that instant (a burst's turns are
+// live too): each minute's lowest (the gateway is asked every 5 s, each full GC counted once) is
+// the floor of what is kept, the figure a leak raises.
+let floor = Number.POSITIVE_INFINITY;
+let lastGcAt: number | undefined;
+const sample = setInterval(() => {
+  void getJson<{ memory: ProcessMemory }>(gateway, "/api/status").then(({ memory: m }) => {
+    if (m.heapUsedAfterGc === undefined || m.lastFullGcAt === lastGcAt) return;
+    lastGcAt = m.lastFullGcAt;
+    floor = Math.min(floor, m.heapUsedAfterGc);
+  }, () => undefined);
+}, 5_000);
 const minute = setInterval(() => {
   void Promise.all([rssOf(pid), getJson<{ memory: ProcessMemory }>(gateway, "/api/status").catch(() => undefined)]).then(([bytes, status]) => {
     rss.push(bytes);
     const m = status?.memory;
-    if (m?.heapUsedAfterGc !== undefined) afterGc.push(m.heapUsedAfterGc);
-    const heap = m ? `; heap ${(m.heapUsed / MB).toFixed(0)} of ${(m.heapTotal / MB).toFixed(0)} MB, ${m.heapUsedAfterGc === undefined ? "no full GC yet" : `${(m.heapUsedAfterGc / MB).toFixed(0)} MB after the last full GC`}` : "";
+    const low = floor;
+    floor = Number.POSITIVE_INFINITY;
+    if (Number.isFinite(low)) afterGc.push(low);
+    const heap = m ? `; heap ${(m.heapUsed / MB).toFixed(0)} of ${(m.heapTotal / MB).toFixed(0)} MB, after a full GC ${Number.isFinite(low) ? `${(low / MB).toFixed(0)} MB at the lowest this minute` : "(none this minute)"}` : "";
     console.log(`minute ${String(rss.length).padStart(2)}: RSS ${(bytes / MB).toFixed(0)} MB${heap}, ${turns.toLocaleString("en")} turns`);
   });
 }, 60_000);
@@ -45,6 +59,7 @@ while (Date.now() < end) {
   await sleep(2_000);
 }
 clearInterval(minute);
+clearInterval(sample);
 await stop();
 
 const third = Math.floor(rss.length / 3);
@@ -57,7 +72,7 @@ const last = mean(rss.slice(2 * third));
 const ratio = last / middle;
 const gcThird = Math.floor(afterGc.length / 3);
 const gcRatio = gcThird >= 1 ? mean(afterGc.slice(2 * gcThird)) / mean(afterGc.slice(gcThird, 2 * gcThird)) : undefined;
-if (gcRatio !== undefined) console.log(`mean heap after full GC, middle third ${(mean(afterGc.slice(gcThird, 2 * gcThird)) / MB).toFixed(0)} MB → last third ${(mean(afterGc.slice(2 * gcThird)) / MB).toFixed(0)} MB (${gcRatio.toFixed(2)}×)`);
+if (gcRatio !== undefined) console.log(`mean of each minute's lowest heap after a full GC, middle third ${(mean(afterGc.slice(gcThird, 2 * gcThird)) / MB).toFixed(0)} MB → last third ${(mean(afterGc.slice(2 * gcThird)) / MB).toFixed(0)} MB (${gcRatio.toFixed(2)}×)`);
 console.log(`mean RSS, middle third ${(middle / MB).toFixed(0)} MB → last third ${(last / MB).toFixed(0)} MB (${ratio.toFixed(2)}×); ${turns.toLocaleString("en")} turns, ${missed} without a reply`);
 record({
   figure: `soak, ${minutes} min: gateway RSS, last third vs middle third`,
