@@ -7,6 +7,9 @@
  * after the last full collection: what is live, from GET /api/status); growth would show a leak. Judged by the
  * last third of the run against the middle third (the first third is warm-up: code, caches, pools).
  */
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { ProcessMemory } from "../../src/server/process-memory.js";
 import { getJson, sendMessage } from "../helpers/gateway.js";
 import { benchGateway, rssOf } from "./proc.js";
@@ -20,7 +23,18 @@ const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.le
 // A small context window: each session reaches its consolidation threshold within the first third,
 // so the two thirds compared hold sessions at their steady size (history archived as it grows), as a
 // long-running daemon's do; with the default 65,536 tokens they would still be growing at 30 minutes.
-const { gateway, pid, stop } = await benchGateway("soak", 50, { maxConcurrentTurns: 100, sessionIdleSeconds: 5, contextWindowTokens: 12_000, maxTokens: 2_048 });
+// TROUPE_SOAK_SNAPSHOTS=4,10: the gateway writes a V8 heap snapshot at those minutes (into a folder
+// printed at the start; compare two with scripts/heap-diff.mjs). Writing one takes seconds and leaves
+// RSS higher (the serialiser's memory): the RSS figures of such a run are not comparable.
+const snapshotAt = (process.env.TROUPE_SOAK_SNAPSHOTS ?? "").split(",").filter(Boolean).map(Number);
+const snapshotDir = snapshotAt.length ? await mkdtemp(join(tmpdir(), "troupe-soak-heap-")) : undefined;
+const { gateway, pid, stop } = await benchGateway(
+  "soak",
+  50,
+  { maxConcurrentTurns: 100, sessionIdleSeconds: 5, contextWindowTokens: 12_000, maxTokens: 2_048 },
+  snapshotDir ? { NODE_OPTIONS: `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${snapshotDir}` } : {},
+);
+if (snapshotDir) console.log(`heap snapshots at minutes ${snapshotAt.join(", ")} into ${snapshotDir}`);
 console.log(`## soak: ${minutes} min of steady traffic to a real gateway (200 sessions of 1,000 every ~2 s, one tool call each, 50 ms model)`);
 
 const rss: number[] = [];
@@ -49,6 +63,7 @@ const minute = setInterval(() => {
     floor = Number.POSITIVE_INFINITY;
     if (Number.isFinite(low)) afterGc.push(low);
     const heap = m ? `; heap ${(m.heapUsed / MB).toFixed(0)} of ${(m.heapTotal / MB).toFixed(0)} MB, after a full GC ${Number.isFinite(low) ? `${(low / MB).toFixed(0)} MB at the lowest this minute` : "(none this minute)"}` : "";
+    if (snapshotAt.includes(rss.length)) process.kill(pid, "SIGUSR2");
     console.log(`minute ${String(rss.length).padStart(2)}: RSS ${(bytes / MB).toFixed(0)} MB${heap}, ${turns.toLocaleString("en")} turns`);
   });
 }, 60_000);
