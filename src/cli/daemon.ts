@@ -11,6 +11,7 @@ import { connectAgent } from "./agent-record.js";
 import { connectDaemon, type DaemonClient } from "./client.js";
 import { checkGateway, clearStale, isAlive, type GatewayCheck, type Health } from "./pidfile.js";
 import { storeStateLine } from "./storage-lines.js";
+import { memoryLine, type ProcessMemory } from "../server/process-memory.js";
 
 export const TROUPE_BIN = join(PACKAGE_ROOT, "bin", "troupe.js");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -142,6 +143,9 @@ export async function daemonStatus(paths: DataPaths): Promise<number> {
   if (store) console.log(`store: ${store}`);
   if (health.disk?.low) console.log(`disk: ${health.disk.low}`);
   console.log(`turns: ${actors.turns.running} running, ${actors.turns.waiting} waiting (max ${actors.turns.max})`);
+  // A gateway older than this CLI has no /api/status.
+  const status = await client.get<{ memory?: ProcessMemory }>("/api/status").catch(() => undefined);
+  if (status?.memory) console.log(`memory: ${memoryLine(status.memory)}`);
   if (actors.root) for (const line of treeLines(actors.root)) console.log(line);
   for (const f of actors.failed) console.log(`${f.status.toUpperCase()}: ${f.id}${f.error ? ` (${f.error})` : ""}`);
   return actors.failed.some((f) => f.status === "failed") || health.store?.state === "failing" ? 1 : 0;

@@ -128,6 +128,19 @@ function rangeSum(messages: StoredMessage[], cost: (m: ChatMessage) => number): 
   };
 }
 
+/**
+ * What stands in the kept messages for an archived one. The Consolidator keeps a live session's
+ * messages between turns (see `known`), by their position in the epoch; archived ones are never read
+ * again (every reader starts at lastConsolidated), and holding them made a long-lived session's
+ * history grow in memory without end. The positions stay (a pointer each), the messages go.
+ */
+const ARCHIVED: StoredMessage & { seq: number } = Object.freeze({ seq: -1, message: Object.freeze({ role: "user", content: "" }) as ChatMessage, turnId: null, at: 0, shownOnly: true });
+
+/** Replaces the messages before `upTo` with ARCHIVED, from the last one still held back (each is replaced once). */
+function letGo(messages: Array<StoredMessage & { seq: number }>, upTo: number): void {
+  for (let i = Math.min(upTo, messages.length) - 1; i >= 0 && messages[i] !== ARCHIVED; i--) messages[i] = ARCHIVED;
+}
+
 let template: Promise<string> | undefined;
 const archiveTemplate = () => (template ??= readFile(join(TEMPLATES_DIR, "prompts", "consolidator-archive.md"), "utf8"));
 
@@ -182,6 +195,11 @@ export function createConsolidator(deps: ConsolidatorDeps) {
     }
     const { messages, fresh } = await messagesOf(meta);
     let state = await getConsolidationState(deps.store, meta);
+    // Kept messages let go past what the store now says is archived (it never moves back, but if it did): read afresh.
+    if (!fresh && messages[state.lastConsolidated] === ARCHIVED) {
+      known.delete(sessionKey);
+      return view(sessionKey);
+    }
     // An archive interrupted by a crash (or a failed write: see archive) is caught up on the first read of the session.
     const written = fresh ? archivedUpTo(await deps.files.readHistory(), meta) : 0;
     if (written > state.lastConsolidated) {
@@ -190,6 +208,7 @@ export function createConsolidator(deps: ConsolidatorDeps) {
       await deps.store.batch([consolidationStateOp(sessionKey, state)], { sync: true });
     }
     state = { ...state, lastConsolidated: Math.min(state.lastConsolidated, messages.length) };
+    release(messages, state.lastConsolidated);
     return { meta, state, messages };
   }
 
@@ -230,6 +249,29 @@ export function createConsolidator(deps: ConsolidatorDeps) {
     const seqs = c.seqs;
     const from = lo;
     return { messages: c.messages.slice(from, seqs.length), seqOf: (i) => seqs[from + i]! };
+  }
+
+  /**
+   * Lets go of the messages before `upTo` (archived): the running sums are moved past them first
+   * (taking a message off needs its count, which its placeholder does not have), and the
+   * model-visible list drops them, so neither keeps an archived message alive.
+   */
+  function release(messages: SessionView["messages"], upTo: number): void {
+    const last = Math.min(upTo, messages.length) - 1;
+    if (last < 0 || messages[last] === ARCHIVED) return;
+    const s = sums.get(messages);
+    if (s) {
+      s.exact(upTo, messages.length);
+      s.bound(upTo, messages.length);
+    }
+    const c = visible.get(messages);
+    if (c) {
+      let k = 0;
+      while (k < c.seqs.length && c.seqs[k]! < upTo) k++;
+      c.messages.splice(0, k);
+      c.seqs.splice(0, k);
+    }
+    letGo(messages, upTo);
   }
 
   const fixedExact = async () => (await deps.fixedTokens()).exact();
@@ -291,6 +333,7 @@ export function createConsolidator(deps: ConsolidatorDeps) {
     fault("consolidate-after-append");
     v.state = { ...v.state, lastConsolidated: to };
     await deps.store.batch([consolidationStateOp(v.meta.key, v.state)], { sync: true });
+    release(v.messages, to);
     deps.logger?.info({ sessionKey: v.meta.key, from, to, kind }, "archived session messages");
     return kind;
   }

@@ -25,6 +25,7 @@ import { allowedHosts, hostAllowed } from "./host-check.js";
 import { cronRoute, CronRouteError } from "./cron-routes.js";
 import { openSse } from "./sse.js";
 import { tokenMatches } from "./token.js";
+import { watchProcessMemory } from "./process-memory.js";
 import { apiMessageBody, declaredWithinLimit, HttpError, idempotencyKeyOf, json, parseBody, readJson, refuseBody, refuseStore, sessionKeyOf, type ControlServer } from "./request-io.js";
 
 export type { ControlServer } from "./request-io.js";
@@ -45,6 +46,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
   };
   const graphs = machineGraphs(machines);
   const redactText = createRedactor(secretsOf(daemon.loaded.config));
+  const memory = watchProcessMemory();
 
   /** The refusal of a message while the store is failing: 507 (disk full) or 503, the cause without a path, and when to retry. */
   function refusal(err: StoreUnavailableError): HttpError {
@@ -205,6 +207,9 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     if (req.method === "GET" && path === "/api/actors") {
       return json(res, 200, { root: daemon.tree.tree(withSubagents), failed: failedChildren(daemon), channels: daemon.channels(), turns: { running: daemon.limiter.active, waiting: daemon.limiter.waiting, max: daemon.limiter.max } });
     }
+    if (req.method === "GET" && path === "/api/status") {
+      return json(res, 200, { pid: process.pid, version: VERSION, uptimeMs: Date.now() - startedAt, memory: memory.read() });
+    }
     if (req.method === "GET" && path === "/api/mcp") {
       return json(res, 200, { servers: daemon.mcp?.status() ?? [] });
     }
@@ -308,6 +313,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
   return {
     url: `http://${opts.host.includes(":") ? `[${opts.host}]` : opts.host}:${port}`,
     async close() {
+      memory.stop();
       // A client whose stream ends mid-turn learns why: it may wait for the daemon and ask again.
       const ended = [...streams].map((stream) => {
         stream.send("shutting_down", { reason: "the daemon is stopping; a turn under way resumes when it starts again" });

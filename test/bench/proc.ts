@@ -19,7 +19,7 @@ export async function rssOf(pid: number): Promise<number> {
  * against the bench's fake model; `stop` ends both and removes the data dir. Exits the script on a
  * platform without /proc (what these benches read).
  */
-export async function benchGateway(name: string, modelLatencyMs: number, defaults: Record<string, unknown>): Promise<{ gateway: GatewayProcess; pid: number; stop: () => Promise<void> }> {
+export async function benchGateway(name: string, modelLatencyMs: number, defaults: Record<string, unknown>, env: Record<string, string> = {}): Promise<{ gateway: GatewayProcess; pid: number; stop: () => Promise<void> }> {
   if (process.platform !== "linux") {
     console.log(`(the ${name} bench reads RSS from /proc: skipped on this platform)`);
     process.exit(0);
@@ -31,7 +31,7 @@ export async function benchGateway(name: string, modelLatencyMs: number, default
   await mkdir(home);
   // Any free port: another gateway (a bench running beside, a user's daemon) may hold the default one.
   await writeHome(home, model.url, { defaults, config: { gateway: { port: 0 } } });
-  const gateway = await startGateway(home);
+  const gateway = await startGateway(home, env);
   const stop = async () => {
     gateway.proc.kill("SIGTERM");
     await gateway.exited;

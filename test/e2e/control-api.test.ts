@@ -91,6 +91,18 @@ describe("control API hardening (one real gateway over loopback)", () => {
     expect((await raw(g, { path: "/api/actors", headers: { ...g.auth, host: `127.0.0.1:${port(g)}` } })).status).toBe(200);
   });
 
+  it("GET /api/status gives the process's memory: RSS and V8's heap (with the token only)", async () => {
+    expect((await fetch(`${g.url}/api/status`)).status).toBe(401);
+    const status = await getJson<{ pid: number; uptimeMs: number; memory: Record<string, number> }>(g, "/api/status");
+    expect(status.pid).toBe(g.proc.pid);
+    const m = status.memory;
+    for (const field of ["rss", "heapUsed", "heapTotal", "heapLimit", "external"]) expect(m[field], field).toBeGreaterThan(0);
+    expect(m.heapUsed).toBeLessThanOrEqual(m.heapTotal!);
+    expect(m.heapTotal).toBeLessThanOrEqual(m.heapLimit!);
+    expect(m.fullGcs).toBeGreaterThanOrEqual(0);
+    if (m.heapUsedAfterGc !== undefined) expect(m.heapUsedAfterGc).toBeLessThanOrEqual(m.heapLimit!);
+  });
+
   it("sends no CORS headers, not even to a preflight", async () => {
     const origin = "http://evil.example";
     const preflight = await raw(g, {

@@ -39,6 +39,7 @@ describe("troupe daemon start and status tell the truth", () => {
     const status = await runCli(["daemon", "status"], env);
     expect(status.stdout).toContain("FAILED: channel:telegram (Telegram rejected the bot token (401)");
     expect(status.code).toBe(1);
+    expect(status.stdout).toMatch(/\nmemory: RSS \d+ MB, heap \d+ of \d+ MB/);
 
     const overview = await runCli(["status"], env);
     expect(overview.code).toBe(0);

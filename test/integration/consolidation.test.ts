@@ -14,6 +14,21 @@ import { startFakeOpenAi, type FakeOpenAi, type FakeStep, type RecordedRequest }
 import { countingTools, turnDeps } from "../helpers/turn-env.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { closeAfterEach } from "../helpers/teardown.js";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+
+/** V8's gc(), for the tests that check what is still held (a fresh context sees the flag once set). */
+function fullGc(): void {
+  setFlagsFromString("--expose-gc");
+  (runInNewContext("gc") as () => void)();
+}
+
+/** Whether each object is still reachable, after a full collection (WeakRefs are cleared only after the job that made them). */
+async function stillHeld(refs: Array<WeakRef<object>>): Promise<number> {
+  await new Promise((r) => setTimeout(r, 0));
+  fullGc();
+  return refs.filter((r) => r.deref() !== undefined).length;
+}
 
 const words = (n: number, w = "apple") => Array.from({ length: n }, () => w).join(" ");
 const isSummaryCall = (r: RecordedRequest) => String(r.body.messages[0]?.content).startsWith("You are troupe's memory consolidator");
@@ -153,6 +168,29 @@ describe("the Consolidator", () => {
     const entries = await files.readHistory();
     const covered = entries.flatMap((e) => Array.from({ length: e.archived!.to - e.archived!.from }, (_, i) => e.archived!.from + i));
     expect(new Set(covered).size).toBe(covered.length);
+  });
+
+  it("keeps in memory only what is not archived: a live session's archived messages are let go (a long session's history does not grow in RAM)", async () => {
+    const { consolidator } = await setup((r) => (isSummaryCall(r) ? { content: "- [durable] apples" } : undefined), 4_000);
+    await seed(store!, "t:1", conversationOf(20, 100));
+    let v = (await consolidator.view("t:1"))!;
+    // The stored messages as the consolidator keeps them between turns, and the model-visible list a turn's history is taken from.
+    const refs = v.messages.map((m) => new WeakRef(m));
+    const inner = v.messages.map((m) => new WeakRef(m.message));
+    expect(consolidator.unarchived(v).messages).toHaveLength(40);
+    v = undefined!;
+    expect(await consolidator.maybeConsolidate("t:1")).toBeGreaterThan(0);
+    const after = (await consolidator.view("t:1"))!;
+    const archived = after.state.lastConsolidated;
+    expect(archived).toBeGreaterThan(0);
+    // The tail is still the same objects (read once, not again), the archived ones are gone.
+    expect(after.messages.slice(archived).every((m, i) => m === refs[archived + i]!.deref())).toBe(true);
+    expect(after.messages).toHaveLength(40);
+    expect(after.messages.slice(archived).map((m) => m.seq)).toEqual(Array.from({ length: 40 - archived }, (_, i) => archived + i));
+    expect(await stillHeld(refs.slice(0, archived))).toBe(0);
+    expect(await stillHeld(refs.slice(archived))).toBe(40 - archived);
+    expect(await stillHeld(inner.slice(0, archived))).toBe(0);
+    expect(consolidator.unarchived(after).messages).toEqual(after.messages.slice(archived).map((m) => m.message));
   });
 
   it("/new archives the unarchived tail in chunks, then starts a fresh session; the next turn does not see the old messages", async () => {
