@@ -9,7 +9,11 @@ export const LOST_TOOL_RESULT = "[Tool result unavailable — call was interrupt
  * (missing ones are back-filled), so one damaged turn cannot break a session for good.
  */
 export function repairHistory(messages: ChatMessage[]): ChatMessage[] {
-  if (wellFormed(messages)) return messages.slice();
+  return wellFormed(messages) ? messages.slice() : repairInFull(messages);
+}
+
+/** The repair as one full pass over the history, copying it (repairHistory when its quick check finds something to repair). */
+export function repairInFull(messages: ChatMessage[]): ChatMessage[] {
   const out: ChatMessage[] = [];
   let open: Array<{ id: string; name: string }> = [];
   const closeOpen = () => {

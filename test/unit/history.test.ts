@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { LOST_TOOL_RESULT, repairHistory } from "../../src/providers/history.js";
+import { LOST_TOOL_RESULT, repairHistory, repairInFull } from "../../src/providers/history.js";
 import type { ChatMessage } from "../../src/providers/messages.js";
 
 const call = (id: string, name = "exec") => ({ id, type: "function" as const, function: { name, arguments: "{}" } });
@@ -62,30 +62,6 @@ describe("repairHistory", () => {
 });
 
 describe("repairHistory on a history that needs nothing", () => {
-  /** The repair as one full pass (what repairHistory does when its quick check does not pass). */
-  function fullPass(messages: ChatMessage[]): ChatMessage[] {
-    const out: ChatMessage[] = [];
-    let open: Array<{ id: string; name: string }> = [];
-    const closeOpen = () => {
-      for (const call of open) out.push({ role: "tool", tool_call_id: call.id, name: call.name, content: LOST_TOOL_RESULT });
-      open = [];
-    };
-    for (const m of messages) {
-      if (m.role === "tool") {
-        const i = open.findIndex((c) => c.id === m.tool_call_id);
-        if (i < 0) continue;
-        open.splice(i, 1);
-        out.push(m);
-        continue;
-      }
-      closeOpen();
-      out.push(m);
-      if (m.role === "assistant" && m.tool_calls?.length) open = m.tool_calls.map((c) => ({ id: c.id, name: c.function.name }));
-    }
-    closeOpen();
-    return out;
-  }
-
   it("gives what the full pass gives, for well-formed and damaged histories alike (seeded random)", () => {
     let seed = 7;
     const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
@@ -103,7 +79,7 @@ describe("repairHistory on a history that needs nothing", () => {
           for (const id of answers) messages.push({ role: "tool", tool_call_id: id, name: "f", content: "r" });
         } else messages.push({ role: "tool", tool_call_id: `c${rand(4)}`, name: "f", content: "orphan?" });
       }
-      expect(repairHistory(messages)).toEqual(fullPass(messages));
+      expect(repairHistory(messages)).toEqual(repairInFull(messages));
     }
   });
 });
