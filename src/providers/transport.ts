@@ -134,6 +134,9 @@ export function readText(body: AsyncIterable<string>, touch: () => void): Promis
   if (typeof stream.on !== "function" || typeof stream.removeListener !== "function") return readIterable(body, touch);
   const readable = stream as NodeJS.ReadableStream & { destroyed?: boolean; readableEnded?: boolean; errored?: Error | null };
   if (readable.errored) return Promise.reject(readable.errored);
+  const prematureClose = () => Object.assign(new Error("Premature close"), { code: "ERR_STREAM_PREMATURE_CLOSE" });
+  // Destroyed before it is read: no event comes again.
+  if (readable.destroyed && !readable.readableEnded) return Promise.reject(prematureClose());
   return new Promise((resolve, reject) => {
     let text = "";
     const onData = (chunk: string) => {
@@ -151,7 +154,7 @@ export function readText(body: AsyncIterable<string>, touch: () => void): Promis
     const onEnd = () => done();
     const onError = (err: Error) => done(err);
     // Destroyed without an end or an error (an abort): what the async iterator reported as a premature close.
-    const onClose = () => setImmediate(() => (readable.readableEnded ? done() : done(Object.assign(new Error("Premature close"), { code: "ERR_STREAM_PREMATURE_CLOSE" }))));
+    const onClose = () => setImmediate(() => (readable.readableEnded ? done() : done(prematureClose())));
     readable.on("data", onData);
     readable.once("end", onEnd);
     readable.once("error", onError);

@@ -8,7 +8,7 @@ import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { createOpenAiProvider, ModelCallError, type ProviderOptions } from "../../src/providers/client.js";
 import { requestJson } from "../../src/providers/chat-http.js";
-import { createHttpTransport, sseEvents } from "../../src/providers/transport.js";
+import { createHttpTransport, readText, sseEvents } from "../../src/providers/transport.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
@@ -353,5 +353,31 @@ describe("server-sent events", () => {
 
   it("gives a last event that the stream ended without a blank line", async () => {
     expect(await events("data: [DONE]")).toEqual([{ event: null, data: "[DONE]" }]);
+  });
+});
+
+describe("reading a reply's body", () => {
+  it("a body ended, cut or already destroyed settles (a stream destroyed before it is read fails as a premature close, never hangs)", async () => {
+    const { PassThrough } = await import("node:stream");
+    const stream = () => {
+      const s = new PassThrough();
+      s.setEncoding("utf8");
+      return s;
+    };
+    const whole = stream();
+    whole.end("all of it");
+    expect(await readText(whole, () => {})).toBe("all of it");
+    const cut = stream();
+    const reading = readText(cut, () => {});
+    cut.write("part");
+    cut.destroy();
+    await expect(reading).rejects.toMatchObject({ code: "ERR_STREAM_PREMATURE_CLOSE" });
+    const gone = stream();
+    gone.write("partial");
+    gone.destroy();
+    await new Promise((r) => setTimeout(r, 20));
+    const late = readText(gone, () => {});
+    const outcome = await Promise.race([late.then(() => "resolved", (e: { code?: string }) => e.code), new Promise((r) => setTimeout(() => r("still waiting after 2 s"), 2_000))]);
+    expect(outcome).toBe("ERR_STREAM_PREMATURE_CLOSE");
   });
 });
