@@ -141,6 +141,18 @@ function letGo(messages: Array<StoredMessage & { seq: number }>, upTo: number): 
   for (let i = Math.min(upTo, messages.length) - 1; i >= 0 && messages[i] !== ARCHIVED; i--) messages[i] = ARCHIVED;
 }
 
+/** The index of the first of the ascending `values` at or past `at` (their length if none is). */
+function firstAtOrAfter(values: number[], at: number): number {
+  let lo = 0;
+  let hi = values.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (values[mid]! < at) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 let template: Promise<string> | undefined;
 const archiveTemplate = () => (template ??= readFile(join(TEMPLATES_DIR, "prompts", "consolidator-archive.md"), "utf8"));
 
@@ -228,27 +240,22 @@ export function createConsolidator(deps: ConsolidatorDeps) {
    * The model-visible messages (not shown-only) of a messages array with their seq, kept per array
    * as sums are and extended by what was appended: a turn's history is their unarchived tail.
    */
-  const visible = new WeakMap<SessionView["messages"], { scanned: number; messages: ChatMessage[]; seqs: number[] }>();
+  const visible = new WeakMap<SessionView["messages"], { scanned: number; messages: ChatMessage[]; positions: number[]; seqs: number[] }>();
   function unarchived(v: SessionView): { messages: ChatMessage[]; seqOf: (i: number) => number } {
     let c = visible.get(v.messages);
-    if (!c) visible.set(v.messages, (c = { scanned: 0, messages: [], seqs: [] }));
+    if (!c) visible.set(v.messages, (c = { scanned: 0, messages: [], positions: [], seqs: [] }));
     for (; c.scanned < v.messages.length; c.scanned++) {
       const m = v.messages[c.scanned]!;
       if (m.shownOnly) continue;
       c.messages.push(m.message);
+      c.positions.push(c.scanned);
       c.seqs.push(m.seq);
     }
-    // The first kept at or after lastConsolidated (seqs ascend).
-    let lo = 0;
-    let hi = c.seqs.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (c.seqs[mid]! < v.state.lastConsolidated) lo = mid + 1;
-      else hi = mid;
-    }
+    // The first kept at or after lastConsolidated, a position in the epoch (a seq can be past its
+    // position where a damaged record was dropped at open).
+    const from = firstAtOrAfter(c.positions, v.state.lastConsolidated);
     const seqs = c.seqs;
-    const from = lo;
-    return { messages: c.messages.slice(from, seqs.length), seqOf: (i) => seqs[from + i]! };
+    return { messages: c.messages.slice(from), seqOf: (i) => seqs[from + i]! };
   }
 
   /**
@@ -266,9 +273,9 @@ export function createConsolidator(deps: ConsolidatorDeps) {
     }
     const c = visible.get(messages);
     if (c) {
-      let k = 0;
-      while (k < c.seqs.length && c.seqs[k]! < upTo) k++;
+      const k = firstAtOrAfter(c.positions, upTo);
       c.messages.splice(0, k);
+      c.positions.splice(0, k);
       c.seqs.splice(0, k);
     }
     letGo(messages, upTo);
