@@ -55,6 +55,8 @@ export interface ConversationDeps extends TurnDeps {
   dream?: DreamControl;
   /** When this process started, for /status's uptime (default: when the conversation was created). */
   startedAt?: number;
+  /** Sessions whose last usage /status shows after their actor ended (default LAST_USAGE_KEPT). */
+  lastUsageKept?: number;
 }
 
 export const HELP_TEXT = [
@@ -71,6 +73,8 @@ export const HELP_TEXT = [
 
 /** How long a built system prompt is reused. */
 export const PROMPT_TTL_MS = 2_000;
+/** Sessions whose last turn's usage /status can still show once their actor has ended. */
+export const LAST_USAGE_KEPT = 1_000;
 
 /** Time-ordered, unique turn ids. */
 /**
@@ -129,8 +133,17 @@ export function createConversation(deps: ConversationDeps) {
   /** Set by the daemon: /restart calls it once its answer is durable. */
   let restartHook: ((from: RestartOrigin) => void) | undefined;
 
-  /** The session's last turn's usage (this process's, as nanobot's /status shows). */
+  /**
+   * The session's last turn's usage (this process's, as nanobot's /status shows). It outlives the
+   * session's actor (a /status after passivation still shows it) but is bounded: the sessions used
+   * longest ago go first, so a daemon meeting many chats over weeks does not grow with them.
+   */
   const lastUsage = new Map<string, Usage>();
+  const rememberUsage = (sessionKey: string, usage: Usage) => {
+    lastUsage.delete(sessionKey);
+    lastUsage.set(sessionKey, usage);
+    if (lastUsage.size > (deps.lastUsageKept ?? LAST_USAGE_KEPT)) lastUsage.delete(lastUsage.keys().next().value!);
+  };
   const startedAt = deps.startedAt ?? now();
 
   async function status(sessionKey: string, busy: boolean): Promise<string> {
@@ -194,7 +207,7 @@ export function createConversation(deps: ConversationDeps) {
 
   /** What a turn's last batch adds to its session: its messages, usage and turn count. */
   async function sessionFinalOps(sessionKey: string, result: TurnResult): Promise<StoreOp[]> {
-    lastUsage.set(sessionKey, result.output.usage);
+    rememberUsage(sessionKey, result.output.usage);
     const current = (await getSessionMeta(deps.store, sessionKey)) ?? newSessionMeta(sessionKey, now());
     // A failed turn ends with troupe's apology: the user is shown it, the model is never handed it as its own words.
     const apology = result.state === "failed" ? result.output.newMessages.length - 1 : -1;
@@ -300,7 +313,13 @@ export function createConversation(deps: ConversationDeps) {
     resume,
     afterTurn,
     /** A session's actor ended (passivated, crashed): what was kept of its history goes; the next start reads it again. */
-    forget: (sessionKey: string) => consolidator.forget(sessionKey),
+    forget: (sessionKey: string) => {
+      consolidator.forget(sessionKey);
+      // A turn that failed (its checkpoint could not be written) never reached afterTurn.
+      started.delete(sessionKey);
+    },
+    /** How many entries the per-session maps hold (tests and the soak bench check they are let go). */
+    held: () => ({ lastUsage: lastUsage.size, started: started.size, consolidator: consolidator.held() }),
     consolidator,
     memory: files,
     /** Handles one message; `onTurn` gets the running turn's handle (to cancel or inject). */

@@ -55,13 +55,14 @@ export function createSessionTurns(deps: SessionTurnDeps) {
     if (result.output.replySent) reply.alreadySent = true;
     const hook = (await deps.finalHook?.(result, answers)) ?? { ops: [], deliver: true };
     const deliver = hook.deliver && !skipReply(input.channel, result.output);
-    if (deliver) replies.set(result.turnId, reply);
-    return [
+    const ops = [
       ...(await deps.conversation.sessionFinalOps(input.sessionKey, result)),
       ...(deliver ? [outboxPutOp(reply)] : []),
       ...inboxDeleteOps(input.sessionKey, answers),
       ...hook.ops,
     ];
+    if (deliver) replies.set(result.turnId, reply);
+    return ops;
   });
 
   const prepareTurn = fromPromise<PreparedTurn, PrepareTurnInput>(async ({ input }) => {
@@ -103,9 +104,16 @@ export function createSessionTurns(deps: SessionTurnDeps) {
         deps.conversation.afterTurn(sessionKey, result.output.newMessages);
         tell({ type: "turn.settled", turnId, output: result.output });
       },
-      (err: unknown) => tell({ type: "turn.failed", turnId, error: err instanceof Error ? err.message : String(err) }),
+      (err: unknown) => {
+        // The final batch was not written: its reply is not in the outbox (the turn resumes from its last checkpoint and writes its own).
+        replies.delete(turnId);
+        tell({ type: "turn.failed", turnId, error: err instanceof Error ? err.message : String(err) });
+      },
     );
   };
 
-  return { prepareTurn, turn: turns.logic, watchTurn, turns };
+  /** How many replies wait for their final batch (tests check a failed turn's is let go). */
+  const held = () => ({ replies: replies.size });
+
+  return { prepareTurn, turn: turns.logic, watchTurn, turns, held };
 }

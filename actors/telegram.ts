@@ -64,7 +64,7 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
   let poller: ReturnType<typeof createActor<typeof telegramPollerMachine>> | undefined;
   const typing = new Map<string, NodeJS.Timeout>();
   /** Replies being streamed by editing one message (channels.telegram.streaming). */
-  const streams = new Map<string, { messageId?: number; text: string; lastEdit: number; timer?: NodeJS.Timeout; busy: Promise<void> }>();
+  const streams = new Map<string, { turnId: string; messageId?: number; text: string; lastEdit: number; timer?: NodeJS.Timeout; busy: Promise<void> }>();
   /** Progress messages (thoughts, tool hints) still being sent, per chat: the next waits for them. */
   const notes = new Map<string, Promise<void>>();
   const subs: Array<{ unsubscribe(): void }> = [];
@@ -248,7 +248,9 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
       [...typing.keys()].forEach(stopTyping);
     },
     async send(record: OutboxRecord, onPartDelivered) {
-      const stream = record.answers.length ? streams.get(record.chatId) : undefined;
+      // Only its turn's reply takes a draft over (not a command's answer sent meanwhile).
+      const draft = streams.get(record.chatId);
+      const stream = record.answers.length && draft && record.deliveryId === `reply:${draft.turnId}` ? draft : undefined;
       if (stream) {
         // The streamed message becomes the reply: its final text replaces the draft.
         streams.delete(record.chatId);
@@ -299,20 +301,30 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
         return;
       }
       if (!cfg.streaming) return;
-      const s = streams.get(chatId) ?? { text: "", lastEdit: 0, busy: Promise.resolve() };
-      streams.set(chatId, s);
-      s.text += update.delta;
-      if (s.timer) return;
+      let s = streams.get(chatId);
+      // A draft left by an earlier turn whose reply was never sent (the message tool sent it): it
+      // stays as it is, and this turn streams into a message of its own.
+      if (s && s.turnId !== update.turnId) {
+        clearTimeout(s.timer);
+        s = undefined;
+      }
+      if (!s) {
+        s = { turnId: update.turnId, text: "", lastEdit: 0, busy: Promise.resolve() };
+        streams.set(chatId, s);
+      }
+      const stream = s;
+      stream.text += update.delta;
+      if (stream.timer) return;
       // At most one edit a second: the first delta opens the message, later ones are gathered.
-      const wait = Math.max(0, s.lastEdit + STREAM_EDIT_EVERY_MS - Date.now());
-      s.timer = setTimeout(() => {
-        s.timer = undefined;
-        s.lastEdit = Date.now();
-        const text = s.text.slice(0, TELEGRAM_MAX_CHARS);
-        s.busy = s.busy
+      const wait = Math.max(0, stream.lastEdit + STREAM_EDIT_EVERY_MS - Date.now());
+      stream.timer = setTimeout(() => {
+        stream.timer = undefined;
+        stream.lastEdit = Date.now();
+        const text = stream.text.slice(0, TELEGRAM_MAX_CHARS);
+        stream.busy = stream.busy
           .then(async () => {
-            if (s.messageId === undefined) s.messageId = (await api.sendMessage(chatId, text)).message_id;
-            else await api.editMessageText(chatId, s.messageId, text);
+            if (stream.messageId === undefined) stream.messageId = (await api.sendMessage(chatId, text)).message_id;
+            else await api.editMessageText(chatId, stream.messageId, text);
           })
           .catch((err: unknown) => log?.debug({ err }, "stream edit failed"));
       }, wait);

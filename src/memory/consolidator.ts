@@ -402,6 +402,8 @@ export function createConsolidator(deps: ConsolidatorDeps) {
     unarchived,
     /** The session's actor ended: its messages are read afresh when it starts again. */
     forget: (sessionKey: string) => void known.delete(sessionKey),
+    /** Sessions whose messages are kept (tests check an ended session's are let go). */
+    held: () => known.size,
     maybeConsolidate,
     consolidateAndView,
     archiveTail,

@@ -207,6 +207,8 @@ export function createMemoryFiles(workspace: string, opts: MemoryFilesOptions = 
       serialised(paths.history, async () => {
         await ready();
         const cursor = (await latestCursor()) + 1;
+        // What latestCursor just read (the file as it was): the entries after this append are those plus this one.
+        const before = cached;
         const content = entry.content.length > HISTORY_ENTRY_MAX_CHARS ? `${entry.content.slice(0, HISTORY_ENTRY_MAX_CHARS)}\n... (truncated)` : entry.content;
         const record: HistoryEntry = {
           cursor,
@@ -216,6 +218,7 @@ export function createMemoryFiles(workspace: string, opts: MemoryFilesOptions = 
           ...(entry.archived ? { archived: entry.archived } : {}),
         };
         const fh = await open(paths.history, "a+");
+        let entries: HistoryEntry[] | undefined;
         try {
           // A torn last line (a crash mid-write) must not swallow this entry: start on a fresh line.
           const { size } = await fh.stat();
@@ -225,13 +228,22 @@ export function createMemoryFiles(workspace: string, opts: MemoryFilesOptions = 
             await fh.read(last, 0, 1, size - 1);
             if (last.toString() !== "\n") lead = "\n";
           }
-          await fh.appendFile(`${lead}${JSON.stringify(record)}\n`, "utf8");
+          const line = `${lead}${JSON.stringify(record)}\n`;
+          await fh.appendFile(line, "utf8");
           await fh.sync();
+          // Nobody else wrote in between (the file grew by this line alone from what was read): the
+          // history is not read and parsed again (it was twice per append, the whole file each time,
+          // which made every consolidation cost O(history) on a queue all sessions share).
+          const after = await fh.stat();
+          if (before && before.size === size && after.size === size + Buffer.byteLength(line)) {
+            entries = [...before.entries, record];
+            cached = { size: after.size, mtimeMs: after.mtimeMs, entries };
+          }
         } finally {
           await fh.close();
         }
         await writeAtomic(paths.cursor, String(cursor));
-        await compact(parseHistory(await readText(paths.history)));
+        await compact(entries ?? parseHistory(await readText(paths.history)));
         return cursor;
       }),
   };

@@ -53,3 +53,29 @@ record({
   target: "— (small tool results: the journal is already near its summary's size)",
   measured: `${(compacted / after).toFixed(2)}× (${(compacted / MB).toFixed(1)} MB)`,
 });
+
+// Consolidation appends to memory/history.jsonl on a queue every session shares; with Dream not
+// digesting, the file only grows. An append costs the same at 100 entries as at 4,000 (it once
+// re-read and parsed the whole file twice: 4 ms at 100 entries, 36 ms at 4,000).
+{
+  const { mkdtemp } = await import("node:fs/promises");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const { createMemoryFiles } = await import("../../src/memory/files.js");
+  const ws = await mkdtemp(join(tmpdir(), "troupe-bench-history-"));
+  const files = createMemoryFiles(ws);
+  const summary = "The user asked about a word and the assistant looked it up with a tool. ".repeat(6);
+  const archived = { epoch: 0, from: 0, to: 4, createdAt: 1 };
+  const appendMs = async (n: number) => {
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) await files.appendHistory({ content: summary, sessionKey: `bench:${i}`, archived });
+    return (performance.now() - t0) / n;
+  };
+  await appendMs(100);
+  const early = await appendMs(50);
+  await appendMs(3_850);
+  const late = await appendMs(50);
+  await rm(ws, { recursive: true, force: true });
+  console.log(`history.jsonl append (a consolidation's entry, synced): ${early.toFixed(2)} ms at 100 entries, ${late.toFixed(2)} ms at 4,000`);
+  record({ figure: "history.jsonl append at 4,000 entries vs 100", target: "≤ 2× (flat)", measured: `${(late / early).toFixed(2)}× (${late.toFixed(2)} vs ${early.toFixed(2)} ms)`, pass: late / early <= 2 });
+}

@@ -86,6 +86,27 @@ describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () =
     for (let i = 1; i < drafts.length; i++) expect(drafts[i]! - drafts[i - 1]!).toBeGreaterThanOrEqual(950);
   });
 
+  it("a streamed turn whose reply the message tool sent keeps its draft: the next turn streams into a message of its own", async () => {
+    fake = await startFakeOpenAi([
+      { content: "Telling you through the tool. ", chunkDelayMs: 20, toolCalls: [{ name: "message", arguments: { content: "sent by the tool" } }] },
+      { content: "Done with the first.", chunkDelayMs: 20 },
+      { content: "The second answer, streamed on its own.", chunkDelayMs: 20 },
+    ]);
+    await start({ streaming: true }, undefined, true);
+    tg!.message("first");
+    await until(() => tg!.sent().find((m) => m.text === "sent by the tool"), 15_000);
+    await until(() => fake!.requests.length >= 2 && tg!.calls.some((c) => c.method === "editMessageText" && String(c.body.text).includes("Done with the first")), 15_000);
+    const firstCalls = tg!.calls.length;
+    tg!.message("second");
+    await until(() => tg!.calls.slice(firstCalls).find((c) => c.method === "editMessageText" && c.body.parse_mode === "HTML"), 15_000);
+    const second = tg!.calls.slice(firstCalls).filter((c) => c.method === "sendMessage" || c.method === "editMessageText");
+    // Nothing of the first turn's draft is shown again, and the first turn's message is not overwritten.
+    expect(second.filter((c) => /Telling you|Done with the first/.test(String(c.body.text)))).toEqual([]);
+    const firstDraft = tg!.calls.find((c) => c.method === "editMessageText")!.body.message_id;
+    expect(second.filter((c) => c.method === "editMessageText").map((c) => c.body.message_id)).not.toContain(firstDraft);
+    expect(second.at(-1)!.body.text).toBe("The second answer, streamed on its own.");
+  });
+
   it("ignores senders outside allowFrom, and in groups answers only when mentioned", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "ok" }));
     await start();

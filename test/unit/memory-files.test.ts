@@ -129,6 +129,21 @@ describe("memory files (nanobot's layout)", () => {
     });
   });
 
+  it("what it keeps after its own appends is what the file holds, with another writer's appends in between", async () => {
+    const ws = await tempDir();
+    const [a, b] = [createMemoryFiles(ws, { maxEntries: 6 }), createMemoryFiles(ws, { maxEntries: 6 })];
+    const onDisk = async () => parseHistory(await readFile(join(ws, "memory", "history.jsonl"), "utf8"));
+    for (let i = 0; i < 5; i++) {
+      await a.appendHistory({ content: `a${i}`, sessionKey: "cli:a", archived: { epoch: 0, from: i, to: i + 1, createdAt: 1 } });
+      expect(await a.readHistory()).toEqual(await onDisk());
+      await b.appendHistory({ content: `b${i}` });
+      expect(await a.readHistory()).toEqual(await onDisk());
+      expect(await b.readHistory()).toEqual(await onDisk());
+    }
+    // Past the cap (nothing digested: every entry is kept), cursors still unique and in order.
+    expect((await a.readHistory()).map((e) => e.cursor)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1));
+  });
+
   it("re-reads history.jsonl changed by another writer", async () => {
     const ws = await tempDir();
     const files = createMemoryFiles(ws);
