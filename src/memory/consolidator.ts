@@ -9,7 +9,8 @@ import { getSessionMeta, sessionMessagesInRange, sessionMessagesWithSeq, type Se
 import type { Store } from "../store/store.js";
 import { historyTimestamp, type HistoryEntry, type MemoryFiles } from "./files.js";
 import { consolidationStateOp, getConsolidationState, type ConsolidationState } from "./session-state.js";
-import { messageTokens, messageTokensBound, textTokens, type TokenCost } from "./tokens.js";
+import { ARCHIVED, release, tokenSums, unarchived, type KeptMessage } from "./kept-messages.js";
+import { messageTokens, textTokens, type TokenCost } from "./tokens.js";
 
 /** nanobot's limits: rounds per consolidation, messages per archived chunk. */
 export const MAX_ROUNDS = 5;
@@ -36,7 +37,7 @@ export interface SessionView {
   meta: SessionMeta;
   state: ConsolidationState;
   /** With their seq: a turn's stored input names the range of them it was given. */
-  messages: Array<StoredMessage & { seq: number }>;
+  messages: KeptMessage[];
 }
 
 export interface Chunk {
@@ -109,50 +110,6 @@ export function archivedUpTo(entries: HistoryEntry[], meta: { key: string; epoch
 const SHOWN_ONLY: ChatMessage = { role: "assistant", content: "" };
 const forBoundary = (m: StoredMessage): ChatMessage => (m.shownOnly ? SHOWN_ONLY : m.message);
 
-/** The sum of `cost` over `messages[from, to)`, kept for ranges that move forward: each message is added once and taken off once. */
-type RangeSum = (from: number, to: number) => number;
-function rangeSum(messages: StoredMessage[], cost: (m: ChatMessage) => number): RangeSum {
-  const costAt = (i: number) => (messages[i]!.shownOnly ? 0 : cost(messages[i]!.message));
-  let lo = 0;
-  let hi = 0;
-  let sum = 0;
-  return (from, to) => {
-    // A range that moved back or jumped past the one kept is summed afresh.
-    if (from < lo || to < hi || from > hi) {
-      lo = hi = from;
-      sum = 0;
-    }
-    while (hi < to) sum += costAt(hi++);
-    while (lo < from) sum -= costAt(lo++);
-    return sum;
-  };
-}
-
-/**
- * What stands in the kept messages for an archived one. The Consolidator keeps a live session's
- * messages between turns (see `known`), by their position in the epoch; archived ones are never read
- * again (every reader starts at lastConsolidated), and holding them made a long-lived session's
- * history grow in memory without end. The positions stay (a pointer each), the messages go.
- */
-const ARCHIVED: StoredMessage & { seq: number } = Object.freeze({ seq: -1, message: Object.freeze({ role: "user", content: "" }) as ChatMessage, turnId: null, at: 0, shownOnly: true });
-
-/** Replaces the messages before `upTo` with ARCHIVED, from the last one still held back (each is replaced once). */
-function letGo(messages: Array<StoredMessage & { seq: number }>, upTo: number): void {
-  for (let i = Math.min(upTo, messages.length) - 1; i >= 0 && messages[i] !== ARCHIVED; i--) messages[i] = ARCHIVED;
-}
-
-/** The index of the first of the ascending `values` at or past `at` (their length if none is). */
-function firstAtOrAfter(values: number[], at: number): number {
-  let lo = 0;
-  let hi = values.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (values[mid]! < at) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
 let template: Promise<string> | undefined;
 const archiveTemplate = () => (template ??= readFile(join(TEMPLATES_DIR, "prompts", "consolidator-archive.md"), "utf8"));
 
@@ -224,72 +181,15 @@ export function createConsolidator(deps: ConsolidatorDeps) {
     return { meta, state, messages };
   }
 
-  /**
-   * The unarchived messages' token counts (exact and byte bound), kept per messages array (a live
-   * session's, appended in place) as running sums over the range last asked: appending a message
-   * adds its count, archiving takes it off, so a turn does not count the whole window again.
-   */
-  const sums = new WeakMap<SessionView["messages"], { exact: RangeSum; bound: RangeSum }>();
-  function sumsOf(v: SessionView) {
-    let s = sums.get(v.messages);
-    if (!s) sums.set(v.messages, (s = { exact: rangeSum(v.messages, messageTokens), bound: rangeSum(v.messages, messageTokensBound) }));
-    return s;
-  }
-
-  /**
-   * The model-visible messages (not shown-only) of a messages array with their seq, kept per array
-   * as sums are and extended by what was appended: a turn's history is their unarchived tail.
-   */
-  const visible = new WeakMap<SessionView["messages"], { scanned: number; messages: ChatMessage[]; positions: number[]; seqs: number[] }>();
-  function unarchived(v: SessionView): { messages: ChatMessage[]; seqOf: (i: number) => number } {
-    let c = visible.get(v.messages);
-    if (!c) visible.set(v.messages, (c = { scanned: 0, messages: [], positions: [], seqs: [] }));
-    for (; c.scanned < v.messages.length; c.scanned++) {
-      const m = v.messages[c.scanned]!;
-      if (m.shownOnly) continue;
-      c.messages.push(m.message);
-      c.positions.push(c.scanned);
-      c.seqs.push(m.seq);
-    }
-    // The first kept at or after lastConsolidated, a position in the epoch (a seq can be past its
-    // position where a damaged record was dropped at open).
-    const from = firstAtOrAfter(c.positions, v.state.lastConsolidated);
-    const seqs = c.seqs;
-    return { messages: c.messages.slice(from), seqOf: (i) => seqs[from + i]! };
-  }
-
-  /**
-   * Lets go of the messages before `upTo` (archived): the running sums are moved past them first
-   * (taking a message off needs its count, which its placeholder does not have), and the
-   * model-visible list drops them, so neither keeps an archived message alive.
-   */
-  function release(messages: SessionView["messages"], upTo: number): void {
-    const last = Math.min(upTo, messages.length) - 1;
-    if (last < 0 || messages[last] === ARCHIVED) return;
-    const s = sums.get(messages);
-    if (s) {
-      s.exact(upTo, messages.length);
-      s.bound(upTo, messages.length);
-    }
-    const c = visible.get(messages);
-    if (c) {
-      const k = firstAtOrAfter(c.positions, upTo);
-      c.messages.splice(0, k);
-      c.positions.splice(0, k);
-      c.seqs.splice(0, k);
-    }
-    letGo(messages, upTo);
-  }
-
   const fixedExact = async () => (await deps.fixedTokens()).exact();
 
   async function estimate(v: SessionView): Promise<number> {
-    return (await fixedExact()) + sumsOf(v).exact(v.state.lastConsolidated, v.messages.length);
+    return (await fixedExact()) + tokenSums(v.messages).exact(v.state.lastConsolidated, v.messages.length);
   }
 
   /** At least estimate(v), without the tokenizer (UTF-8 bytes bound tokens). */
   async function estimateBound(v: SessionView): Promise<number> {
-    return (await deps.fixedTokens()).bound + sumsOf(v).bound(v.state.lastConsolidated, v.messages.length);
+    return (await deps.fixedTokens()).bound + tokenSums(v.messages).bound(v.state.lastConsolidated, v.messages.length);
   }
 
   /** The summary of a chunk, or undefined when the model could not give one (the raw dump is used). */
@@ -399,7 +299,7 @@ export function createConsolidator(deps: ConsolidatorDeps) {
   return {
     view,
     /** The view's unarchived messages the model is sent (shown-only ones left out), with each one's seq. */
-    unarchived,
+    unarchived: (v: SessionView) => unarchived(v.messages, v.state.lastConsolidated),
     /** The session's actor ended: its messages are read afresh when it starts again. */
     forget: (sessionKey: string) => void known.delete(sessionKey),
     /** Sessions whose messages are kept (tests check an ended session's are let go). */
