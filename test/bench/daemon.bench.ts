@@ -52,12 +52,19 @@ async function loadScenario(n: number, opts: { passivate: boolean }) {
   let peak = rssStart;
   const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
   const chats = Array.from({ length: n }, (_, i) => `s${i}`);
+  const threadsBefore = threadCpu();
   const total = await burst(daemon, chats);
+  const threadsAfter = threadCpu();
   const liveAfter = sessionsAlive(daemon) - 1;
   const ideal = (n / 100) * 2 * 50;
   const stats = daemon.store.commitStats;
   console.log(`\n## ${n.toLocaleString("en")} sessions, one tool call each, model latency 50 ms, maxConcurrentTurns 100`);
   console.log(`total            ${total.toFixed(0)} ms (ideal ${ideal} ms: ${n.toLocaleString("en")} / 100 × 2 model calls × 50 ms) → ${(total / ideal).toFixed(2)}×`);
+  if (threadsBefore && threadsAfter) {
+    const main = threadsAfter.main - threadsBefore.main;
+    const other = threadsAfter.other - threadsBefore.other;
+    console.log(`CPU              main thread ${main.toFixed(0)} ms (busy ${((100 * main) / total).toFixed(0)}% of the time), other threads ${other.toFixed(0)} ms; ${(main / n).toFixed(2)} ms of the main thread per turn`);
+  }
   console.log(`peak RSS         ${(peak / MB).toFixed(0)} MB (start ${(rssStart / MB).toFixed(0)} MB; ${liveAfter} sessions live when the last reply went out)`);
   console.log(`synced batches   ${stats.requests} requests in ${stats.writes} fsync'd writes (largest group ${stats.largestGroup})`);
   let rssPassivated: number | undefined;
