@@ -263,9 +263,9 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
 
   return {
     stats,
-    inspect: process.env.X_NOINSPECT ? undefined : (event: InspectionEvent) => onEvent(event),
+    inspect: (event: InspectionEvent) => onEvent(event),
     /** An inspection observer for an actor system of its own (a session, a subagent's turn), named `id` in the tree, under `under` (else where `attachTo` says). */
-    inspectRoot: (id: string, under?: string) => (process.env.X_NOINSPECT ? (undefined as never) : (event: InspectionEvent) => onEvent(event, id, under)),
+    inspectRoot: (id: string, under?: string) => (event: InspectionEvent) => onEvent(event, id, under),
     /** The live tree, rooted at the supervisor; actors of other systems hang under the actor they attach to (else the supervisor). */
     tree(extra: (root: ActorNode) => void = () => {}): ActorNode | undefined {
       const root = rootSession ? actors.get(rootSession) : undefined;
