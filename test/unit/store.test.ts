@@ -14,7 +14,7 @@ import { outboxDeliveredOps, wasDelivered } from "../../src/store/outbox.js";
 import { sessionDetail, sessionsOverview } from "../../src/store/session-view.js";
 import { appendMessagesOps, listSessions, newSessionMeta, sessionMessages } from "../../src/store/sessions.js";
 import { openStore, type CorruptRecord, type Store } from "../../src/store/store.js";
-import { listOpenTurns, openTurnOp, turnSummaryOps } from "../../src/store/turns.js";
+import { listOpenTurns, openTurnOp, TURN_FORMAT, turnSummaryOps } from "../../src/store/turns.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
 const rec = z.object({ n: z.number() });
@@ -140,6 +140,30 @@ describe("store", () => {
     const overview = await sessionsOverview(store);
     expect(overview.corrupt).toEqual([]);
     expect(overview.sessions.map((s) => [s.key, s.lastTurnState, s.resumed])).toEqual([["api:a", "failed", 1]]);
+    await store.close();
+  });
+
+  it("a turn's summary is written with its first and final checkpoints only; while it is open, the overview takes its state from its record", async () => {
+    const store = await openStore(join(await tempDir(), "store"));
+    const meta = { ...newSessionMeta("api:a", 1), turns: 1 };
+    const at = (state: string, final = false) => ({ sessionKey: "api:a", turnId: "t1", state, createdAt: 1, resumes: 0, final });
+    // A middle checkpoint writes no summary; a final one does, first or not.
+    expect(turnSummaryOps(at("awaiting_tools"), { first: false })).toEqual([]);
+    expect(turnSummaryOps(at("responded", true), { first: false }).map((op) => op.key)).toEqual(["lastturn:api:a"]);
+    const record = (state: string, seq: number) => ({
+      format: TURN_FORMAT, turnId: "t1", sessionKey: "api:a", state, final: false, seq, createdAt: 1, updatedAt: 2, resumes: 0, messageCount: 2,
+      snapshot: { status: "active", value: state, context: { turnId: "t1", messages: [], iteration: 1, seq, takenIds: [] } },
+    });
+    await store.batch([
+      { type: "put", sublevel: "sessions", key: "meta:api:a", value: meta },
+      openTurnOp("t1", "api:a"),
+      { type: "put", sublevel: "turns", key: "t1", value: record("awaiting_model", 1) },
+      ...turnSummaryOps(at("awaiting_model"), { first: true }),
+    ]);
+    // Stopped at a later checkpoint (troupe was killed there): the summary still says the first state.
+    await store.batch([{ type: "put", sublevel: "turns", key: "t1", value: record("awaiting_tools", 2) }, ...turnSummaryOps(at("awaiting_tools"), { first: false })]);
+    const overview = await sessionsOverview(store);
+    expect(overview.sessions.map((s) => [s.key, s.lastTurnState, s.interrupted])).toEqual([["api:a", "awaiting_tools", 1]]);
     await store.close();
   });
 
