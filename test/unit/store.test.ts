@@ -188,6 +188,29 @@ describe("store", () => {
     await store.close();
   });
 
+  it("writes puts and deletes of one batch together, many batches in flight at once, and a close waits for them", async () => {
+    const path = join(await tempDir(), "store");
+    const a = await openStore(path);
+    await a.batch([{ type: "put", sublevel: "cron", key: "gone", value: { n: 0 } }], { sync: true });
+    const writes = Array.from({ length: 60 }, (_, i) =>
+      a.batch(
+        [
+          { type: "put", sublevel: "cron", key: `k${String(i).padStart(2, "0")}`, value: { n: i, text: "é".repeat(i) } },
+          ...(i === 30 ? [{ type: "del" as const, sublevel: "cron" as const, key: "gone" }] : []),
+        ],
+        { sync: i % 2 === 0 },
+      ),
+    );
+    const closed = Promise.all(writes).then(() => a.close());
+    await closed;
+    const b = await openStore(path);
+    const rows = await b.list("cron", z.object({ n: z.number(), text: z.string() }));
+    expect(rows.map((r) => r.value.n)).toEqual(Array.from({ length: 60 }, (_, i) => i));
+    expect(rows[59]?.value.text).toBe("é".repeat(59));
+    expect(await b.get("cron", "gone", rec)).toBeUndefined();
+    await b.close();
+  });
+
   it("keeps data across close and reopen", async () => {
     const path = join(await tempDir(), "store");
     const a = await openStore(path);
