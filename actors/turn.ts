@@ -269,8 +269,9 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
             ? [
                 ...(await (entry.onFinal ?? defaultFinal)(result, input)),
                 closeTurnOp(turnId, input.sessionKey),
-                // The final answer may fold a cut-off chain into one message: every key written goes.
-                ...pruneFinishedOps(turnId, { from: inputCount, to: Math.max(messages.length, written) }, !withInput),
+                // The final answer may fold a cut-off chain into one message: every key written goes
+                // (those the earlier checkpoints wrote; the final one writes none).
+                ...pruneFinishedOps(turnId, { from: inputCount, to: written }, !withInput),
               ]
             : [];
           const ops = checkpointOps(record, snap.context.iteration, { withInput: withInput && !result, newMessages: result ? undefined : newMessages });
@@ -289,7 +290,7 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
           if (write) {
             const earlier = carried;
             carried = [];
-            await deps.store.batch([...initial, ...earlier, ...ops, ...turnSummaryOps(record), ...extra], { sync: true });
+            await deps.store.batch([...initial, ...earlier, ...ops, ...turnSummaryOps(record, { first: withInput }), ...extra], { sync: true });
           }
           if (withInput) inputStored = true;
           for (const r of started) prestarted.set(`${turnId}|${toolCallKey(r.iteration!, r.index!)}`, r);

@@ -40,6 +40,8 @@ export function installCrashHandlers(opts: CrashHandlerOptions, target: CrashTar
   target.on("uncaughtException", (err) => {
     try {
       opts.logger.fatal({ err }, "uncaught exception; exiting");
+      // Lines wait for the end of the loop's turn (rotating-file.ts): out now, before the exit.
+      opts.logger.flush();
     } finally {
       target.stderr.write(
         `${opts.name}: uncaught exception: ${opts.redact(describe(err))}; exiting, since its in-memory state may be inconsistent (the next start resumes from the last checkpoints)\n`,

@@ -25,21 +25,32 @@ export const LOG_ROTATION: RotationOptions = { maxBytes: 10 * 1024 * 1024, maxFi
 export function createLogger(opts: LoggerOptions): Logger {
   mkdirSync(opts.logsDir, { recursive: true });
   const redact = createRedactor(opts.secrets ?? []);
-  const streams: pino.StreamEntry[] = [
-    { level: "trace", stream: createRotatingFile(join(opts.logsDir, "troupe.log"), opts.rotate ?? LOG_ROTATION) },
-  ];
-  if (opts.console) {
-    // pino-pretty loads only when there is a console to print to.
-    const pretty = createRequire(import.meta.url)("pino-pretty") as typeof PinoPretty;
-    streams.push({ level: "trace", stream: pretty({ colorize: Boolean(process.stdout.isTTY), destination: 2, sync: true }) });
-  }
+  const file = createRotatingFile(join(opts.logsDir, "troupe.log"), opts.rotate ?? LOG_ROTATION);
+  // pino-pretty loads only when there is a console to print to.
+  const pretty = opts.console
+    ? (createRequire(import.meta.url)("pino-pretty") as typeof PinoPretty)({ colorize: Boolean(process.stdout.isTTY), destination: 2, sync: true })
+    : undefined;
+  // Every line to both (the logger's level decides what is a line): pino's multistream did the
+  // same with a level check and bookkeeping per line, and had no flush (logger.flush() wrote nothing out).
+  const destination = pretty
+    ? {
+        write(line: string) {
+          file.write(line);
+          pretty.write(line);
+          return true;
+        },
+        flush: file.flush,
+        flushSync: file.flushSync,
+        end: file.end,
+      }
+    : file;
   return pino(
     {
       level: opts.level ?? process.env.TROUPE_LOG_LEVEL ?? "info",
       redact: { paths: ["apiKey", "token", "*.apiKey", "*.token", "headers.authorization"], censor: "[REDACTED]" },
       hooks: { streamWrite: redact },
     },
-    pino.multistream(streams),
+    destination,
   );
 }
 

@@ -23,9 +23,16 @@ export const CHECK_EVERY_MS = 1_000;
  */
 const shared = new Map<string, { size: number; rotations: number }>();
 
+/** Writers with lines waiting for the end of the event loop's turn: written out when the process exits. */
+const waiting = new Set<{ flushSync(): void }>();
+let exitHook = false;
+
 /**
- * A size-capped log file written synchronously (a line written is on disk even if the process is
- * killed next). The writers of one file in this process (the daemon's logger and an in-process
+ * A size-capped log file written synchronously. The lines logged during one turn of the event
+ * loop go out together in one write at its end (setImmediate), or at once on `flushSync`, `end`
+ * and the process's exit (process.exit included, as the crash handler calls it): a line per write
+ * cost a system call each, several per turn of a session. A kill -9 loses at most the lines of the
+ * loop turn it interrupts. The writers of one file in this process (the daemon's logger and an in-process
  * `troupe agent`'s) share its size and follow each other's rotations at once; a writer in another
  * process is seen by looking at the file by name at most every CHECK_EVERY_MS (a stat per line cost
  * more than the write): until then a line may go on into the file it rolled away, and the cap may
@@ -87,34 +94,84 @@ export function createRotatingFile(file: string, opts: RotationOptions, now: () 
 
   /** Lines dropped because the disk refused them (full, read-only, failing). */
   let dropped = 0;
-  const write = (chunk: string) => {
+  /** Lines (each ending in a newline) written together: the cap is kept line by line all the same. */
+  const write = (chunk: string, lines: number) => {
     const bytes = Buffer.byteLength(chunk);
     if (rotations !== common.rotations) reopen();
     else if (now() - checkedAt >= CHECK_EVERY_MS) look();
+    if (common.size + bytes > opts.maxBytes && lines > 1) {
+      // Rare (a rotation is due): each line on its own, so a file ends where the line that passes the cap starts.
+      for (const line of chunk.match(/[^\n]*\n|[^\n]+$/g) ?? []) write(line, 1);
+      return;
+    }
     if (common.size > 0 && common.size + bytes > opts.maxBytes) rotate();
     writeSync(fd, chunk);
     common.size += bytes;
   };
 
-  return {
+  /** Writes now; a full or failing disk drops the lines (counted, and said once writing works again). */
+  const writeOut = (chunk: string, lines: number) => {
+    // A full or failing disk must not take the process down with it (the store reports the
+    // failure and recovers).
+    try {
+      if (dropped > 0) {
+        write(`${JSON.stringify({ level: 40, time: Date.now(), pid: process.pid, dropped, msg: `${dropped} log line(s) dropped: the disk refused them` })}\n`, 1);
+        dropped = 0;
+      }
+      write(chunk, lines);
+    } catch (err) {
+      // Written at the end of the loop's turn, an error here would be thrown at nobody but the
+      // process: any other failure is reported on stderr, once, and the lines dropped as well.
+      if (!DISK_ERRORS.has((err as NodeJS.ErrnoException).code ?? "") && !reported) {
+        reported = true;
+        process.stderr.write(`troupe: cannot write the log ${file}: ${(err as Error).message}\n`);
+      }
+      dropped += lines;
+    }
+  };
+  let reported = false;
+
+  let pending: string[] = [];
+  let scheduled = false;
+  let ended = false;
+  const writer = {
     write(chunk: string): boolean {
-      // A full or failing disk must not take the process down with it (the store reports the
-      // failure and recovers): the line is dropped, and the count said once writing works again.
-      try {
-        if (dropped > 0) {
-          write(`${JSON.stringify({ level: 40, time: Date.now(), pid: process.pid, dropped, msg: `${dropped} log line(s) dropped: the disk refused them` })}\n`);
-          dropped = 0;
-        }
-        write(chunk);
-      } catch (err) {
-        if (!DISK_ERRORS.has((err as NodeJS.ErrnoException).code ?? "")) throw err;
-        dropped++;
+      // After end (the logger closed), a line has no file to go to.
+      if (ended) return true;
+      pending.push(chunk);
+      if (!scheduled) {
+        scheduled = true;
+        waiting.add(writer);
+        setImmediate(writer.flushSync);
       }
       return true;
     },
-    flushSync() {},
-    end() {
+    /** Writes the waiting lines now. */
+    flushSync(): void {
+      scheduled = false;
+      waiting.delete(writer);
+      if (pending.length === 0) return;
+      const lines = pending;
+      pending = [];
+      writeOut(lines.length === 1 ? lines[0]! : lines.join(""), lines.length);
+    },
+    /** pino's logger.flush(). */
+    flush(cb?: (err?: Error) => void): void {
+      writer.flushSync();
+      cb?.();
+    },
+    end(): void {
+      if (ended) return;
+      writer.flushSync();
+      ended = true;
       closeSync(fd);
     },
   };
+  if (!exitHook) {
+    exitHook = true;
+    process.on("exit", () => {
+      for (const w of [...waiting]) w.flushSync();
+    });
+  }
+  return writer;
 }

@@ -17,6 +17,36 @@ const blobSchema = z.object({ text: z.string() });
 export const blobHash = (text: string) => createHash("sha256").update(text).digest("base64url");
 
 /**
+ * The most recent prompts' chunks and their hashes, so a turn whose prompt repeats (nearly every
+ * turn: identity, bootstrap files, memory and skills change rarely) neither splits nor hashes it
+ * again. Bounded by the characters it holds (the oldest prompt goes first).
+ */
+const PROMPT_MEMO_CHARS = 4 * 1024 * 1024;
+const promptMemo = new Map<string, { chunks: string[]; refs: string[] }>();
+let promptMemoChars = 0;
+
+/** A prompt's chunks and their keys (splitPrompt, blobHash), remembered for the prompts seen last. */
+export function promptChunks(text: string): { chunks: string[]; refs: string[] } {
+  const known = promptMemo.get(text);
+  if (known) {
+    promptMemo.delete(text);
+    promptMemo.set(text, known);
+    return known;
+  }
+  const chunks = splitPrompt(text);
+  const entry = { chunks, refs: chunks.map(blobHash) };
+  if (text.length > PROMPT_MEMO_CHARS) return entry;
+  promptMemo.set(text, entry);
+  promptMemoChars += text.length;
+  for (const [old] of promptMemo) {
+    if (promptMemoChars <= PROMPT_MEMO_CHARS) break;
+    promptMemo.delete(old);
+    promptMemoChars -= old.length;
+  }
+  return entry;
+}
+
+/**
  * The prompt cut into chunks that repeat across turns: before each section separator (`---` line)
  * and each undigested history entry (a line starting `- [`), so a new entry or one that falls off
  * changes one chunk, not the rest. Joining the chunks gives the text back exactly.
@@ -57,8 +87,7 @@ const stateOf = (store: Store): BlobState => {
  */
 export async function blobRefs(store: Store, text: string, now = Date.now()): Promise<{ refs: string[]; ops: StoreOp[] }> {
   const state = stateOf(store);
-  const chunks = splitPrompt(text);
-  const refs = chunks.map(blobHash);
+  const { chunks, refs } = promptChunks(text);
   // Touched before anything is decided: a sweep running now spares them.
   for (const ref of refs) state.touched.set(ref, now);
   const ops: StoreOp[] = [];
@@ -76,7 +105,8 @@ export async function blobRefs(store: Store, text: string, now = Date.now()): Pr
     }
     ops.push({ type: "put", sublevel: "blobs", key: ref, value: { text: chunks[i]! } });
   }
-  return { refs, ops };
+  // A copy: the remembered list is shared by every turn with this prompt.
+  return { refs: [...refs], ops };
 }
 
 /** The text the references stand for; a missing chunk is a corrupt record, named with `what`. */

@@ -8,30 +8,48 @@ export interface CheckpointBarrier {
   forget(turnId: string): void;
 }
 
+interface Waiter {
+  seq: number;
+  resolve: () => void;
+}
+
 export function createCheckpointBarrier(): CheckpointBarrier {
   const durable = new Map<string, number>();
-  const waiters = new Map<string, Array<{ seq: number; resolve: () => void }>>();
+  const waiters = new Map<string, Waiter[]>();
   return {
     mark(turnId, seq) {
       durable.set(turnId, Math.max(seq, durable.get(turnId) ?? -1));
-      const list = waiters.get(turnId) ?? [];
+      // Most marks find nobody waiting (the effect starts after it): no arrays built for them.
+      const list = waiters.get(turnId);
+      if (!list) return;
       const ready = list.filter((w) => w.seq <= seq);
-      waiters.set(turnId, list.filter((w) => w.seq > seq));
+      if (ready.length === 0) return;
+      const rest = list.filter((w) => w.seq > seq);
+      if (rest.length) waiters.set(turnId, rest);
+      else waiters.delete(turnId);
       for (const w of ready) w.resolve();
     },
     reached(turnId, seq, signal) {
       if ((durable.get(turnId) ?? -1) >= seq) return Promise.resolve();
       return new Promise((resolve, reject) => {
-        const waiter = { seq, resolve };
-        waiters.set(turnId, [...(waiters.get(turnId) ?? []), waiter]);
-        signal?.addEventListener(
-          "abort",
-          () => {
-            waiters.set(turnId, (waiters.get(turnId) ?? []).filter((w) => w !== waiter));
-            reject(signal.reason);
+        const onAbort = () => {
+          const rest = (waiters.get(turnId) ?? []).filter((w) => w !== waiter);
+          if (rest.length) waiters.set(turnId, rest);
+          else waiters.delete(turnId);
+          reject(signal!.reason);
+        };
+        // Its abort listener goes with it: a turn's signal outlives many waits.
+        const waiter: Waiter = {
+          seq,
+          resolve: () => {
+            signal?.removeEventListener("abort", onAbort);
+            resolve();
           },
-          { once: true },
-        );
+        };
+        const list = waiters.get(turnId);
+        if (list) list.push(waiter);
+        else waiters.set(turnId, [waiter]);
+        signal?.addEventListener("abort", onAbort, { once: true });
       });
     },
     forget(turnId) {

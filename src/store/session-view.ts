@@ -1,7 +1,7 @@
 import { allSessionMessages, getSessionMeta, listSessions, sessionMessages, type SessionMeta } from "./sessions.js";
 import type { CorruptRecord, ListOptions, Store } from "./store.js";
 import { listSubagents } from "./subagents.js";
-import { listOpenTurns, listTurns, turnSummaries } from "./turns.js";
+import { getTurnRecord, listOpenTurns, listTurns, turnSummaries } from "./turns.js";
 
 export interface TurnSummary {
   turnId: string;
@@ -31,7 +31,7 @@ const collectCorrupt = (): ListOptions & { corrupt: CorruptRecord[] } => {
 export async function sessionsOverview(store: Store): Promise<{ sessions: SessionOverview[]; corrupt: CorruptRecord[] }> {
   const { corrupt, ...skip } = collectCorrupt();
   const open = await listOpenTurns(store, undefined, skip);
-  // One summary per session (written with each checkpoint), not every turn record ever written.
+  // One summary per session (written with a turn's first and final checkpoints), not every turn record ever written.
   const { resumed, last } = await turnSummaries(store, skip);
   const metas = await listSessions(store, skip);
   // Sessions whose turns ran before the summaries existed: their turn records are read, once.
@@ -42,6 +42,12 @@ export async function sessionsOverview(store: Store): Promise<{ sessions: Sessio
       if (t.resumes > 0) resumed.set(t.sessionKey, (resumed.get(t.sessionKey) ?? 0) + 1);
       if ((last.get(t.sessionKey)?.createdAt ?? -1) <= t.createdAt) last.set(t.sessionKey, t);
     }
+  }
+  // A summary is written with a turn's first and final checkpoints: an open turn's record says where it stands now.
+  for (const [key, summary] of last) {
+    if (!open.some((t) => t.turnId === summary.turnId)) continue;
+    const record = await getTurnRecord(store, summary.turnId).catch(() => undefined);
+    if (record) last.set(key, { ...summary, state: record.state });
   }
   const sessions = metas.map((meta) => ({
     ...meta,

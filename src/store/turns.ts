@@ -338,7 +338,8 @@ export async function listOpenTurns(store: Store, sessionKey?: string, opts: Lis
 
 /**
  * Each session's turn summary, so `sessions list` reads one small record per session instead of
- * every turn record ever written: the newest turn's state (rewritten with each of its checkpoints)
+ * every turn record ever written: the newest turn's state (written with its first checkpoint and
+ * its final one; while the turn is open its record says where it stands, see sessionsOverview)
  * and one marker per turn that was resumed after troupe stopped mid-turn.
  */
 const lastTurnKey = (sessionKey: string) => `lastturn:${sessionKey}`;
@@ -346,12 +347,17 @@ const resumedPrefix = (sessionKey: string) => `resumed:${sessionKey}${KEY_END}`;
 export const lastTurnSchema = z.object({ sessionKey: z.string(), turnId: z.string(), state: z.string(), createdAt: z.number() });
 const resumedSchema = z.object({ sessionKey: z.string(), turnId: z.string() });
 
-export function turnSummaryOps(record: Pick<TurnRecord, "sessionKey" | "turnId" | "state" | "createdAt" | "resumes">): StoreOp[] {
+/**
+ * A checkpoint's summary ops. `first: false` (a checkpoint after the turn's first, not its final
+ * one): the newest-turn record is not rewritten, it already names this turn (an op and a record
+ * encoded less for each of a turn's middle checkpoints).
+ */
+export function turnSummaryOps(record: Pick<TurnRecord, "sessionKey" | "turnId" | "state" | "createdAt" | "resumes"> & { final?: boolean }, opts: { first?: boolean } = {}): StoreOp[] {
   const { sessionKey, turnId, state, createdAt } = record;
-  return [
-    { type: "put", sublevel: "meta", key: lastTurnKey(sessionKey), value: { sessionKey, turnId, state, createdAt } },
-    ...(record.resumes > 0 ? [{ type: "put" as const, sublevel: "meta" as const, key: `${resumedPrefix(sessionKey)}${turnId}`, value: { sessionKey, turnId } }] : []),
-  ];
+  const ops: StoreOp[] = [];
+  if (opts.first !== false || record.final) ops.push({ type: "put", sublevel: "meta", key: lastTurnKey(sessionKey), value: { sessionKey, turnId, state, createdAt } });
+  if (record.resumes > 0) ops.push({ type: "put", sublevel: "meta", key: `${resumedPrefix(sessionKey)}${turnId}`, value: { sessionKey, turnId } });
+  return ops;
 }
 
 /** Every session's newest turn and how many of its turns were resumed. */

@@ -63,16 +63,38 @@ export function isInside(path: string, root: string): boolean {
   return rel === "" || (!rel.startsWith(`..${sep}`) && rel !== ".." && !isAbsolute(rel));
 }
 
+/**
+ * How long a root's real path (the workspace's, a readable root's) is taken as known: a tool call
+ * resolved the same workspace again on every call (a realpath(3) each), which changes only when
+ * someone moves the workspace or repoints a symlink above it, outside any tool's reach. Until the
+ * next look a path in the root's new place is refused, never one outside its old place allowed.
+ */
+export const ROOT_RECHECK_MS = 1_000;
+const realRoots = new Map<string, { real: string; at: number }>();
+
+/** The real path of a root, looked up at most once per ROOT_RECHECK_MS. */
+function realRoot(root: string): string {
+  const path = resolve(root);
+  const now = Date.now();
+  const known = realRoots.get(path);
+  if (known && now - known.at < ROOT_RECHECK_MS && now >= known.at) return known.real;
+  const real = realpathLoose(path);
+  realRoots.delete(path);
+  realRoots.set(path, { real, at: now });
+  if (realRoots.size > 64) realRoots.delete(realRoots.keys().next().value!);
+  return real;
+}
+
 /** The real paths a restricted tool may reach. */
 function allowedRoots(sandbox: Sandbox, access: "read" | "write"): string[] {
-  return rootsOf(sandbox, access).map((r) => realpathLoose(resolve(r)));
+  return rootsOf(sandbox, access).map(realRoot);
 }
 
 const rootsOf = (sandbox: Sandbox, access: "read" | "write") => [sandbox.workspace, ...(access === "read" ? sandbox.readableRoots : [])];
 
 /** Whether a real path is inside one of the allowed roots; each root's real path is looked up only when the ones before it did not hold the path. */
 const insideAllowed = (sandbox: Sandbox, real: string, access: "read" | "write") =>
-  rootsOf(sandbox, access).some((root) => isInside(real, realpathLoose(resolve(root))));
+  rootsOf(sandbox, access).some((root) => isInside(real, realRoot(root)));
 
 const RESTRICTED = "tools.restrictToWorkspace is on, so tools only reach files inside the workspace";
 

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createConversation } from "../../actors/conversation.js";
 import { defaultConfig } from "../../src/config/index.js";
-import { BLOB_GRACE_MS, blobHash, splitPrompt, sweepBlobs } from "../../src/store/blobs.js";
+import { BLOB_GRACE_MS, blobHash, promptChunks, splitPrompt, sweepBlobs } from "../../src/store/blobs.js";
 import type { Store, StoreOp } from "../../src/store/store.js";
 import { getTurn, listOpenTurns, referencedBlobs, turnInputSchema } from "../../src/store/turns.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
@@ -63,6 +63,20 @@ describe("system prompts stored by content", () => {
     expect(next.slice(0, 4)).toEqual(chunks.slice(0, 4).map(blobHash));
     expect(next).toHaveLength(6);
     expect(splitPrompt("")).toEqual([""]);
+  });
+
+  it("remembers a prompt's chunks and hashes, so a repeated prompt is neither split nor hashed again; a bounded memory", () => {
+    const prompt = `# troupe ${Math.random()}\n\n---\n\n# Memory\n\nfacts\n- [2026-01-01 10:00] one`;
+    const first = promptChunks(prompt);
+    expect(first.chunks).toEqual(splitPrompt(prompt));
+    expect(first.refs).toEqual(splitPrompt(prompt).map(blobHash));
+    // The same text again (another string with the same characters): the remembered answer.
+    expect(promptChunks(prompt.slice(0, 10) + prompt.slice(10))).toBe(first);
+    // Other prompts past the bound (4 M characters) push it out: worked out again, equal.
+    for (let i = 0; i < 5; i++) promptChunks(`${i}${"y".repeat(1024 * 1024)}`);
+    const again = promptChunks(prompt);
+    expect(again).not.toBe(first);
+    expect(again).toEqual(first);
   });
 
   it("two turns with the same prompt store it once; the input names it and reads back whole", async () => {

@@ -1,11 +1,11 @@
-import { mkdir, readFile, symlink, utimes, writeFile } from "node:fs/promises";
+import { mkdir, readFile, stat, symlink, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { TOOL_ERROR_HINT } from "../../src/tools/contract.js";
 import { editFileTool } from "../../src/tools/builtin/edit-file.js";
 import { globTool } from "../../src/tools/builtin/glob.js";
 import { grepTool } from "../../src/tools/builtin/grep.js";
-import { listDirTool } from "../../src/tools/builtin/list-dir.js";
+import { listDirTool, SYNC_READDIR_MAX_BYTES } from "../../src/tools/builtin/list-dir.js";
 import { readFileTool } from "../../src/tools/builtin/read-file.js";
 import { writeFileTool } from "../../src/tools/builtin/write-file.js";
 import { runner, sandboxOf } from "../helpers/tools.js";
@@ -74,6 +74,20 @@ describe("file tools", () => {
     expect(r).toMatch(/^Error: old_text was not found in f.py\.\nThe closest region \(lines 4-5, \d+% similar\) is:\n4\| def sub\(a, b\):\n5\| {5}return a - b\n/);
     expect(r.endsWith(TOOL_ERROR_HINT)).toBe(true);
   });
+
+  it("list_dir reads a big directory (past SYNC_READDIR_MAX_BYTES) off the event loop, with the same listing", async () => {
+    const ws = await tmp();
+    const big = join(ws, "big");
+    await mkdir(big);
+    // Long names: the directory's size passes the threshold on ext4, tmpfs and the like.
+    const names = Array.from({ length: 4_000 }, (_, i) => `file-with-a-rather-long-name-to-grow-the-directory-${String(i).padStart(5, "0")}.txt`);
+    for (const name of names) await writeFile(join(big, name), "");
+    expect((await stat(big)).size).toBeGreaterThan(SYNC_READDIR_MAX_BYTES);
+    const sb = sandboxOf(ws);
+    const run = runner([listDirTool(sb)], ws);
+    expect(await run("list_dir", { path: "big", max_entries: 5 })).toBe(`${names.slice(0, 5).join("\n")}\n… and 3995 more (raise max_entries, or use glob)`);
+    expect(await run("list_dir", { path: "big/nope" })).toMatch(/directory not found: big\/nope/);
+  }, 60_000);
 
   it("list_dir lists directories first and skips noise; recursive walks the tree", async () => {
     const { ws, run } = await setup();

@@ -1,9 +1,9 @@
-import { link, mkdir, symlink, writeFile } from "node:fs/promises";
+import { link, mkdir, rename, symlink, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { ToolError } from "../../src/tools/contract.js";
-import { resolveToolPath } from "../../src/tools/sandbox.js";
+import { resolveToolPath, ROOT_RECHECK_MS } from "../../src/tools/sandbox.js";
 import { sandboxOf } from "../helpers/tools.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
@@ -34,6 +34,28 @@ describe("sandbox", () => {
     expect(() => resolveToolPath(sb, join(outside, "secret.txt"), "read")).toThrow(ToolError);
     expect(() => resolveToolPath(sb, "~/.bashrc", "read")).toThrow(/~\/\.bashrc is outside the workspace/);
     expect(() => resolveToolPath(sb, "/etc/passwd", "read")).toThrow(/outside the workspace/);
+  });
+
+  describe("the workspace's real path", () => {
+    afterEach(() => vi.useRealTimers());
+
+    it("is looked up once per ROOT_RECHECK_MS, not per call: a workspace symlink repointed is followed after that, and meanwhile nothing outside its old place is allowed", async () => {
+      vi.useFakeTimers({ toFake: ["Date"] });
+      const { root, ws, outside } = await layout();
+      const link = join(root, "ws-link");
+      await symlink(ws, link);
+      const sb = sandboxOf(link);
+      expect(resolveToolPath(sb, "sub/a.txt", "read")).toBe(join(link, "sub/a.txt"));
+      // Repointed at the directory that was outside: within the interval the old real path still
+      // holds, so the new place is refused (never the other way round)...
+      await rename(link, join(root, "old-link"));
+      await symlink(outside, link);
+      expect(() => resolveToolPath(sb, "secret.txt", "read")).toThrow(/outside the workspace/);
+      // ...and after it the workspace is where the link now leads.
+      vi.setSystemTime(Date.now() + ROOT_RECHECK_MS);
+      expect(resolveToolPath(sb, "secret.txt", "read")).toBe(join(link, "secret.txt"));
+      expect(() => resolveToolPath(sb, join(ws, "sub"), "read")).toThrow(/outside the workspace/);
+    });
   });
 
   it("follows symlinks before deciding: a link out of the workspace is an escape", async () => {

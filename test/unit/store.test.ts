@@ -14,7 +14,7 @@ import { outboxDeliveredOps, wasDelivered } from "../../src/store/outbox.js";
 import { sessionDetail, sessionsOverview } from "../../src/store/session-view.js";
 import { appendMessagesOps, listSessions, newSessionMeta, sessionMessages } from "../../src/store/sessions.js";
 import { openStore, type CorruptRecord, type Store } from "../../src/store/store.js";
-import { listOpenTurns, openTurnOp, turnSummaryOps } from "../../src/store/turns.js";
+import { listOpenTurns, openTurnOp, TURN_FORMAT, turnSummaryOps } from "../../src/store/turns.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
 const rec = z.object({ n: z.number() });
@@ -143,6 +143,30 @@ describe("store", () => {
     await store.close();
   });
 
+  it("a turn's summary is written with its first and final checkpoints only; while it is open, the overview takes its state from its record", async () => {
+    const store = await openStore(join(await tempDir(), "store"));
+    const meta = { ...newSessionMeta("api:a", 1), turns: 1 };
+    const at = (state: string, final = false) => ({ sessionKey: "api:a", turnId: "t1", state, createdAt: 1, resumes: 0, final });
+    // A middle checkpoint writes no summary; a final one does, first or not.
+    expect(turnSummaryOps(at("awaiting_tools"), { first: false })).toEqual([]);
+    expect(turnSummaryOps(at("responded", true), { first: false }).map((op) => op.key)).toEqual(["lastturn:api:a"]);
+    const record = (state: string, seq: number) => ({
+      format: TURN_FORMAT, turnId: "t1", sessionKey: "api:a", state, final: false, seq, createdAt: 1, updatedAt: 2, resumes: 0, messageCount: 2,
+      snapshot: { status: "active", value: state, context: { turnId: "t1", messages: [], iteration: 1, seq, takenIds: [] } },
+    });
+    await store.batch([
+      { type: "put", sublevel: "sessions", key: "meta:api:a", value: meta },
+      openTurnOp("t1", "api:a"),
+      { type: "put", sublevel: "turns", key: "t1", value: record("awaiting_model", 1) },
+      ...turnSummaryOps(at("awaiting_model"), { first: true }),
+    ]);
+    // Stopped at a later checkpoint (troupe was killed there): the summary still says the first state.
+    await store.batch([{ type: "put", sublevel: "turns", key: "t1", value: record("awaiting_tools", 2) }, ...turnSummaryOps(at("awaiting_tools"), { first: false })]);
+    const overview = await sessionsOverview(store);
+    expect(overview.sessions.map((s) => [s.key, s.lastTurnState, s.interrupted])).toEqual([["api:a", "awaiting_tools", 1]]);
+    await store.close();
+  });
+
   it("prunes seen and sent markers past their retention window, and nothing else", async () => {
     const store = await openStore(join(await tempDir(), "store"));
     const day = 24 * 3600_000;
@@ -162,6 +186,29 @@ describe("store", () => {
     expect((await listOpenTurns(store)).map((t) => t.turnId)).toEqual(["t1"]);
     expect(await pruneMarkers(store, 10 * day, 7 * day)).toBe(0);
     await store.close();
+  });
+
+  it("writes puts and deletes of one batch together, many batches in flight at once, and a close waits for them", async () => {
+    const path = join(await tempDir(), "store");
+    const a = await openStore(path);
+    await a.batch([{ type: "put", sublevel: "cron", key: "gone", value: { n: 0 } }], { sync: true });
+    const writes = Array.from({ length: 60 }, (_, i) =>
+      a.batch(
+        [
+          { type: "put", sublevel: "cron", key: `k${String(i).padStart(2, "0")}`, value: { n: i, text: "é".repeat(i) } },
+          ...(i === 30 ? [{ type: "del" as const, sublevel: "cron" as const, key: "gone" }] : []),
+        ],
+        { sync: i % 2 === 0 },
+      ),
+    );
+    const closed = Promise.all(writes).then(() => a.close());
+    await closed;
+    const b = await openStore(path);
+    const rows = await b.list("cron", z.object({ n: z.number(), text: z.string() }));
+    expect(rows.map((r) => r.value.n)).toEqual(Array.from({ length: 60 }, (_, i) => i));
+    expect(rows[59]?.value.text).toBe("é".repeat(59));
+    expect(await b.get("cron", "gone", rec)).toBeUndefined();
+    await b.close();
   });
 
   it("keeps data across close and reopen", async () => {
