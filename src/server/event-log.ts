@@ -1,6 +1,6 @@
 import type { Bus, EventOf } from "../bus/index.js";
 
-export const INSPECTION_EVENT_TYPES = ["actor_spawned", "actor_stopped", "actor_state", "actor_event"] as const;
+export const INSPECTION_EVENT_TYPES = ["actor_spawned", "actor_stopped", "actor_state", "actor_event", "actor_gap"] as const;
 export type InspectionBusEvent = EventOf<(typeof INSPECTION_EVENT_TYPES)[number]>;
 
 export interface EventLogOptions {

@@ -14,8 +14,10 @@ import { closeAfterEach } from "../helpers/teardown.js";
 
 type ActorBusEvent = Extract<BusEvent, { type: "actor_spawned" | "actor_stopped" | "actor_state" | "actor_event" }>;
 
+/** The events an /api/events client would get: it watches, so the actors' changes are published. */
 const collect = (d: Daemon) => {
   const events: ActorBusEvent[] = [];
+  d.tree.watch();
   d.bus.ofType("actor_spawned", "actor_stopped", "actor_state", "actor_event").subscribe((e) => events.push(e));
   return events;
 };
