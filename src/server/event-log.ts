@@ -11,7 +11,10 @@ export interface EventLogOptions {
   now?: () => number;
 }
 
-/** The last minutes of actor events in a bounded ring buffer, so a client that connects late can replay them (`/api/events?since=`). */
+/**
+ * The last minutes of actor events in a bounded ring buffer, so a client that connects late can replay them (`/api/events?since=`).
+ * They are published only while someone watches (src/server/actor-tree.ts); an `actor_gap` marks a time nobody did.
+ */
 export function createEventLog(bus: Bus, opts: EventLogOptions = {}) {
   const maxEvents = opts.maxEvents ?? 10_000;
   const maxAgeMs = opts.maxAgeMs ?? 30 * 60_000;
