@@ -192,6 +192,28 @@ describe("actor tree: inspection only while someone watches", () => {
     root.stop();
   });
 
+  it("a system of its own (a subagent's turn) hangs under the actor it attaches to, unwatched, and leaves the tree when it ends", () => {
+    const { tree } = setupTree();
+    const w = worker();
+    const root = createActor(w.machine);
+    tree.follow(root);
+    root.start();
+    const session = createActor(w.machine, { id: "session:a" });
+    tree.follow(session, "session:a", "supervisor");
+    session.start();
+    const sub = createActor(walker);
+    tree.follow(sub, "subagent:sa-1", "session:a");
+    sub.start();
+    expect(tree.tree()!.children[0]).toMatchObject({ id: "session:a", children: [{ id: "subagent:sa-1", kind: "subagent", machine: "walker", state: "one" }] });
+    // Its session gone, it hangs under the supervisor.
+    session.stop();
+    expect(tree.tree()!.children).toMatchObject([{ id: "subagent:sa-1" }]);
+    sub.send({ type: "go" });
+    sub.send({ type: "go" });
+    expect(tree.tree()!.children).toEqual([]);
+    root.stop();
+  });
+
   it("two watchers: inspection stays until the last leaves", () => {
     const { tree, clock } = setupTree();
     const w = worker();
