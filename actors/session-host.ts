@@ -1,4 +1,4 @@
-import { createActor, type AnyActorLogic, type AnyActorRef, type InspectionEvent } from "xstate";
+import { createActor, type AnyActorLogic, type AnyActorRef } from "xstate";
 import type { SessionInput, SessionMessage } from "../machines/session.machine.js";
 
 /** How a session actor ended, for the supervisor: passivated or crashed (`done`, with its output), or threw (`error`). */
@@ -7,8 +7,8 @@ export type SessionEnd = { type: "session.done"; id: string; output: unknown } |
 export interface SessionHostOptions {
   /** The session machine, with its actors provided. */
   logic: AnyActorLogic;
-  /** The inspection observer of a session's actor system (the live tree shows it under the supervisor). */
-  inspect?: (id: string) => ((event: InspectionEvent) => void) | undefined;
+  /** Follows a session's actor system in the live tree (called before the actor starts). */
+  follow?: (actor: AnyActorRef, id: string) => void;
   /** Called when the current actor of an id ends by itself (not when it is stopped or replaced). */
   onEnd: (end: SessionEnd) => void;
   /**
@@ -39,7 +39,8 @@ export function createSessionHost(opts: SessionHostOptions) {
 
   function start(id: string, input: SessionInput) {
     stop(id);
-    const actor = createActor(opts.logic, { id, input, inspect: opts.inspect?.(id) });
+    const actor = createActor(opts.logic, { id, input });
+    opts.follow?.(actor, id);
     live.set(id, actor);
     const ended = (end: SessionEnd) => {
       // A replaced or stopped actor's end is not news: its successor (or nobody) owns the id now.

@@ -37,7 +37,7 @@ export interface SubagentPoolDeps {
   logger?: Logger;
   now?: () => number;
   /** Follows each subagent's turn in the actor tree. */
-  inspectRoot?: TurnDeps["inspectRoot"];
+  follow?: TurnDeps["follow"];
   /** Hands a finished subagent's report (already in the origin session's inbox) to that session. */
   deliver(result: InboxRecord): void;
 }
@@ -70,7 +70,7 @@ export function createSubagentPool(deps: SubagentPoolDeps): SubagentPool {
   const queued = new Map<string, AbortController>();
   const live = new Map<string, { record: SubagentRecord; phase: string; since: number }>();
   const waiters = new Map<string, Array<(r: SubagentRecord) => void>>();
-  const turnDeps = { store: deps.store, provider: deps.provider, registry: deps.registry, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now, contextBudget: inputBudget(d.contextWindowTokens, d.maxTokens), inspectRoot: deps.inspectRoot };
+  const turnDeps = { store: deps.store, provider: deps.provider, registry: deps.registry, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now, contextBudget: inputBudget(d.contextWindowTokens, d.maxTokens), follow: deps.follow };
 
   deps.bus?.ofType("turn_state").subscribe((e) => {
     const id = subagentIdOf(e.sessionKey);

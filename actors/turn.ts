@@ -1,4 +1,4 @@
-import { createActor, type AnyActorRef, type InspectionEvent } from "xstate";
+import { createActor, type AnyActorRef } from "xstate";
 import type { Logger } from "pino";
 import type { Bus } from "../src/bus/index.js";
 import { turnActorId } from "../src/server/actor-tree.js";
@@ -39,8 +39,8 @@ export interface TurnDeps {
   barrier?: CheckpointBarrier;
   /** Tokens a model request may take (window − reply − buffer): every request is fitted to it (src/memory/fit.ts). */
   contextBudget?: number;
-  /** Follows a turn started on its own (a subagent) in the actor tree, by its readable id. */
-  inspectRoot?: (id: string) => (event: InspectionEvent) => void;
+  /** Follows a turn started on its own (a subagent) in the actor tree, by its readable id (the actor is not started yet). */
+  follow?: (actor: AnyActorRef, id: string) => void;
   /** How long a tool hint may grow (agents.defaults.toolHintMaxLength). */
   toolHintMaxLength?: number;
   /** The hooks (agents.defaults.hooks and the workspace's hooks/), run inside the turn's effects. */
@@ -351,7 +351,8 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
       const sessionKey = "record" in start ? start.record.sessionKey : start.input.sessionKey;
       if (onFinal) entryOf(turnId).onFinal = onFinal;
       const done = entryOf(turnId).promise;
-      const actor = createActor(logic, { input: start, inspect: deps.inspectRoot?.(turnActorId(sessionKey, turnId)) });
+      const actor = createActor(logic, { input: start });
+      deps.follow?.(actor, turnActorId(sessionKey, turnId));
       actor.start();
       // A failed checkpoint ends the actor here; it resumes from its last durable checkpoint later.
       done.catch(() => actor.stop());

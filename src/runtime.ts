@@ -271,7 +271,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     },
   });
   const subagents = createSubagentPool({
-    inspectRoot: tree.inspectRoot,
+    follow: tree.follow,
     config: loaded.config,
     store,
     provider: core.provider,
@@ -403,7 +403,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   // Sessions are roots of their own actor systems (O(1) to start and stop); the tree shows them under the supervisor.
   const sessions = createSessionHost({
     logic: session,
-    inspect: (id) => tree.inspectRoot(id, "supervisor"),
+    follow: (actor, id) => tree.follow(actor, id, "supervisor"),
     onGone: slots.release,
     onEnd: (end) => {
       // The session's history is kept while its actor lives (the consolidator's view), not past it.
@@ -434,9 +434,10 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
         childRestarting: (_, { id, error, restarts, delayMs }) => logger.warn({ actor: id, error, restarts, delayMs }, "actor failed; restarting"),
       },
     }),
-    { input: { policy: opts.policy, sessionIdleMs: d.sessionIdleSeconds * 1000 }, inspect: tree.inspect },
+    { input: { policy: opts.policy, sessionIdleMs: d.sessionIdleSeconds * 1000 } },
   );
   supervisor.subscribe({ error: (err) => logger.fatal({ err }, "supervisor failed") });
+  tree.follow(supervisor);
 
   // The chat a heartbeat reports to: the last one someone wrote from (kept in the store across restarts).
   const lastChat = trackLastChat(store, bus, (c) => channels.has(c));

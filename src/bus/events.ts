@@ -124,6 +124,13 @@ export const actorStateEvent = z.object({
 /** An event an actor's machine received, and which actor sent it. */
 export const actorEventEvent = z.object({ type: z.literal("actor_event"), ...actorFields, event: z.string(), source: z.string().nullable() });
 
+/**
+ * Nobody watched the actors (no /api/events client) from `from` until `at`: their changes in between
+ * were not recorded, so a replay across that time is incomplete. The `tree` that follows a replay is
+ * the truth as it is now.
+ */
+export const actorGapEvent = z.object({ type: z.literal("actor_gap"), from: at, at });
+
 export const busEvent = z.discriminatedUnion("type", [
   inboundEvent,
   outboundEvent,
@@ -136,6 +143,7 @@ export const busEvent = z.discriminatedUnion("type", [
   actorEvent,
   actorStateEvent,
   actorEventEvent,
+  actorGapEvent,
 ]);
 
 export type BusEvent = z.infer<typeof busEvent>;

@@ -1,4 +1,4 @@
-import type { AnyActorRef, InspectionEvent } from "xstate";
+import type { AnyActorRef, InspectionEvent, Subscription } from "xstate";
 import type { Bus, BusEvent } from "../bus/index.js";
 import { createSnapshotRedactor } from "./snapshot-redact.js";
 
@@ -16,11 +16,12 @@ export interface ActorNode {
   children: ActorNode[];
 }
 
-interface Tracked {
-  ref: AnyActorRef;
+interface Node {
+  ref: Internals;
   id: string;
-  /** The parent's sessionId (an actor of the same system), or for the root of another system (a subagent) the readable id it hangs under. */
-  parent: string | null;
+  /** The tracked parent in the same actor system; null for a system's root. */
+  parent: Node | null;
+  /** The root of another system than the supervisor's: the readable id it hangs under (fixed when followed). */
   attach?: string;
   /** The readable id of what it hangs under, fixed at spawn (read on every event it publishes). */
   parentId: string | null;
@@ -28,17 +29,21 @@ interface Tracked {
   machine: string | null;
   state: string;
   since: number;
-  children: Set<string>;
+  /** Its tracked children, by sessionId. */
+  children: Map<string, Node>;
   /** The snapshot's children object last diffed: XState makes a new one only when a child is spawned or stopped. */
   seen?: Record<string, AnyActorRef>;
-  /** Each tracked child's id under its parent (the key in the snapshot's children). */
-  childIds: Map<string, string>;
+  /** A machine's (and every root's) snapshot subscription: keeps its state and since true while nobody watches. */
+  sub?: Subscription;
+  /** A root's inspection subscription, while someone watches. */
+  inspection?: Subscription;
   /** Its last state event's snapshot, while it may not have been read (so not yet redacted), and that event. */
   unread?: LazySnapshot;
   lastState?: StateEvent;
 }
 
 type StateEvent = Extract<BusEvent, { type: "actor_state" }>;
+type Snap = { value?: unknown; status?: string; context?: unknown; error?: unknown; children?: Record<string, AnyActorRef> };
 type Snapshot = NonNullable<StateEvent["snapshot"]>;
 
 /** What a state event whose snapshot nobody read carries once a later state of its actor replaced it. */
@@ -107,16 +112,31 @@ export interface ActorTreeOptions {
 }
 
 /**
- * Follows the actor system through XState's inspection API: spawned actors, every state change (with
- * its snapshot, redacted), the events they receive, and (by diffing each parent's children) stopped
- * ones. Each change is published on the bus. Actors of other systems (subagent turns) are followed
- * through `inspectRoot`, and hang under the actor `attachTo` names.
+ * The live actors of every actor system troupe runs (the supervisor's, each session's, each
+ * subagent's turn), and, while someone watches, every change of them on the bus.
+ *
+ * The tree is kept with no inspection at all: each system's root is followed by its creator
+ * (`follow`), and each state machine in it is subscribed to (a snapshot callback that notes its
+ * state, when it changed, and its children spawned or stopped). Effects (promises, callbacks) are
+ * found in their machine's children. That is a few callbacks a turn, and nothing is published.
+ *
+ * XState's inspection (an event for every event relayed, snapshot, action and microstep, ~80 a
+ * turn) is attached to every live system only while someone watches (`watch`, an /api/events
+ * client): then every change is published on the bus as actor_spawned/stopped/state/event, with the
+ * event that caused it and its snapshot, redacted. When watching starts again after a time nobody
+ * watched, an `actor_gap` event says so: nothing of that time was recorded.
  */
 export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
   const now = opts.now ?? Date.now;
   const redact = createSnapshotRedactor({ secrets: opts.secrets });
-  const actors = new Map<string, Tracked>();
-  let rootSession: string | undefined;
+  /** Every tracked actor, by its sessionId (unique across systems). */
+  const nodes = new Map<string, Node>();
+  /** The root of each followed system; the supervisor's is the tree's root. */
+  const roots = new Set<Node>();
+  let supervisor: Node | undefined;
+  let watchers = 0;
+  /** When the last watcher left (or the tree began): what a replay cannot show starts here. */
+  let unwatchedSince = now();
   /** What XState reported and what the tree made of it (the bench prints these per turn). */
   const stats = { inspectionEvents: 0, actorsSpawned: 0, published: 0 };
   const publish = (event: BusEvent) => {
@@ -124,160 +144,222 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
     bus.publish(event);
   };
 
-  const remove = (sessionId: string) => {
-    const t = actors.get(sessionId);
-    if (!t) return;
-    t.children.forEach(remove);
-    actors.delete(sessionId);
+  function remove(node: Node) {
+    const sessionId = node.ref.sessionId;
+    if (nodes.get(sessionId) !== node) return;
+    for (const child of node.children.values()) remove(child);
+    nodes.delete(sessionId);
+    node.parent?.children.delete(sessionId);
+    roots.delete(node);
+    node.sub?.unsubscribe();
+    node.inspection?.unsubscribe();
     // Its last snapshot is made now, so the stopped actor's context is not held on to by the event log.
-    if (t.unread && t.lastState) settle(t.lastState, t.unread);
-    t.unread = undefined;
-    t.lastState = undefined;
-    publish({ type: "actor_stopped", actorId: t.id, parentId: t.parentId, kind: t.kind, machine: t.machine, state: t.state, at: now() });
-  };
+    if (node.unread && node.lastState) settle(node.lastState, node.unread);
+    node.unread = undefined;
+    node.lastState = undefined;
+    if (watchers) publish({ type: "actor_stopped", actorId: node.id, parentId: node.parentId, kind: node.kind, machine: node.machine, state: node.state, at: now() });
+  }
 
-  function readable(ref: Internals, parent: Tracked | undefined, isRoot: boolean, systemRoot: string | undefined): { id: string; kind: string } {
+  function readable(ref: Internals, parent: Node | null, systemRoot: string | undefined): { id: string; kind: string } {
     const turn = turnOf(ref.options?.input);
     if (turn) {
       const id = turnActorId(turn.sessionKey, turn.turnId);
       return { id, kind: id.startsWith("subagent:") ? "subagent" : "turn" };
     }
     // The root of another system: a session (`session:<key>`) is named and kinded by its id.
-    if (isRoot) return { id: systemRoot ?? "supervisor", kind: systemRoot ? (systemRoot.includes(":") ? systemRoot.slice(0, systemRoot.indexOf(":")) : "actor") : "supervisor" };
+    if (!parent) return { id: systemRoot ?? "supervisor", kind: systemRoot ? (systemRoot.includes(":") ? systemRoot.slice(0, systemRoot.indexOf(":")) : "actor") : "supervisor" };
     if (ref.id.includes(":")) return { id: ref.id, kind: ref.id.slice(0, ref.id.indexOf(":")) };
     // The supervisor's own children (cron, dream) are named by their ids, as it names them.
-    if (parent?.kind === "supervisor") return { id: ref.id, kind: ref.id };
+    if (parent.kind === "supervisor") return { id: ref.id, kind: ref.id };
     // An effect a machine invokes (callModel, runTools, loadSession…): named under its parent.
     const src = typeof ref.src === "string" ? ref.src : ref.id;
-    return { id: `${parent?.id ?? "?"}/${src}`, kind: "effect" };
+    return { id: `${parent.id}/${src}`, kind: "effect" };
   }
 
-  function onEvent(event: InspectionEvent, systemRoot?: string, under?: string) {
+  /**
+   * Starts tracking an actor (and the children it already has). `made`: "constructing" (XState's
+   * report of it, from its constructor: it has no snapshot yet), "unstarted" (a root followed before
+   * it starts, and its first children), or "running" (a child found in its parent's snapshot). A
+   * machine is "starting" until its first snapshot, unless it runs already.
+   */
+  function track(ref: Internals, parent: Node | null, made: "constructing" | "unstarted" | "running", root?: { id?: string; under?: string }): Node {
+    const known = nodes.get(ref.sessionId);
+    if (known) return known;
+    const { id, kind } = readable(ref, parent, root?.id);
+    const logic = ref.logic;
+    // A state machine's logic has a config; its id is the machine's name. Other logic is named by its key.
+    const machine = logic?.config && logic.id ? logic.id : null;
+    const attach = !parent && root?.id ? (root.under ?? opts.attachTo?.(id)) : undefined;
+    // Constructing, an actor has no snapshot yet (reading it throws).
+    const snap = made === "constructing" ? undefined : (ref.getSnapshot() as Snap | undefined);
+    const node: Node = {
+      ref,
+      id,
+      parent,
+      attach,
+      parentId: parent ? parent.id : (attach ?? null),
+      kind,
+      machine,
+      // Other logic (a promise, a callback: the effects) is active from its first snapshot: its spawn
+      // says so, and no starting → active change is published for each of them (six a turn).
+      state: !machine ? "active" : made !== "running" || !snap ? "starting" : stateName(snap),
+      since: now(),
+      children: new Map(),
+    };
+    nodes.set(ref.sessionId, node);
+    stats.actorsSpawned++;
+    if (parent) parent.children.set(ref.sessionId, node);
+    else {
+      roots.add(node);
+      if (!root?.id) supervisor ??= node;
+    }
+    if (watchers) publish({ type: "actor_spawned", actorId: node.id, parentId: node.parentId, kind: node.kind, machine: node.machine, state: node.state, at: now() });
+    if (!parent) node.sub = ref.subscribe({ next: (s) => watchers || apply(node, s as Snap, null), error: () => ended(node), complete: () => ended(node) });
+    else if (machine) node.sub = ref.subscribe((s) => watchers || apply(node, s as Snap, null));
+    if (snap?.children) {
+      node.seen = snap.children;
+      for (const child of Object.values(snap.children)) track(child as Internals, node, made);
+    }
+    return node;
+  }
+
+  /** A root ended (done, failed, stopped). Watched, its inspection reports it (with the cause); this is the fallback for a path that sends none. */
+  function ended(node: Node) {
+    const end = () => {
+      if (nodes.get(node.ref.sessionId) !== node) return;
+      apply(node, node.ref.getSnapshot() as Snap, null);
+      remove(node);
+    };
+    if (watchers) queueMicrotask(end);
+    else end();
+  }
+
+  /** A new snapshot of a tracked actor: its state, its children, and (watched) the change published. */
+  function apply(node: Node, snap: Snap, cause: string | null) {
+    const state = stateName(snap);
+    if (state !== node.state) {
+      const from = node.state;
+      node.state = state;
+      node.since = now();
+      // The previous state's snapshot, if nobody read it, is not made at all.
+      node.unread?.supersede();
+      node.unread = undefined;
+      node.lastState = undefined;
+      if (watchers) publishState(node, snap, from, cause);
+    }
+    // Most snapshots change no child: the diff runs only when the children object is a new one.
+    if (snap.children && snap.children !== node.seen) {
+      node.seen = snap.children;
+      for (const [sessionId, child] of node.children) {
+        if (snap.children[child.ref.id]?.sessionId !== sessionId) remove(child);
+      }
+      for (const child of Object.values(snap.children)) if (!nodes.has(child.sessionId)) track(child as Internals, node, "running");
+    }
+    if (!node.parent && (snap.status === "done" || snap.status === "error" || snap.status === "stopped")) remove(node);
+  }
+
+  function publishState(node: Node, snap: Snap, from: string, on: string | null) {
+    const { state } = node;
+    const error = snap.status === "error" ? String(snap.error instanceof Error ? snap.error.message : snap.error) : null;
+    const base = { type: "actor_state", actorId: node.id, parentId: node.parentId, kind: node.kind, machine: node.machine, state, at: node.since, from, event: on } as const;
+    if (!node.machine) return publish({ ...base, snapshot: null, error });
+    // This state's snapshot is made when read.
+    const status = snap.status ?? null;
+    const context = snap.context;
+    const lazy = new LazySnapshot(() => ({ status, context: redact(context) }), status);
+    node.unread = lazy;
+    const changed: StateEvent = {
+      ...base,
+      get snapshot() {
+        return lazy.get();
+      },
+      error,
+    };
+    node.lastState = changed;
+    publish(changed);
+  }
+
+  /** What XState reports of a watched system. */
+  function onInspection(event: InspectionEvent) {
     stats.inspectionEvents++;
     // Actions and microsteps (a third of what XState reports) change nothing the tree shows.
-    if (event.type === "@xstate.action" || event.type === "@xstate.microstep") return;
+    if (event.type === "@xstate.action" || event.type === "@xstate.microstep" || !watchers) return;
     const ref = event.actorRef as Internals;
     if (event.type === "@xstate.actor") {
-      const parent = ref._parent;
-      const isRoot = !parent;
-      if (isRoot && !systemRoot) rootSession ??= ref.sessionId;
-      const parentTracked = parent ? actors.get(parent.sessionId) : undefined;
-      const { id, kind } = readable(ref, parentTracked, isRoot, systemRoot);
-      const logic = ref.logic;
-      const attach = isRoot && systemRoot ? (under ?? opts.attachTo?.(id)) : undefined;
-      // A state machine's logic has a config; its id is the machine's name. Other logic is named by its key.
-      const machine = logic?.config && logic.id ? logic.id : null;
-      const t: Tracked = {
-        ref,
-        id,
-        parent: parent?.sessionId ?? null,
-        attach,
-        parentId: parent ? (parentTracked?.id ?? null) : (attach ?? null),
-        kind,
-        machine,
-        // Other logic (a promise, a callback: the effects) is active from its first snapshot: its spawn
-        // says so, and no starting → active change is published for each of them (six a turn).
-        state: machine ? "starting" : "active",
-        since: now(),
-        children: new Set(),
-        childIds: new Map(),
-      };
-      actors.set(ref.sessionId, t);
-      stats.actorsSpawned++;
-      parentTracked?.children.add(ref.sessionId);
-      parentTracked?.childIds.set(ref.sessionId, ref.id);
-      publish({ type: "actor_spawned", actorId: t.id, parentId: t.parentId, kind: t.kind, machine: t.machine, state: t.state, at: now() });
+      // A root is tracked by whoever follows it; a child as it is made, under its parent.
+      const parent = ref._parent ? nodes.get(ref._parent.sessionId) : undefined;
+      if (parent) track(ref, parent, "constructing");
       return;
     }
-    const t = actors.get(ref.sessionId);
-    if (!t) return;
+    const node = nodes.get(ref.sessionId);
+    if (!node) return;
     if (event.type === "@xstate.event") {
       const type = (event.event as { type?: unknown }).type;
       // What reaches machines, not the init of every effect.
-      if (t.machine && typeof type === "string" && type !== "xstate.init") {
-        const source = event.sourceRef ? actors.get(event.sourceRef.sessionId)?.id ?? null : null;
-        publish({ type: "actor_event", actorId: t.id, parentId: t.parentId, kind: t.kind, machine: t.machine, state: t.state, at: now(), event: type, source });
+      if (node.machine && typeof type === "string" && type !== "xstate.init") {
+        const source = event.sourceRef ? (nodes.get(event.sourceRef.sessionId)?.id ?? null) : null;
+        publish({ type: "actor_event", actorId: node.id, parentId: node.parentId, kind: node.kind, machine: node.machine, state: node.state, at: now(), event: type, source });
       }
       return;
     }
     if (event.type !== "@xstate.snapshot") return;
-    const snap = event.snapshot as { value?: unknown; status?: string; context?: unknown; error?: unknown; children?: Record<string, AnyActorRef> };
-    const state = stateName(snap);
-    if (state !== t.state) {
-      const from = t.state;
-      t.state = state;
-      t.since = now();
-      const cause = (event.event as { type?: unknown } | undefined)?.type;
-      const error = snap.status === "error" ? String(snap.error instanceof Error ? snap.error.message : snap.error) : null;
-      const on = typeof cause === "string" ? cause : null;
-      if (t.machine) {
-        // The previous state's snapshot, if nobody read it, is not made at all; this one is made when read.
-        t.unread?.supersede();
-        const status = snap.status ?? null;
-        const context = snap.context;
-        const lazy = new LazySnapshot(() => ({ status, context: redact(context) }), status);
-        t.unread = lazy;
-        const changed: StateEvent = {
-          type: "actor_state",
-          actorId: t.id,
-          parentId: t.parentId,
-          kind: t.kind,
-          machine: t.machine,
-          state,
-          at: t.since,
-          from,
-          event: on,
-          get snapshot() {
-            return lazy.get();
-          },
-          error,
-        };
-        t.lastState = changed;
-        publish(changed);
-      } else publish({ type: "actor_state", actorId: t.id, parentId: t.parentId, kind: t.kind, machine: t.machine, state, at: t.since, from, event: on, snapshot: null, error });
-    }
-    // Most events change no child: the diff runs only when the children object is a new one.
-    if (snap.children && snap.children !== t.seen) {
-      t.seen = snap.children;
-      for (const child of [...t.children]) {
-        if (snap.children[t.childIds.get(child) ?? ""]?.sessionId !== child) {
-          t.children.delete(child);
-          t.childIds.delete(child);
-          remove(child);
-        }
-      }
-    }
-    if (snap.status === "done" || snap.status === "error" || snap.status === "stopped") {
-      if (!t.parent) remove(ref.sessionId);
-    }
+    const cause = (event.event as { type?: unknown } | undefined)?.type;
+    apply(node, event.snapshot as Snap, typeof cause === "string" ? cause : null);
   }
 
-  function toNode(t: Tracked, attached: Map<string, Tracked[]>): ActorNode {
-    const children = [...t.children].flatMap((c) => {
-      const child = actors.get(c);
-      return child ? [toNode(child, attached)] : [];
-    });
-    for (const other of attached.get(t.id) ?? []) children.push(toNode(other, attached));
-    return { id: t.id, kind: t.kind, machine: t.machine, state: t.state, since: t.since, children };
+  function toNode(node: Node, attached: Map<string, Node[]>): ActorNode {
+    const children = [...node.children.values()].map((c) => toNode(c, attached));
+    for (const other of attached.get(node.id) ?? []) children.push(toNode(other, attached));
+    return { id: node.id, kind: node.kind, machine: node.machine, state: node.state, since: node.since, children };
   }
 
   return {
     stats,
-    inspect: (event: InspectionEvent) => onEvent(event),
-    /** An inspection observer for an actor system of its own (a session, a subagent's turn), named `id` in the tree, under `under` (else where `attachTo` says). */
-    inspectRoot: (id: string, under?: string) => (event: InspectionEvent) => onEvent(event, id, under),
+    /** How many watch (an /api/events client each). */
+    watching: () => watchers,
+    /**
+     * Follows the root of an actor system, created and not yet started: the supervisor (no id), or a
+     * system of its own (a session, a subagent's turn) named `id` in the tree, under `under` (else
+     * where `attachTo` says, else the supervisor).
+     */
+    follow(actor: AnyActorRef, id?: string, under?: string) {
+      const node = track(actor as Internals, null, "unstarted", { id, under });
+      if (watchers && !node.inspection && nodes.get(actor.sessionId) === node) node.inspection = actor.system.inspect(onInspection);
+    },
+    /**
+     * Someone watches (an /api/events client): every live system is inspected and its changes are
+     * published until the returned function is called (by the last watcher, of all that called this).
+     */
+    watch(): () => void {
+      if (watchers++ === 0) {
+        for (const root of roots) root.inspection = root.ref.system.inspect(onInspection);
+        publish({ type: "actor_gap", from: unwatchedSince, at: now() });
+      }
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        if (--watchers > 0) return;
+        for (const root of roots) {
+          root.inspection?.unsubscribe();
+          root.inspection = undefined;
+        }
+        unwatchedSince = now();
+      };
+    },
     /** The live tree, rooted at the supervisor; actors of other systems hang under the actor they attach to (else the supervisor). */
     tree(extra: (root: ActorNode) => void = () => {}): ActorNode | undefined {
-      const root = rootSession ? actors.get(rootSession) : undefined;
+      const root = supervisor && nodes.get(supervisor.ref.sessionId) === supervisor ? supervisor : undefined;
       if (!root) return undefined;
-      const ids = new Set([...actors.values()].map((t) => t.id));
-      const attached = new Map<string, Tracked[]>();
-      for (const t of actors.values()) {
-        if (t.parent || t === root) continue;
-        const under = t.attach && ids.has(t.attach) ? t.attach : root.id;
+      const ids = new Set<string>();
+      for (const node of nodes.values()) ids.add(node.id);
+      const attached = new Map<string, Node[]>();
+      for (const node of roots) {
+        if (node === root) continue;
+        const under = node.attach && ids.has(node.attach) ? node.attach : root.id;
         const list = attached.get(under);
-        if (list) list.push(t);
-        else attached.set(under, [t]);
+        if (list) list.push(node);
+        else attached.set(under, [node]);
       }
       const node = toNode(root, attached);
       extra(node);

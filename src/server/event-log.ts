@@ -1,6 +1,6 @@
 import type { Bus, EventOf } from "../bus/index.js";
 
-export const INSPECTION_EVENT_TYPES = ["actor_spawned", "actor_stopped", "actor_state", "actor_event"] as const;
+export const INSPECTION_EVENT_TYPES = ["actor_spawned", "actor_stopped", "actor_state", "actor_event", "actor_gap"] as const;
 export type InspectionBusEvent = EventOf<(typeof INSPECTION_EVENT_TYPES)[number]>;
 
 export interface EventLogOptions {
@@ -11,7 +11,10 @@ export interface EventLogOptions {
   now?: () => number;
 }
 
-/** The last minutes of actor events in a bounded ring buffer, so a client that connects late can replay them (`/api/events?since=`). */
+/**
+ * The last minutes of actor events in a bounded ring buffer, so a client that connects late can replay them (`/api/events?since=`).
+ * They are published only while someone watches (src/server/actor-tree.ts); an `actor_gap` marks a time nobody did.
+ */
 export function createEventLog(bus: Bus, opts: EventLogOptions = {}) {
   const maxEvents = opts.maxEvents ?? 10_000;
   const maxAgeMs = opts.maxAgeMs ?? 30 * 60_000;

@@ -236,6 +236,9 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     if (req.method === "GET" && path === "/api/events") {
       const since = sinceMs(url.searchParams.get("since"), daemon.events.maxAgeMs);
       const sse = openSse(res);
+      // Actor changes are followed (XState's inspection) only while someone watches: from now until this client leaves.
+      // Watching again after a time nobody watched publishes an actor_gap first, so a replay says what it lacks.
+      const release = daemon.tree.watch();
       // The replay first, then the tree as it is now, then every change as it happens.
       for (const e of since ? daemon.events.since(since) : []) sse.send(e.type, { ...e, replayed: true });
       sse.send("tree", daemon.tree.tree(withSubagents));
@@ -243,6 +246,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
       const keepAlive = setInterval(() => sse.comment("keep-alive"), 15_000);
       req.on("close", () => {
         sub.unsubscribe();
+        release();
         clearInterval(keepAlive);
       });
       return;

@@ -140,7 +140,7 @@ async function overheadScenario() {
   }
   console.log(`synced batches        ${steady.syncedPerTurn.toFixed(1)} per turn (inbox, checkpoints, tool.started, the reply's delivery)`);
   console.log(`LevelDB calls         ${steady.readsPerTurn.toFixed(2)} reads (gets, iterators) and ${steady.writesPerTurn.toFixed(2)} writes per turn (batches coalesced across sessions)`);
-  console.log(`actors                ${steady.actorsPerTurn.toFixed(1)} spawned per turn, ${steady.inspectionPerTurn.toFixed(0)} inspection events per turn (a session's start included), ${steady.publishedPerTurn.toFixed(0)} of them published (spawns, stops, state changes, machines' events)`);
+  console.log(`actors                ${steady.actorsPerTurn.toFixed(1)} spawned per turn, ${steady.inspectionPerTurn.toFixed(0)} inspection events per turn (a session's start included), ${steady.publishedPerTurn.toFixed(0)} of them published (spawns, stops, state changes, machines' events); inspection runs only while an /api/events client watches, and none does here`);
   await daemon.shutdown();
   model.stop();
   await rm(dir, { recursive: true, force: true });

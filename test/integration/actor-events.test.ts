@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { ActorNode } from "../../src/server/actor-tree.js";
 import { startControlServer } from "../../src/server/http.js";
+import { readSse, type SseMessage } from "../../src/server/sse.js";
 import type { BusEvent } from "../../src/bus/events.js";
 import type { Daemon } from "../../src/runtime.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
@@ -14,8 +15,10 @@ import { closeAfterEach } from "../helpers/teardown.js";
 
 type ActorBusEvent = Extract<BusEvent, { type: "actor_spawned" | "actor_stopped" | "actor_state" | "actor_event" }>;
 
+/** The events an /api/events client would get: it watches, so the actors' changes are published. */
 const collect = (d: Daemon) => {
   const events: ActorBusEvent[] = [];
+  d.tree.watch();
   d.bus.ofType("actor_spawned", "actor_stopped", "actor_state", "actor_event").subscribe((e) => events.push(e));
   return events;
 };
@@ -113,6 +116,58 @@ describe("actor ids and the event stream", () => {
       );
       expect(restart).toMatchObject({ actor: "session:api:cp", restarts: 1, delayMs: 20, error: expect.stringContaining("No space left on device") });
     } finally {
+      await server.close();
+    }
+  });
+
+  it("nobody watching, the daemon inspects nothing and publishes no actor event, yet /api/actors is true; an /api/events client connecting later gets the gap, the tree, then every change, and inspection stops when it leaves", async () => {
+    fake = await startFakeOpenAi([], (req) =>
+      req.body.messages.some((m) => m.role === "tool") ? { content: "finished" } : { toolCalls: [{ name: "list_dir", arguments: {} }] },
+    );
+    daemon = await startDaemon(await tmp(), fake.url);
+    const d = daemon;
+    const published: BusEvent[] = [];
+    d.bus.ofType("actor_spawned", "actor_stopped", "actor_state", "actor_event", "actor_gap").subscribe((e) => published.push(e));
+    const startedAt = Date.now();
+    const server = await startControlServer(d, { host: "127.0.0.1", port: 0, token: "t0ken-for-the-test" });
+    const auth = { authorization: "Bearer t0ken-for-the-test" };
+    const watcher = new AbortController();
+    try {
+      expect((await replyTo(d, await sendApi(d, "w", "list the workspace"))).content).toBe("finished");
+      expect(d.tree.stats.inspectionEvents).toBe(0);
+      expect(published).toEqual([]);
+      // The tree, read by walking nothing but what the tree followed: the session, idle since its turn ended.
+      const { root } = (await (await fetch(`${server.url}/api/actors`, { headers: auth })).json()) as { root: ActorNode };
+      const session = await until(() => root.children.find((c) => c.id === "session:api:w" && c.state === "idle"), 20_000, "the idle session");
+      expect(session.since).toBeGreaterThanOrEqual(startedAt);
+      expect(root.children.map((c) => c.id)).toEqual(expect.arrayContaining(["channel:api", "cron", "dream"]));
+
+      const res = await fetch(`${server.url}/api/events?since=30`, { headers: auth, signal: watcher.signal });
+      const messages: SseMessage[] = [];
+      void (async () => {
+        for await (const m of readSse(res.body!)) messages.push(m);
+      })().catch(() => undefined);
+      await until(() => messages.some((m) => m.event === "tree"), 20_000, "the tree");
+      // The replay: the time nobody watched, then the tree as it is.
+      expect(messages.map((m) => m.event).slice(0, 2)).toEqual(["actor_gap", "tree"]);
+      expect(messages[0]!.data).toMatchObject({ from: expect.any(Number), at: expect.any(Number), replayed: true });
+      expect((messages[1]!.data as ActorNode).children.find((c) => c.id === "session:api:w")).toMatchObject({ state: "idle", since: session.since });
+      expect(d.tree.watching()).toBe(1);
+      await replyTo(d, await sendApi(d, "w", "again"));
+      const states = await until(() => {
+        const s = messages.filter((m) => m.event === "actor_state" && (m.data as { actorId: string }).actorId === "session:api:w").map((m) => (m.data as { state: string }).state);
+        return s.at(-1) === "idle" && s;
+      }, 20_000, "the session's states, live");
+      expect(states).toContain("active.running");
+      expect(messages.some((m) => m.event === "actor_spawned" && (m.data as { kind: string }).kind === "turn")).toBe(true);
+      watcher.abort();
+      await until(() => d.tree.watching() === 0, 20_000, "the watcher gone");
+      const reported = d.tree.stats.inspectionEvents;
+      const count = published.length;
+      await replyTo(d, await sendApi(d, "w", "once more"));
+      expect([d.tree.stats.inspectionEvents, published.length]).toEqual([reported, count]);
+    } finally {
+      watcher.abort();
       await server.close();
     }
   });

@@ -82,9 +82,10 @@ describe("the turn slots", () => {
       logic,
       onGone: slots.release,
       onEnd: () => {},
-      inspect: () => (e) => {
-        if (e.type === "@xstate.actor") spawned.push((e.actorRef as AnyActorRef).id);
-      },
+      follow: (actor) =>
+        void actor.system.inspect((e) => {
+          if (e.type === "@xstate.actor") spawned.push((e.actorRef as AnyActorRef).id);
+        }),
     });
     const running = (id: string) => JSON.stringify(host.get(id)?.getSnapshot().value).includes("running");
     return { limiter, slots, host, spawned, running };
