@@ -1,4 +1,4 @@
-import { assign, enqueueActions, sendTo, setup, type AnyActorRef, type CallbackActorLogic, type PromiseActorLogic } from "xstate";
+import { assign, enqueueActions, sendTo, setup, type AnyActorRef, type CallbackActorLogic } from "xstate";
 import { notProvided } from "./not-provided.js";
 import { MAX_INJECTED_PER_TURN, turnMachine, type TurnActorLogic, type TurnOutput, type TurnStart } from "./turn.machine.js";
 
@@ -8,7 +8,8 @@ import { MAX_INJECTED_PER_TURN, turnMachine, type TurnActorLogic, type TurnOutpu
  * queue. /stop cancels the running turn; /help and /status answer at once, even while busy. A turn
  * holds a slot of the daemon-wide turn limit: a free one is taken at once (the composition's
  * `takeSlot`, no actor), else the session waits for one (`slot`); `active` gives it back when it
- * exits (`releaseSlot`). Idle sessions end (passivate): their state
+ * exits (`releaseSlot`). Loading (`load`) and preparing a turn (`prepareTurn`) are actions whose
+ * result comes back as an event: an invoked actor for each cost more than the work. Idle sessions end (passivate): their state
  * is in LevelDB and the supervisor spawns them again on the next message.
  *
  * The turn is this machine's child (invoked as "turn", stopped with the session). The composition
@@ -77,6 +78,14 @@ export type SessionEvent =
   | { type: "slot.granted" }
   /** Raised when the turn has started: a /stop or messages that came while it was prepared reach it. */
   | { type: "turn.started" }
+  /** What the session found in LevelDB (sent by the composition once `load` has read it). */
+  | { type: "session.loaded"; loaded: LoadedSession }
+  /** Its inbox or interrupted turn could not be read: the session ends as crashed and the supervisor restarts it. */
+  | { type: "session.loadFailed"; error: string }
+  /** The turn for the message being prepared is built, or there is nothing to run (sent by the composition after `prepareTurn`). */
+  | { type: "turn.prepared"; prepared: PreparedTurn }
+  /** Preparing the turn failed (sent by the composition after `prepareTurn`). */
+  | { type: "turn.unprepared"; error: unknown }
   /** The turn's final batch (reply, inbox removal) is durable and its reply announced (sent by the composition, see `watchTurn`). */
   | { type: "turn.settled"; turnId: string; output: TurnOutput }
   /** One of the turn's checkpoints could not be written (sent by the composition). */
@@ -114,14 +123,21 @@ export const sessionMachine = setup({
      * once `owner` holds it (until `releaseSlot`). Stopped before that, it gives up its place.
      */
     slot: notProvided<CallbackActorLogic<SessionEvent, SlotInput>>("session", "slot", "callback"),
-    /** Answers a queued command (/new), or builds the turn for a message, or loads the interrupted turn. */
-    prepareTurn: notProvided<PromiseActorLogic<PreparedTurn, PrepareTurnInput>>("session", "prepareTurn"),
     /** The turn machine, checkpointed at every transition (supplied by the composition). */
     turn: turnMachine as unknown as TurnActorLogic,
-    /** Reads the session's inbox and interrupted turn. */
-    loadSession: notProvided<PromiseActorLogic<LoadedSession, { sessionKey: string }>>("session", "loadSession"),
   },
   actions: {
+    /**
+     * Reads the session's inbox and interrupted turn, then sends `session.loaded` (or
+     * `session.loadFailed`): one event, not an actor per session start. Supplied by the composition.
+     */
+    load: (_, _params: { sessionKey: string }) => {},
+    /**
+     * Answers a queued command (/new), or builds the turn for a message, or loads the interrupted
+     * turn, then sends `turn.prepared` (or `turn.unprepared`): one event, not an actor per turn.
+     * Supplied by the composition.
+     */
+    prepareTurn: (_, _params: PrepareTurnInput) => {},
     /** Answers /help, /status or /restart. Supplied by the composition. */
     answerCommand: (_, _params: { sessionKey: string; message: SessionMessage; busy: boolean }) => {},
     /** Sends a fixed text to the message's chat. Supplied by the composition. */
@@ -185,19 +201,18 @@ export const sessionMachine = setup({
   initial: "loading",
   states: {
     loading: {
-      // An error here fails the actor: the supervisor restarts it with backoff.
-      invoke: {
-        src: "loadSession",
-        input: ({ context }) => ({ sessionKey: context.sessionKey }),
-        onDone: {
+      // A failed read ends the session as crashed: the supervisor restarts it with backoff.
+      entry: { type: "load", params: ({ context }) => ({ sessionKey: context.sessionKey }) },
+      on: {
+        "session.loaded": {
           target: "next",
           actions: enqueueActions(({ context, event, enqueue }) => {
-            const resume = event.output.resumeTurnId;
+            const loaded = event.loaded;
+            const resume = loaded.resumeTurnId;
             // Stored messages first (older), then any that came only as events; a /stop is not a message for the model.
             const stop = context.stopMessage;
-            const queue = [...event.output.queue, ...context.queue.filter((m) => !event.output.queue.some((q) => q.id === m.id))].filter(
-              (m) => m.id !== stop?.id,
-            );
+            const stored = new Set(loaded.queue.map((q) => q.id));
+            const queue = [...loaded.queue, ...context.queue.filter((m) => !stored.has(m.id))].filter((m) => m.id !== stop?.id);
             enqueue.assign({ resume, queue, stopRequested: Boolean(stop && resume), stopMessage: null });
             if (stop) {
               const text = resume ? "Stopping the interrupted turn." : "Nothing is running.";
@@ -205,8 +220,10 @@ export const sessionMachine = setup({
             }
           }),
         },
-      },
-      on: {
+        "session.loadFailed": {
+          target: "crashed",
+          actions: assign({ crash: ({ event }) => `the session could not be loaded: ${event.error}` }),
+        },
         message: [{ guard: "isStop", actions: assign({ stopMessage: ({ event }) => event.message }) }, { actions: "enqueue" }],
       },
     },
@@ -252,21 +269,23 @@ export const sessionMachine = setup({
         },
         preparing: {
           // A resumed turn runs first and takes no queued message.
-          entry: assign(({ context }) =>
-            context.resume ? { current: [] } : { current: context.queue.slice(0, 1), queue: context.queue.slice(1) },
-          ),
-          invoke: {
-            src: "prepareTurn",
-            input: ({ context }) =>
-              context.resume ? { sessionKey: context.sessionKey, resumeTurnId: context.resume } : { sessionKey: context.sessionKey, message: context.current[0]! },
-            onDone: [
-              { guard: ({ event }) => event.output.start === null, target: "#session.next", actions: assign({ resume: null, stopRequested: false }) },
+          entry: [
+            assign(({ context }) => (context.resume ? { current: [] } : { current: context.queue.slice(0, 1), queue: context.queue.slice(1) })),
+            {
+              type: "prepareTurn",
+              params: ({ context }) =>
+                context.resume ? { sessionKey: context.sessionKey, resumeTurnId: context.resume } : { sessionKey: context.sessionKey, message: context.current[0]! },
+            },
+          ],
+          on: {
+            "turn.prepared": [
+              { guard: ({ event }) => event.prepared.start === null, target: "#session.next", actions: assign({ resume: null, stopRequested: false }) },
               {
                 target: "running",
-                actions: assign(({ event }) => (event.output.start ? { turnStart: event.output.start, turnId: event.output.turnId } : {})),
+                actions: assign(({ event }) => (event.prepared.start ? { turnStart: event.prepared.start, turnId: event.prepared.turnId } : {})),
               },
             ],
-            onError: [
+            "turn.unprepared": [
               // The store failed: the message stays in the inbox; the session is parked and started again once the store recovers.
               {
                 guard: "storeDown",
@@ -283,8 +302,6 @@ export const sessionMachine = setup({
                 }),
               },
             ],
-          },
-          on: {
             message: [
               {
                 guard: "isStop",
