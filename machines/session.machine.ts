@@ -171,8 +171,8 @@ export const sessionMachine = setup({
       context.current.length > 0 &&
       !isCommand(context.current[0]!) &&
       context.current.length - 1 < MAX_INJECTED_PER_TURN,
-    hasQueue: ({ context }) => context.queue.length > 0,
-    hasResume: ({ context }) => context.resume !== null,
+    /** Nothing queued and no interrupted turn to resume. */
+    noWork: ({ context }) => context.queue.length === 0 && context.resume === null,
     /** An event about the running turn (not one that ended before). */
     ofThisTurn: ({ context, event }) => (event.type === "turn.settled" || event.type === "turn.failed") && event.turnId === context.turnId,
     /** The store is failing (supplied by the composition). */
@@ -233,7 +233,7 @@ export const sessionMachine = setup({
         message: [
           { guard: "isStop", actions: { type: "stop", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, text: "Nothing is running.", idle: true }) } },
           { guard: "isImmediate", actions: { type: "answerCommand", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, busy: false }) } },
-          { actions: "enqueue", target: "active" },
+          { actions: "enqueue", target: "next" },
         ],
       },
     },
@@ -241,7 +241,8 @@ export const sessionMachine = setup({
       // The slot is held for the whole of one turn; between turns it is given back, so sessions take turns fairly.
       // (An actor stopped while active runs no exit action: its host gives the slot back then.)
       exit: "releaseSlot",
-      initial: "claiming",
+      // Entered through `next`, straight into `preparing` (a free slot taken) or `waiting`.
+      initial: "waiting",
       on: {
         message: [
           {
@@ -259,10 +260,7 @@ export const sessionMachine = setup({
         ],
       },
       states: {
-        // A free slot is taken at once, with no actor and no event; only a session that has to wait invokes `slot`.
-        claiming: {
-          always: [{ guard: "slotFree", target: "preparing", actions: "takeSlot" }, { target: "waiting" }],
-        },
+        // No slot was free when the session had work (see `next`).
         waiting: {
           invoke: { src: "slot", input: ({ context, self }) => ({ sessionKey: context.sessionKey, owner: self }) },
           on: { "slot.granted": "preparing" },
@@ -375,7 +373,8 @@ export const sessionMachine = setup({
     },
     next: {
       entry: assign({ current: [] }),
-      always: [{ guard: "hasResume", target: "active" }, { guard: "hasQueue", target: "active" }, { target: "idle" }],
+      // A free slot is taken at once, with no actor and no event; only a session that has to wait invokes `slot`.
+      always: [{ guard: "noWork", target: "idle" }, { guard: "slotFree", target: "active.preparing", actions: "takeSlot" }, { target: "active.waiting" }],
     },
     passivated: { type: "final" },
     crashed: { type: "final" },
