@@ -252,7 +252,7 @@ export const sessionMachine = setup({
               { type: "stop", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, text: "Stopped.", idle: false }) },
               { type: "discard", params: ({ context }) => ({ sessionKey: context.sessionKey, ids: context.queue.map((m) => m.id) }) },
               // An interrupted turn waiting to resume is cancelled as soon as it is back.
-              assign({ queue: [], stopRequested: ({ context }) => context.resume !== null }),
+              assign({ queue: [], current: [], stopRequested: ({ context }) => context.resume !== null }),
             ],
           },
           { guard: "isImmediate", actions: { type: "answerCommand", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, busy: true }) } },
@@ -277,7 +277,7 @@ export const sessionMachine = setup({
           ],
           on: {
             "turn.prepared": [
-              { guard: ({ event }) => event.prepared.start === null, target: "#session.next", actions: assign({ resume: null, stopRequested: false }) },
+              { guard: ({ event }) => event.prepared.start === null, target: "#session.next", actions: assign({ resume: null, stopRequested: false, current: [] }) },
               {
                 target: "running",
                 actions: assign(({ event }) => (event.prepared.start ? { turnStart: event.prepared.start, turnId: event.prepared.turnId } : {})),
@@ -293,8 +293,8 @@ export const sessionMachine = setup({
               {
                 target: "#session.next",
                 actions: enqueueActions(({ context, event, enqueue }) => {
-                  enqueue.assign({ resume: null, stopRequested: false });
                   const message = context.current[0];
+                  enqueue.assign({ resume: null, stopRequested: false, current: [] });
                   const why = event.error instanceof Error ? event.error.message : String(event.error);
                   if (message) enqueue({ type: "notify", params: { sessionKey: context.sessionKey, message, text: `Sorry, something went wrong: ${why}` } });
                 }),
@@ -372,7 +372,7 @@ export const sessionMachine = setup({
       },
     },
     next: {
-      entry: assign({ current: [] }),
+      // Every way in leaves `current` empty (no assign here: each copies the whole context).
       // A free slot is taken at once, with no actor and no event; only a session that has to wait invokes `slot`.
       always: [{ guard: "noWork", target: "idle" }, { guard: "slotFree", target: "active.preparing", actions: "takeSlot" }, { target: "active.waiting" }],
     },
