@@ -1,4 +1,4 @@
-import { fromPromise, type AnyActorRef } from "xstate";
+import type { AnyActorRef } from "xstate";
 import type { Logger } from "pino";
 import type { Bus } from "../src/bus/index.js";
 import { inboxDeleteOps } from "../src/store/inbox.js";
@@ -8,6 +8,7 @@ import { getTurn } from "../src/store/turns.js";
 import type { PreparedTurn, PrepareTurnInput, SessionEvent } from "../machines/session.machine.js";
 import type { TurnOutput } from "../machines/turn.machine.js";
 import type { Conversation } from "./conversation.js";
+import { tellSession } from "./load-session.js";
 import { createTurnRuntime, type TurnDeps, type TurnResult } from "./turn.js";
 
 export interface SessionTurnDeps extends TurnDeps {
@@ -65,7 +66,7 @@ export function createSessionTurns(deps: SessionTurnDeps) {
     return ops;
   });
 
-  const prepareTurn = fromPromise<PreparedTurn, PrepareTurnInput>(async ({ input }) => {
+  async function prepare(input: PrepareTurnInput): Promise<PreparedTurn> {
     const key = input.sessionKey;
     if (input.resumeTurnId) {
       const record = await getTurn(deps.store, input.resumeTurnId);
@@ -85,7 +86,17 @@ export function createSessionTurns(deps: SessionTurnDeps) {
     }
     const start = await deps.conversation.prepare(incoming);
     return { start, turnId: start.input.turnId };
-  });
+  }
+
+  /**
+   * The session's `prepareTurn` action: prepares, then sends the session `turn.prepared` (or
+   * `turn.unprepared`). An action and an event, not an invoked actor per turn.
+   */
+  const prepareTurn = ({ self }: { self: AnyActorRef }, input: PrepareTurnInput) =>
+    void prepare(input).then(
+      (prepared) => tellSession(self, { type: "turn.prepared", prepared }),
+      (error: unknown) => tellSession(self, { type: "turn.unprepared", error }),
+    );
 
   /**
    * The session's `watchTurn` action: once the turn's final batch is durable its reply is announced
@@ -93,9 +104,7 @@ export function createSessionTurns(deps: SessionTurnDeps) {
    */
   const watchTurn = ({ self }: { self: AnyActorRef }, { sessionKey, turnId }: { sessionKey: string; turnId: string }) => {
     // The session may have ended meanwhile (stopped at shutdown): nothing is sent to it then.
-    const tell = (event: SessionEvent) => {
-      if (self.getSnapshot().status === "active") self.send(event);
-    };
+    const tell = (event: SessionEvent) => tellSession(self, event);
     turns.settled(turnId).then(
       (result) => {
         const reply = replies.get(turnId);
@@ -115,5 +124,5 @@ export function createSessionTurns(deps: SessionTurnDeps) {
   /** How many replies wait for their final batch (tests check a failed turn's is let go). */
   const held = () => ({ replies: replies.size });
 
-  return { prepareTurn, turn: turns.logic, watchTurn, turns, held };
+  return { prepareTurn, prepare, turn: turns.logic, watchTurn, turns, held };
 }

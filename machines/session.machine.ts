@@ -1,4 +1,4 @@
-import { assign, enqueueActions, sendTo, setup, type AnyActorRef, type CallbackActorLogic, type PromiseActorLogic } from "xstate";
+import { assign, enqueueActions, sendTo, setup, type AnyActorRef, type CallbackActorLogic } from "xstate";
 import { notProvided } from "./not-provided.js";
 import { MAX_INJECTED_PER_TURN, turnMachine, type TurnActorLogic, type TurnOutput, type TurnStart } from "./turn.machine.js";
 
@@ -8,7 +8,8 @@ import { MAX_INJECTED_PER_TURN, turnMachine, type TurnActorLogic, type TurnOutpu
  * queue. /stop cancels the running turn; /help and /status answer at once, even while busy. A turn
  * holds a slot of the daemon-wide turn limit: a free one is taken at once (the composition's
  * `takeSlot`, no actor), else the session waits for one (`slot`); `active` gives it back when it
- * exits (`releaseSlot`). Idle sessions end (passivate): their state
+ * exits (`releaseSlot`). Loading (`load`) and preparing a turn (`prepareTurn`) are actions whose
+ * result comes back as an event: an invoked actor for each cost more than the work. Idle sessions end (passivate): their state
  * is in LevelDB and the supervisor spawns them again on the next message.
  *
  * The turn is this machine's child (invoked as "turn", stopped with the session). The composition
@@ -77,6 +78,14 @@ export type SessionEvent =
   | { type: "slot.granted" }
   /** Raised when the turn has started: a /stop or messages that came while it was prepared reach it. */
   | { type: "turn.started" }
+  /** What the session found in LevelDB (sent by the composition once `load` has read it). */
+  | { type: "session.loaded"; loaded: LoadedSession }
+  /** Its inbox or interrupted turn could not be read: the session ends as crashed and the supervisor restarts it. */
+  | { type: "session.loadFailed"; error: string }
+  /** The turn for the message being prepared is built, or there is nothing to run (sent by the composition after `prepareTurn`). */
+  | { type: "turn.prepared"; prepared: PreparedTurn }
+  /** Preparing the turn failed (sent by the composition after `prepareTurn`). */
+  | { type: "turn.unprepared"; error: unknown }
   /** The turn's final batch (reply, inbox removal) is durable and its reply announced (sent by the composition, see `watchTurn`). */
   | { type: "turn.settled"; turnId: string; output: TurnOutput }
   /** One of the turn's checkpoints could not be written (sent by the composition). */
@@ -114,14 +123,21 @@ export const sessionMachine = setup({
      * once `owner` holds it (until `releaseSlot`). Stopped before that, it gives up its place.
      */
     slot: notProvided<CallbackActorLogic<SessionEvent, SlotInput>>("session", "slot", "callback"),
-    /** Answers a queued command (/new), or builds the turn for a message, or loads the interrupted turn. */
-    prepareTurn: notProvided<PromiseActorLogic<PreparedTurn, PrepareTurnInput>>("session", "prepareTurn"),
     /** The turn machine, checkpointed at every transition (supplied by the composition). */
     turn: turnMachine as unknown as TurnActorLogic,
-    /** Reads the session's inbox and interrupted turn. */
-    loadSession: notProvided<PromiseActorLogic<LoadedSession, { sessionKey: string }>>("session", "loadSession"),
   },
   actions: {
+    /**
+     * Reads the session's inbox and interrupted turn, then sends `session.loaded` (or
+     * `session.loadFailed`): one event, not an actor per session start. Supplied by the composition.
+     */
+    load: (_, _params: { sessionKey: string }) => {},
+    /**
+     * Answers a queued command (/new), or builds the turn for a message, or loads the interrupted
+     * turn, then sends `turn.prepared` (or `turn.unprepared`): one event, not an actor per turn.
+     * Supplied by the composition.
+     */
+    prepareTurn: (_, _params: PrepareTurnInput) => {},
     /** Answers /help, /status or /restart. Supplied by the composition. */
     answerCommand: (_, _params: { sessionKey: string; message: SessionMessage; busy: boolean }) => {},
     /** Sends a fixed text to the message's chat. Supplied by the composition. */
@@ -155,8 +171,8 @@ export const sessionMachine = setup({
       context.current.length > 0 &&
       !isCommand(context.current[0]!) &&
       context.current.length - 1 < MAX_INJECTED_PER_TURN,
-    hasQueue: ({ context }) => context.queue.length > 0,
-    hasResume: ({ context }) => context.resume !== null,
+    /** Nothing queued and no interrupted turn to resume. */
+    noWork: ({ context }) => context.queue.length === 0 && context.resume === null,
     /** An event about the running turn (not one that ended before). */
     ofThisTurn: ({ context, event }) => (event.type === "turn.settled" || event.type === "turn.failed") && event.turnId === context.turnId,
     /** The store is failing (supplied by the composition). */
@@ -185,19 +201,18 @@ export const sessionMachine = setup({
   initial: "loading",
   states: {
     loading: {
-      // An error here fails the actor: the supervisor restarts it with backoff.
-      invoke: {
-        src: "loadSession",
-        input: ({ context }) => ({ sessionKey: context.sessionKey }),
-        onDone: {
+      // A failed read ends the session as crashed: the supervisor restarts it with backoff.
+      entry: { type: "load", params: ({ context }) => ({ sessionKey: context.sessionKey }) },
+      on: {
+        "session.loaded": {
           target: "next",
           actions: enqueueActions(({ context, event, enqueue }) => {
-            const resume = event.output.resumeTurnId;
+            const loaded = event.loaded;
+            const resume = loaded.resumeTurnId;
             // Stored messages first (older), then any that came only as events; a /stop is not a message for the model.
             const stop = context.stopMessage;
-            const queue = [...event.output.queue, ...context.queue.filter((m) => !event.output.queue.some((q) => q.id === m.id))].filter(
-              (m) => m.id !== stop?.id,
-            );
+            const stored = new Set(loaded.queue.map((q) => q.id));
+            const queue = [...loaded.queue, ...context.queue.filter((m) => !stored.has(m.id))].filter((m) => m.id !== stop?.id);
             enqueue.assign({ resume, queue, stopRequested: Boolean(stop && resume), stopMessage: null });
             if (stop) {
               const text = resume ? "Stopping the interrupted turn." : "Nothing is running.";
@@ -205,8 +220,10 @@ export const sessionMachine = setup({
             }
           }),
         },
-      },
-      on: {
+        "session.loadFailed": {
+          target: "crashed",
+          actions: assign({ crash: ({ event }) => `the session could not be loaded: ${event.error}` }),
+        },
         message: [{ guard: "isStop", actions: assign({ stopMessage: ({ event }) => event.message }) }, { actions: "enqueue" }],
       },
     },
@@ -216,7 +233,7 @@ export const sessionMachine = setup({
         message: [
           { guard: "isStop", actions: { type: "stop", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, text: "Nothing is running.", idle: true }) } },
           { guard: "isImmediate", actions: { type: "answerCommand", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, busy: false }) } },
-          { actions: "enqueue", target: "active" },
+          { actions: "enqueue", target: "next" },
         ],
       },
     },
@@ -224,7 +241,8 @@ export const sessionMachine = setup({
       // The slot is held for the whole of one turn; between turns it is given back, so sessions take turns fairly.
       // (An actor stopped while active runs no exit action: its host gives the slot back then.)
       exit: "releaseSlot",
-      initial: "claiming",
+      // Entered through `next`, straight into `preparing` (a free slot taken) or `waiting`.
+      initial: "waiting",
       on: {
         message: [
           {
@@ -234,7 +252,7 @@ export const sessionMachine = setup({
               { type: "stop", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, text: "Stopped.", idle: false }) },
               { type: "discard", params: ({ context }) => ({ sessionKey: context.sessionKey, ids: context.queue.map((m) => m.id) }) },
               // An interrupted turn waiting to resume is cancelled as soon as it is back.
-              assign({ queue: [], stopRequested: ({ context }) => context.resume !== null }),
+              assign({ queue: [], current: [], stopRequested: ({ context }) => context.resume !== null }),
             ],
           },
           { guard: "isImmediate", actions: { type: "answerCommand", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, busy: true }) } },
@@ -242,31 +260,30 @@ export const sessionMachine = setup({
         ],
       },
       states: {
-        // A free slot is taken at once, with no actor and no event; only a session that has to wait invokes `slot`.
-        claiming: {
-          always: [{ guard: "slotFree", target: "preparing", actions: "takeSlot" }, { target: "waiting" }],
-        },
+        // No slot was free when the session had work (see `next`).
         waiting: {
           invoke: { src: "slot", input: ({ context, self }) => ({ sessionKey: context.sessionKey, owner: self }) },
           on: { "slot.granted": "preparing" },
         },
         preparing: {
           // A resumed turn runs first and takes no queued message.
-          entry: assign(({ context }) =>
-            context.resume ? { current: [] } : { current: context.queue.slice(0, 1), queue: context.queue.slice(1) },
-          ),
-          invoke: {
-            src: "prepareTurn",
-            input: ({ context }) =>
-              context.resume ? { sessionKey: context.sessionKey, resumeTurnId: context.resume } : { sessionKey: context.sessionKey, message: context.current[0]! },
-            onDone: [
-              { guard: ({ event }) => event.output.start === null, target: "#session.next", actions: assign({ resume: null, stopRequested: false }) },
+          entry: [
+            assign(({ context }) => (context.resume ? { current: [] } : { current: context.queue.slice(0, 1), queue: context.queue.slice(1) })),
+            {
+              type: "prepareTurn",
+              params: ({ context }) =>
+                context.resume ? { sessionKey: context.sessionKey, resumeTurnId: context.resume } : { sessionKey: context.sessionKey, message: context.current[0]! },
+            },
+          ],
+          on: {
+            "turn.prepared": [
+              { guard: ({ event }) => event.prepared.start === null, target: "#session.next", actions: assign({ resume: null, stopRequested: false, current: [] }) },
               {
                 target: "running",
-                actions: assign(({ event }) => (event.output.start ? { turnStart: event.output.start, turnId: event.output.turnId } : {})),
+                actions: assign(({ event }) => (event.prepared.start ? { turnStart: event.prepared.start, turnId: event.prepared.turnId } : {})),
               },
             ],
-            onError: [
+            "turn.unprepared": [
               // The store failed: the message stays in the inbox; the session is parked and started again once the store recovers.
               {
                 guard: "storeDown",
@@ -276,15 +293,13 @@ export const sessionMachine = setup({
               {
                 target: "#session.next",
                 actions: enqueueActions(({ context, event, enqueue }) => {
-                  enqueue.assign({ resume: null, stopRequested: false });
                   const message = context.current[0];
+                  enqueue.assign({ resume: null, stopRequested: false, current: [] });
                   const why = event.error instanceof Error ? event.error.message : String(event.error);
                   if (message) enqueue({ type: "notify", params: { sessionKey: context.sessionKey, message, text: `Sorry, something went wrong: ${why}` } });
                 }),
               },
             ],
-          },
-          on: {
             message: [
               {
                 guard: "isStop",
@@ -357,8 +372,9 @@ export const sessionMachine = setup({
       },
     },
     next: {
-      entry: assign({ current: [] }),
-      always: [{ guard: "hasResume", target: "active" }, { guard: "hasQueue", target: "active" }, { target: "idle" }],
+      // Every way in leaves `current` empty (no assign here: each copies the whole context).
+      // A free slot is taken at once, with no actor and no event; only a session that has to wait invokes `slot`.
+      always: [{ guard: "noWork", target: "idle" }, { guard: "slotFree", target: "active.preparing", actions: "takeSlot" }, { target: "active.waiting" }],
     },
     passivated: { type: "final" },
     crashed: { type: "final" },

@@ -425,15 +425,19 @@ export const turnMachine = setup({
     },
     tools_completed: {
       // Results are in; user messages that arrived meanwhile join here, at the model-call boundary.
-      entry: [
-        "bumpSeq",
-        assign(({ context }) => ({
-          messages: [...context.messages, ...context.injected.map(({ content }): ChatMessage => ({ role: "user", content }))],
-          injectedTaken: context.injectedTaken + context.injected.length,
-          takenIds: [...context.takenIds, ...context.injected.flatMap((m) => (m.messageId ? [m.messageId] : []))],
-          injected: [],
-        })),
-      ],
+      // One assign with the seq bump (each assign copies the whole context); nothing injected (most
+      // turns): the message list is not copied.
+      entry: assign(({ context }) =>
+        context.injected.length === 0
+          ? { seq: context.seq + 1 }
+          : {
+              seq: context.seq + 1,
+              messages: [...context.messages, ...context.injected.map(({ content }): ChatMessage => ({ role: "user", content }))],
+              injectedTaken: context.injectedTaken + context.injected.length,
+              takenIds: [...context.takenIds, ...context.injected.flatMap((m) => (m.messageId ? [m.messageId] : []))],
+              injected: [],
+            },
+      ),
       // Waits for the composition's `checkpointed` (its checkpoint rides in the next one's batch).
       on: {
         cancel: "cancelled",

@@ -322,12 +322,12 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     guards: { storeDown, ...slots.guards },
     actors: {
       slot: slots.slot,
-      prepareTurn: sessionTurns.prepareTurn,
       turn: sessionTurns.turn,
-      loadSession: createLoadSession(store),
     },
     actions: {
       ...slots.actions,
+      load: createLoadSession(store),
+      prepareTurn: sessionTurns.prepareTurn,
       watchTurn: sessionTurns.watchTurn,
       notify: (_, { sessionKey, message, text }) => void notice(sessionKey, message, text),
       stop: (_, { sessionKey, message, text, idle }) =>

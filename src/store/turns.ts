@@ -152,7 +152,9 @@ export function packSnapshot(persisted: TurnRecord["snapshot"]): TurnRecord["sna
       packed[id] = { ...child, snapshot: { ...child.snapshot, input: { ...rest, [MESSAGES_FROM_CONTEXT]: true } } };
     } else packed[id] = child;
   }
-  return { ...persisted, context: { ...persisted.context, messages: [] }, children: packed };
+  // The runtime persists a context whose messages are already left out: it is not copied again.
+  const context = (persisted.context as { messages?: unknown[] }).messages?.length ? { ...persisted.context, messages: [] } : persisted.context;
+  return { ...persisted, context, children: packed };
 }
 
 /** The inverse of packSnapshot, given the context's messages. */

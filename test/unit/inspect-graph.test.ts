@@ -25,10 +25,10 @@ describe("machine graphs come from the machine definitions", () => {
 
   it("nested states keep their parent and initial child; after and always are named", () => {
     const g = machineGraph("session", machines.session);
-    expect(g.states.find((s) => s.id === "session.active")).toMatchObject({ type: "compound", initial: "session.active.claiming" });
+    expect(g.states.find((s) => s.id === "session.active")).toMatchObject({ type: "compound", initial: "session.active.waiting" });
     expect(g.states.find((s) => s.id === "session.active.running")?.parent).toBe("session.active");
     expect(g.transitions).toContainEqual({ source: "session.idle", target: "session.passivated", event: "after idle", guard: null });
-    expect(g.transitions).toContainEqual({ source: "session.next", target: "session.idle", event: "always", guard: null });
+    expect(g.transitions).toContainEqual({ source: "session.next", target: "session.idle", event: "always", guard: "noWork" });
   });
 
   it("a changed machine is drawn as it is", () => {

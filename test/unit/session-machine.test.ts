@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { createActor, createMachine, fromCallback, fromPromise, type AnyActorRef } from "xstate";
-import { sessionMachine, type LoadedSession, type PreparedTurn, type PrepareTurnInput, type SessionEvent, type SessionMessage, type SlotInput } from "../../machines/session.machine.js";
+import { createActor, createMachine, fromCallback, type AnyActorRef } from "xstate";
+import { sessionMachine, type SessionEvent, type SessionMessage, type SlotInput } from "../../machines/session.machine.js";
 import type { TurnOutput } from "../../machines/turn.machine.js";
 
 const msg = (content: string, id = content): SessionMessage => ({ id, channel: "test", chatId: "1", content, at: 0 });
@@ -9,7 +9,7 @@ const msg = (content: string, id = content): SessionMessage => ({ id, channel: "
  * The session machine with stand-ins: the turn records what reaches it, prepareTurn waits until
  * the test lets it go, and the test settles the turn as the composition would.
  */
-function session() {
+function session(opts: { loadError?: string } = {}) {
   const reached: string[] = [];
   const injected: string[] = [];
   let letPrepare!: () => void;
@@ -22,15 +22,15 @@ function session() {
   const actor = createActor(
     sessionMachine.provide({
       actors: {
-        loadSession: fromPromise<LoadedSession, { sessionKey: string }>(async () => ({ queue: [], resumeTurnId: null })),
         slot: fromCallback<SessionEvent, SlotInput>(({ sendBack }) => void queueMicrotask(() => sendBack({ type: "slot.granted" }))),
-        prepareTurn: fromPromise<PreparedTurn, PrepareTurnInput>(async () => {
-          await prepared;
-          return { start: { input: {} as never }, turnId: "t1" };
-        }),
         turn: turn as never,
       },
       actions: {
+        load: ({ self }) =>
+          void queueMicrotask(() =>
+            self.send(opts.loadError ? { type: "session.loadFailed", error: opts.loadError } : { type: "session.loaded", loaded: { queue: [], resumeTurnId: null } }),
+          ),
+        prepareTurn: ({ self }) => void prepared.then(() => self.send({ type: "turn.prepared", prepared: { start: { input: {} as never }, turnId: "t1" } })),
         inject: (_, { message }) => void injected.push(message.content),
         watchTurn: ({ self }, { turnId }) => void (watching = { self, turnId }),
         stop: () => {},
@@ -96,5 +96,35 @@ describe("the session machine", () => {
     await s.until(() => s.actor.getSnapshot().status === "done");
     expect(s.state()).toBe('"crashed"');
     expect(s.actor.getSnapshot().output).toEqual({ error: "a turn checkpoint could not be written: disk full" });
+  });
+
+  it("a session whose inbox could not be read ends as crashed, saying why (the supervisor restarts it)", async () => {
+    const s = session({ loadError: "IO error" });
+    await s.until(() => s.actor.getSnapshot().status === "done");
+    expect(s.state()).toBe('"crashed"');
+    expect(s.actor.getSnapshot().output).toEqual({ error: "the session could not be loaded: IO error" });
+  });
+
+  it("a failed preparation notifies the message's chat and the session goes on to its next message", async () => {
+    const notices: string[] = [];
+    const actor = createActor(
+      sessionMachine.provide({
+        actors: { turn: createMachine({}) as never },
+        actions: {
+          load: ({ self }) => void queueMicrotask(() => self.send({ type: "session.loaded", loaded: { queue: [msg("a"), msg("b")], resumeTurnId: null } })),
+          prepareTurn: ({ self }, { message }) =>
+            void queueMicrotask(() =>
+              self.send(message?.id === "a" ? { type: "turn.unprepared", error: new Error("no prompt") } : { type: "turn.prepared", prepared: { start: null } }),
+            ),
+          notify: (_, { message, text }) => void notices.push(`${message.id}: ${text}`),
+          takeSlot: () => {},
+        },
+        guards: { slotFree: () => true },
+      }),
+      { input: { sessionKey: "test:1", idleMs: 60_000 } },
+    ).start();
+    for (let i = 0; i < 200 && JSON.stringify(actor.getSnapshot().value) !== '"idle"'; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(actor.getSnapshot().value).toBe("idle");
+    expect(notices).toEqual(["a: Sorry, something went wrong: no prompt"]);
   });
 });

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { createActor, fromPromise, setup, type AnyActorRef } from "xstate";
+import { createActor, setup, type AnyActorRef } from "xstate";
 import { createSessionHost } from "../../actors/session-host.js";
 import { createSlots } from "../../actors/slot.js";
 import { createLimiter } from "../../src/limiter.js";
-import { sessionMachine, type LoadedSession, type PreparedTurn, type PrepareTurnInput, type SessionMessage } from "../../machines/session.machine.js";
+import { sessionMachine, type SessionMessage } from "../../machines/session.machine.js";
 
 /** A parent that waits for a slot as a session does (its `waiting` state), holding it until it leaves `holding`. */
 const holder = (slots: ReturnType<typeof createSlots>) =>
@@ -72,11 +72,14 @@ describe("the turn slots", () => {
       guards: slots.guards,
       actors: {
         slot: slots.slot,
-        loadSession: fromPromise<LoadedSession, { sessionKey: string }>(async () => ({ queue: [], resumeTurnId: null })),
-        prepareTurn: fromPromise<PreparedTurn, PrepareTurnInput>(async () => ({ start: { input: {} as never }, turnId: "t" })),
         turn: setup({}).createMachine({}) as never,
       },
-      actions: { ...slots.actions, watchTurn: () => {} },
+      actions: {
+        ...slots.actions,
+        watchTurn: () => {},
+        load: ({ self }) => void queueMicrotask(() => self.send({ type: "session.loaded", loaded: { queue: [], resumeTurnId: null } })),
+        prepareTurn: ({ self }) => void queueMicrotask(() => self.send({ type: "turn.prepared", prepared: { start: { input: {} as never }, turnId: "t" } })),
+      },
     });
     const host = createSessionHost({
       logic,
