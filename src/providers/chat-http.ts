@@ -12,10 +12,10 @@ import { chatEndpoint, type ResolvedProvider } from "./registry.js";
 import { createHttpTransport, readText, sseEvents, type HttpReply } from "./transport.js";
 
 export interface ChatHttp {
-  /** A non-streamed completion: the body as JSON when the server says it is JSON, else as text. */
-  complete(body: Record<string, unknown>, signal: AbortSignal, touch: () => void): Promise<unknown>;
+  /** A non-streamed completion of a request (its JSON's bytes: encodeRequest): the body as JSON when the server says it is JSON, else as text. */
+  complete(payload: Buffer[], signal: AbortSignal, touch: () => void): Promise<unknown>;
   /** A streamed completion: each event's JSON until [DONE]. */
-  stream(body: Record<string, unknown>, signal: AbortSignal, touch: () => void): AsyncGenerator<unknown>;
+  stream(payload: Buffer[], signal: AbortSignal, touch: () => void): AsyncGenerator<unknown>;
   /** Closes idle kept-alive connections. */
   close(): void;
 }
@@ -96,43 +96,77 @@ function pushArray(out: Buffer[], items: unknown[]) {
   out.push(CLOSE);
 }
 
-/** The body's UTF-8 bytes in pieces, in order (sent as they are: joining them would copy the whole window again). */
-export function requestBody(body: Record<string, unknown>): Buffer[] {
-  const out: Buffer[] = [];
-  let head = "{";
-  const flush = () => {
-    if (head) out.push(Buffer.from(head, "utf8"));
-    head = "";
-  };
+/**
+ * A request's fields other than its messages and tool schemas, as the bytes before the messages
+ * (`{"model":…,"messages":`) and after them (with and without the tools to follow).
+ */
+interface Frame {
+  open: Buffer;
+  /** Whether the fields place messages (an array under `messages`, or the placeholder of a shape). */
+  messages: boolean;
+  close: Buffer;
+  /** What follows the messages when tool schemas come last: the other fields, then `"tools":`. */
+  closeBeforeTools: Buffer;
+}
+const CLOSE_BRACE = Buffer.from("}");
+
+/** `fields` (in order, JSON.stringify's rules) around a `messages` key; `tools` is left to the caller. */
+function frameOf(fields: Record<string, unknown>, placeholder: boolean): Frame {
+  let open = "{";
+  let close = "";
   let first = true;
-  const key = (name: string) => {
-    head += `${first ? "" : ","}${JSON.stringify(name)}:`;
-    first = false;
-  };
-  const tools = Array.isArray(body.tools) && body.tools.length ? (body.tools as object) : undefined;
-  for (const name of Object.keys(body)) {
-    const value = body[name];
-    if (name === "tools" && tools) continue;
-    if (name === "messages" && Array.isArray(value)) {
-      key(name);
-      flush();
-      pushArray(out, value);
+  let messages = false;
+  for (const name of Object.keys(fields)) {
+    const value = fields[name];
+    if (name === "messages" && (placeholder || Array.isArray(value))) {
+      open += `${first ? "" : ","}"messages":`;
+      first = false;
+      messages = true;
       continue;
     }
+    // Moved last by the caller, as long as there are any (an empty list stays where it is, as any other value).
+    if (name === "tools" && Array.isArray(value) && value.length) continue;
     const json = JSON.stringify(value) as string | undefined;
     // As JSON.stringify leaves out a key whose value has no JSON (undefined, a function).
     if (json === undefined) continue;
-    key(name);
-    head += json;
+    const piece = `${first ? "" : ","}${JSON.stringify(name)}:${json}`;
+    first = false;
+    if (messages) close += piece;
+    else open += piece;
   }
-  if (tools) {
-    key("tools");
-    flush();
-    out.push(encodeOnce(tools));
-  }
-  head += "}";
-  flush();
+  return {
+    open: Buffer.from(open, "utf8"),
+    messages,
+    close: Buffer.from(`${close}}`, "utf8"),
+    closeBeforeTools: Buffer.from(`${close}${first ? "" : ","}"tools":`, "utf8"),
+  };
+}
+
+function piecesOf(frame: Frame, messages: unknown[] | undefined, tools: unknown[] | undefined): Buffer[] {
+  const out: Buffer[] = [frame.open];
+  if (frame.messages) pushArray(out, messages ?? []);
+  if (tools?.length) {
+    out.push(frame.closeBeforeTools, encodeOnce(tools), CLOSE_BRACE);
+  } else out.push(frame.close);
   return out;
+}
+
+/** The body's UTF-8 bytes in pieces, in order (sent as they are: joining them would copy the whole window again). */
+export function requestBody(body: Record<string, unknown>): Buffer[] {
+  const tools = Array.isArray(body.tools) && body.tools.length ? body.tools : undefined;
+  return piecesOf(frameOf(body, false), Array.isArray(body.messages) ? body.messages : undefined, tools);
+}
+
+/**
+ * A model call's request in the shape of `fields`: its keys in order, `messages` where the messages
+ * go (its value is not read), no `tools`, the same object call after call (its bytes are made once and
+ * kept with it, as the tool schemas' are). The bytes are requestBody's of the same body.
+ */
+const frames = new WeakMap<object, Frame>();
+export function encodeRequest(fields: Record<string, unknown>, messages: unknown[], tools: unknown[]): Buffer[] {
+  let frame = frames.get(fields);
+  if (frame === undefined) frames.set(fields, (frame = frameOf(fields, true)));
+  return piecesOf(frame, messages, tools);
 }
 
 /** The request body as JSON text (what requestBody encodes). */
@@ -176,8 +210,7 @@ export function createChatHttp(resolved: ResolvedProvider): ChatHttp {
   const transport = createHttpTransport();
 
   /** The response, or the failure the SDK would have thrown: an error status with its body, or the connection's error. */
-  async function send(body: Record<string, unknown>, signal: AbortSignal, touch: () => void): Promise<HttpReply> {
-    const payload = requestBody(body);
+  async function send(payload: Buffer[], signal: AbortSignal, touch: () => void): Promise<HttpReply> {
     let at = url;
     let sent = headers;
     let reply: HttpReply;
@@ -205,8 +238,8 @@ export function createChatHttp(resolved: ResolvedProvider): ChatHttp {
   }
 
   return {
-    async complete(body, signal, touch) {
-      const reply = await send(body, signal, touch);
+    async complete(payload, signal, touch) {
+      const reply = await send(payload, signal, touch);
       let text: string;
       try {
         text = await readText(reply.body, touch);
@@ -221,8 +254,8 @@ export function createChatHttp(resolved: ResolvedProvider): ChatHttp {
       if (reply.headers["content-length"] === "0") return undefined;
       return JSON.parse(text);
     },
-    async *stream(body, signal, touch) {
-      const reply = await send(body, signal, touch);
+    async *stream(payload, signal, touch) {
+      const reply = await send(payload, signal, touch);
       let done = false;
       // A reply left early (an abort, a bad event, the reader stopping) has its connection closed, not reused.
       let ended = false;
