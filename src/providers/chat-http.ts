@@ -69,11 +69,38 @@ function deepFreeze(value: unknown) {
   for (const v of Object.values(value)) deepFreeze(v);
 }
 
+/**
+ * System messages' bytes by their text. The system prompt goes out in a new message object every
+ * turn (and in every session) around the same text, kilobytes of it: by identity it would be encoded
+ * again each time. A few texts are kept (the prompts in use: one per workspace, with or without MCP).
+ */
+const systemBytes = new Map<string, Buffer>();
+const SYSTEM_TEXTS_KEPT = 8;
+
+/** `{role: "system", content: <text>}` and nothing else, in that order (what the bytes kept by text are). */
+function systemText(item: object): string | undefined {
+  let keys = 0;
+  for (const key in item) {
+    if (key !== (keys === 0 ? "role" : keys === 1 ? "content" : undefined)) return undefined;
+    keys++;
+  }
+  const { role, content } = item as { role?: unknown; content?: unknown };
+  return keys === 2 && role === "system" && typeof content === "string" ? content : undefined;
+}
+
 /** One element's JSON bytes, as JSON.stringify writes an array element (what has no JSON, undefined or a function, is null). */
 function element(item: unknown): Buffer {
   if (typeof item !== "object" || item === null) return Buffer.from(JSON.stringify(item) ?? "null", "utf8");
   if (FREEZE_SENT) deepFreeze(item);
-  return encodeOnce(item);
+  const system = systemText(item);
+  if (system === undefined) return encodeOnce(item);
+  let bytes = systemBytes.get(system);
+  if (bytes === undefined) {
+    // The oldest text goes first (a Map keeps insertion order).
+    if (systemBytes.size >= SYSTEM_TEXTS_KEPT) systemBytes.delete(systemBytes.keys().next().value as string);
+    systemBytes.set(system, (bytes = Buffer.from(JSON.stringify(item), "utf8")));
+  }
+  return bytes;
 }
 
 /** A run of messages as JSON, encoded together, so a long history is a few dozen pieces to send, not thousands (runs.ts). */

@@ -4,7 +4,8 @@
  * machinery on every call; a model call needs one POST, its status and headers, and the body as it
  * arrives, which Node's own client gives directly.
  */
-import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
+import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingHttpHeaders, type IncomingMessage, type RequestOptions } from "node:http";
+import { urlToHttpOptions } from "node:url";
 import type { LookupFunction, Socket } from "node:net";
 import type * as Https from "node:https";
 import type * as Zlib from "node:zlib";
@@ -74,14 +75,30 @@ export function createHttpTransport(opts: TransportOptions = {}): HttpTransport 
     socket.once("close", clear);
   }
 
+  /** Where a URL points, as request options, worked out once per URL object (a provider posts to the same one every call). */
+  const targets = new WeakMap<URL, Pick<RequestOptions, "protocol" | "hostname" | "port" | "path" | "auth">>();
+  function targetOf(url: URL) {
+    let target = targets.get(url);
+    if (target === undefined) {
+      const { protocol, hostname, port, path, auth } = urlToHttpOptions(url);
+      targets.set(url, (target = { protocol, hostname, port, path, ...(auth ? { auth } : {}) }));
+    }
+    return target;
+  }
+
   function attempt(url: URL, headers: Record<string, string>, payload: string | Buffer[], signal: AbortSignal, touch: () => void, fresh: boolean): Promise<HttpReply> {
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(signal.reason);
-      const secure = url.protocol === "https:";
-      const req = (secure ? https().request : httpRequest)(url, {
+      const target = targetOf(url);
+      const secure = target.protocol === "https:";
+      let length = 0;
+      // Pieces' lengths are known; a string's bytes would be counted here, again by Node, and encoded a third time on the socket.
+      if (typeof payload === "string") length = Buffer.byteLength(payload);
+      else for (const piece of payload) length += piece.length;
+      const req = (secure ? https().request : httpRequest)({
+        ...target,
         method: "POST",
-        // Pieces' lengths are known; a string's bytes would be counted here, again by Node, and encoded a third time on the socket.
-        headers: { ...headers, "content-length": String(typeof payload === "string" ? Buffer.byteLength(payload) : payload.reduce((n, piece) => n + piece.length, 0)) },
+        headers: { ...headers, "content-length": String(length) },
         agent: secure ? (httpsAgent ??= new (https().Agent)({ keepAlive: true })) : httpAgent,
         ...(opts.lookup ? { lookup: opts.lookup } : {}),
       });
