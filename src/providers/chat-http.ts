@@ -9,13 +9,13 @@ import type { IncomingHttpHeaders } from "node:http";
 import { loadOpenAiErrors } from "./openai-sdk.js";
 import { runCache } from "./runs.js";
 import { chatEndpoint, type ResolvedProvider } from "./registry.js";
-import { createHttpTransport, readText, sseEvents, type HttpReply } from "./transport.js";
+import { createHttpTransport, readText, sseEvents, type AbortSource, type HttpReply } from "./transport.js";
 
 export interface ChatHttp {
   /** A non-streamed completion of a request (its JSON's bytes: encodeRequest): the body as JSON when the server says it is JSON, else as text. */
-  complete(payload: Buffer[], signal: AbortSignal, touch: () => void): Promise<unknown>;
+  complete(payload: Buffer[], signal: AbortSource, touch: () => void): Promise<unknown>;
   /** A streamed completion: each event's JSON until [DONE]. */
-  stream(payload: Buffer[], signal: AbortSignal, touch: () => void): AsyncGenerator<unknown>;
+  stream(payload: Buffer[], signal: AbortSource, touch: () => void): AsyncGenerator<unknown>;
   /** Closes idle kept-alive connections. */
   close(): void;
 }
@@ -237,7 +237,7 @@ export function createChatHttp(resolved: ResolvedProvider): ChatHttp {
   const transport = createHttpTransport();
 
   /** The response, or the failure the SDK would have thrown: an error status with its body, or the connection's error. */
-  async function send(payload: Buffer[], signal: AbortSignal, touch: () => void): Promise<HttpReply> {
+  async function send(payload: Buffer[], signal: AbortSource, touch: () => void): Promise<HttpReply> {
     let at = url;
     let sent = headers;
     let reply: HttpReply;

@@ -9,6 +9,7 @@ import type { ResolvedProvider } from "./registry.js";
 import { backoffDelay, DEFAULT_BACKOFF, isQuotaError, isRetryable, ModelTimeoutError, PERSISTENT_MAX_DELAY_MS, type BackoffPolicy, type RetryMode } from "./retry.js";
 import { createReplyAccumulator, MAX_TOOL_CALLS } from "./wire.js";
 import { createWatchdog, type Limited } from "./watchdog.js";
+import type { AbortSource } from "./transport.js";
 
 export interface ToolSchema {
   type: "function";
@@ -152,6 +153,55 @@ export function describeModelError(err: unknown, resolved: Pick<ResolvedProvider
 }
 
 /**
+ * What aborts one attempt: an AbortSignal's face for the transport (aborted, reason, "abort"
+ * listeners) without an AbortController's EventTarget, which cost more to make than the rest of
+ * the attempt's bookkeeping. It follows the caller's signal while linked.
+ */
+class AttemptAbort implements AbortSource {
+  aborted = false;
+  reason: unknown = undefined;
+  private listeners: Array<() => void> | undefined;
+  private unlink: (() => void) | undefined;
+
+  constructor(parent: AbortSignal | undefined) {
+    if (!parent) return;
+    if (parent.aborted) {
+      this.abort(parent.reason);
+      return;
+    }
+    const onAbort = () => this.abort(parent.reason);
+    parent.addEventListener("abort", onAbort, { once: true });
+    this.unlink = () => parent.removeEventListener("abort", onAbort);
+  }
+
+  abort(reason: unknown) {
+    if (this.aborted) return;
+    this.aborted = true;
+    // As AbortController.abort() without a reason.
+    this.reason = reason === undefined ? new DOMException("This operation was aborted", "AbortError") : reason;
+    const listeners = this.listeners;
+    this.listeners = undefined;
+    if (listeners) for (const listener of listeners) listener();
+  }
+
+  addEventListener(_type: "abort", listener: () => void) {
+    if (this.aborted) return;
+    (this.listeners ??= []).push(listener);
+  }
+
+  removeEventListener(_type: "abort", listener: () => void) {
+    const i = this.listeners?.indexOf(listener) ?? -1;
+    if (i >= 0) this.listeners!.splice(i, 1);
+  }
+
+  /** Stops following the caller's signal (the attempt is over). */
+  dispose() {
+    this.unlink?.();
+    this.unlink = undefined;
+  }
+}
+
+/**
  * One call's time limits, watched by its provider's watchdog (watchdog.ts), and what they abort:
  * silence and (retrying without a bound) the attempt's deadline end the attempt under way; the call's
  * deadline ends whatever is current (an attempt, or the wait before the next) and every one after.
@@ -161,9 +211,9 @@ class CallLimits implements Limited {
   idleMs = Infinity;
   deadline = Infinity;
   /** The attempt under way (between attempts, none). */
-  attempt: AbortController | undefined;
+  attempt: AttemptAbort | undefined;
   /** The attempt, or the wait between two. */
-  current: AbortController | undefined;
+  current: AttemptAbort | AbortController | undefined;
   /** The call's deadline ran out: what starts after is aborted at once. */
   expired: ModelTimeoutError | undefined;
   /** For the transport, per byte received. */
@@ -225,18 +275,17 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
   const withoutTools = shape(false);
 
   /**
-   * One attempt, aborted through `controller` (the attempt's own: the caller's abort, the call's
+   * One attempt, aborted through `signal` (the attempt's own: the caller's abort, the call's
    * timeout, or a stall of this attempt, which is then retried with a new one).
    */
-  async function once(req: ChatRequest, controller: AbortController, call: CallLimits): Promise<ModelResponse> {
-    call.attempt = controller;
+  async function once(req: ChatRequest, signal: AttemptAbort, call: CallLimits): Promise<ModelResponse> {
+    call.attempt = signal;
     call.heardAt = Date.now();
     call.idleMs = idleTimeoutMs;
     watchdog.watch(call);
     http ??= createChatHttp(resolved);
     const payload = encodeRequest(req.tools.length ? withTools : withoutTools, req.messages, req.tools);
     const reply = createReplyAccumulator(maxReplyChars);
-    const signal = controller.signal;
     try {
       if (!stream) {
         const raw = await http.complete(payload, signal, call.heard);
@@ -276,8 +325,16 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
     return new ModelCallError(redact(`model call to ${resolved.spec.name} failed${why}: ${describeModelError(err, resolved)}`), { cause: err });
   }
 
-  /** An AbortController for the next attempt or wait, following the caller's signal; aborted at once if the call's deadline ran out. */
-  function follow(call: CallLimits, parent: AbortSignal | undefined) {
+  /** What aborts the next attempt, following the caller's signal; aborted at once if the call's deadline ran out. */
+  function startAttempt(call: CallLimits, parent: AbortSignal | undefined): AttemptAbort {
+    const signal = new AttemptAbort(parent);
+    call.current = signal;
+    if (call.expired) signal.abort(call.expired);
+    return signal;
+  }
+
+  /** An AbortController for the wait before the next attempt (a sleep takes an AbortSignal), likewise. */
+  function startWait(call: CallLimits, parent: AbortSignal | undefined) {
     const link = childController(parent);
     call.current = link.controller;
     if (call.expired && !link.controller.signal.aborted) link.controller.abort(call.expired);
@@ -288,21 +345,21 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
     name: resolved.spec.name,
     model: resolved.model,
     async chat(req) {
-      // One AbortController per attempt (and per wait between attempts), following the caller's
-      // signal; the call's own limits abort whichever is current.
+      // One abort per attempt (and an AbortController per wait between attempts), following the
+      // caller's signal; the call's own limits abort whichever is current.
       const call = new CallLimits(errors);
       // Standard: the timeout bounds the whole call, retries included. Persistent: it bounds each attempt, and a timed-out attempt is retried.
       if (!persistent) call.deadline = Date.now() + timeoutMs;
       watchdog.watch(call);
       try {
         for (let attempt = 0; ; attempt++) {
-          const link = follow(call, req.signal);
+          const signal = startAttempt(call, req.signal);
           if (persistent) {
             call.deadline = Date.now() + timeoutMs;
             watchdog.watch(call);
           }
           try {
-            const response = await once(req, link.controller, call);
+            const response = await once(req, signal, call);
             response.model = answeredBy;
             return response;
           } catch (err) {
@@ -314,7 +371,7 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
             opts.logger?.warn({ provider: resolved.spec.name, attempt: attempt + 1, delayMs: Math.round(delay), err: (err as Error).message }, "model call failed, retrying");
             const status = (err as { status?: unknown }).status;
             req.onRetry?.({ attempt: attempt + 1, delayMs: Math.round(delay), status: typeof status === "number" ? status : null, error: redact((err as Error).message ?? String(err)) });
-            const wait = follow(call, req.signal);
+            const wait = startWait(call, req.signal);
             try {
               await sleep(delay, wait.controller.signal);
             } catch (slept) {
@@ -324,7 +381,7 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
               wait.dispose();
             }
           } finally {
-            link.dispose();
+            signal.dispose();
           }
         }
       } finally {

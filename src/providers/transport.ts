@@ -24,6 +24,18 @@ export interface HttpReply {
   discard(): void;
 }
 
+/**
+ * What aborts an exchange: an AbortSignal, or anything with its face for "abort" (a model call's
+ * attempt uses a lighter one than an AbortController, whose EventTarget cost more to make than the
+ * rest of the attempt's bookkeeping).
+ */
+export interface AbortSource {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+  addEventListener(type: "abort", listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: "abort", listener: () => void): void;
+}
+
 export interface HttpTransport {
   /**
    * POSTs `payload` (text, or its UTF-8 bytes in pieces written in order) to `url`. `touch` is called when the headers arrive (a body chunk is the
@@ -31,7 +43,7 @@ export interface HttpTransport {
    * fails the body) with the signal's reason. Network failures reject with Node's error (its `code`:
    * ECONNREFUSED, ENOTFOUND…).
    */
-  post(url: URL, headers: Record<string, string>, payload: string | Buffer[], signal: AbortSignal, touch: () => void): Promise<HttpReply>;
+  post(url: URL, headers: Record<string, string>, payload: string | Buffer[], signal: AbortSource, touch: () => void): Promise<HttpReply>;
   /** Closes idle kept-alive connections. */
   close(): void;
 }
@@ -86,7 +98,7 @@ export function createHttpTransport(opts: TransportOptions = {}): HttpTransport 
     return target;
   }
 
-  function attempt(url: URL, headers: Record<string, string>, payload: string | Buffer[], signal: AbortSignal, touch: () => void, fresh: boolean): Promise<HttpReply> {
+  function attempt(url: URL, headers: Record<string, string>, payload: string | Buffer[], signal: AbortSource, touch: () => void, fresh: boolean): Promise<HttpReply> {
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(signal.reason);
       const target = targetOf(url);
