@@ -9,7 +9,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import { loadOpenAiErrors } from "./openai-sdk.js";
 import { runCache } from "./runs.js";
 import { chatEndpoint, type ResolvedProvider } from "./registry.js";
-import { createHttpTransport, readText, sseEvents, type AbortSource, type HttpReply } from "./transport.js";
+import { createHttpTransport, createSseParser, readText, type AbortSource, type HttpReply, type SseEvent } from "./transport.js";
 
 export interface ChatHttp {
   /** A non-streamed completion of a request (its JSON's bytes: encodeRequest): the body as JSON when the server says it is JSON, else as text. */
@@ -284,23 +284,51 @@ export function createChatHttp(resolved: ResolvedProvider): ChatHttp {
     async *stream(payload, signal, touch) {
       const reply = await send(payload, signal, touch);
       let done = false;
-      // A reply left early (an abort, a bad event, the reader stopping) has its connection closed, not reused.
-      let ended = false;
-      try {
-        for await (const sse of sseEvents(reply.body, touch)) {
-          // Read on to the end after [DONE], so the connection can be reused.
+      /**
+       * The events' JSON, in order, into `out`; what ends the reply early (an error event, a bad
+       * event) is returned, to be thrown once the events before it are passed on. After [DONE] the
+       * rest is read to the end, so the connection can be reused.
+       */
+      const dataOf = (events: SseEvent[], out: unknown[]): (() => Promise<never>) | undefined => {
+        for (const sse of events) {
           if (done) continue;
           if (sse.data.startsWith("[DONE]")) {
             done = true;
             continue;
           }
-          const data = JSON.parse(sse.data) as { error?: unknown; message?: unknown } | null;
-          if (data && (data.error || sse.event === "error")) {
-            const { APIError } = await loadOpenAiErrors();
-            throw new APIError(undefined, (data.error ?? data) as object, typeof data.message === "string" ? data.message : undefined, headerView(reply.headers) as unknown as Headers);
+          let data: { error?: unknown; message?: unknown } | null;
+          try {
+            data = JSON.parse(sse.data) as typeof data;
+          } catch (err) {
+            return () => Promise.reject(err as Error);
           }
-          yield data;
+          if (data && (data.error || sse.event === "error")) {
+            const failed = data;
+            return async () => {
+              const { APIError } = await loadOpenAiErrors();
+              throw new APIError(undefined, (failed.error ?? failed) as object, typeof failed.message === "string" ? failed.message : undefined, headerView(reply.headers) as unknown as Headers);
+            };
+          }
+          out.push(data);
         }
+        return undefined;
+      };
+      // A reply left early (an abort, a bad event, the reader stopping) has its connection closed, not reused.
+      let ended = false;
+      try {
+        // Chunks straight into a synchronous parser: no generator between the body and the events.
+        const parser = createSseParser();
+        const out: unknown[] = [];
+        for await (const chunk of reply.body) {
+          touch();
+          const failure = dataOf(parser.push(chunk), out);
+          for (const data of out) yield data;
+          out.length = 0;
+          if (failure) await failure();
+        }
+        const failure = dataOf(parser.end(), out);
+        for (const data of out) yield data;
+        if (failure) await failure();
         ended = true;
       } finally {
         if (!ended) reply.discard();

@@ -207,17 +207,26 @@ export interface SseEvent {
 }
 
 /**
- * Server-sent events from a text stream (https://html.spec.whatwg.org/multipage/server-sent-events.html):
+ * Server-sent events from text pieces (https://html.spec.whatwg.org/multipage/server-sent-events.html):
  * `data:` lines joined by newlines, dispatched at a blank line; comments and other fields ignored.
+ * Synchronous: each piece gives the events it completes (a streamed reply's chunks pass through no
+ * generator per line or per event).
  */
-export async function* sseEvents(body: AsyncIterable<string>, touch: () => void): AsyncGenerator<SseEvent> {
+export interface SseParser {
+  /** The events that `chunk` completes, in order. */
+  push(chunk: string): SseEvent[];
+  /** At the end of the text: the events its last lines complete. */
+  end(): SseEvent[];
+}
+
+export function createSseParser(): SseParser {
   let pending = "";
   let data: string[] = [];
   let event: string | null = null;
   /** One line's field; an empty line dispatches the event gathered so far. */
-  function* take(line: string): Generator<SseEvent> {
+  function take(line: string, out: SseEvent[]) {
     if (line === "") {
-      if (data.length) yield { event, data: data.join("\n") };
+      if (data.length) out.push({ event, data: data.join("\n") });
       data = [];
       event = null;
       return;
@@ -228,24 +237,42 @@ export async function* sseEvents(body: AsyncIterable<string>, touch: () => void)
     if (field === "data") data.push(value);
     else if (field === "event") event = value;
   }
+  return {
+    push(chunk) {
+      const out: SseEvent[] = [];
+      pending += chunk;
+      let start = 0;
+      // Each search result is kept until passed: a chunk of many lines and no \r is scanned once, not once a line.
+      let lf = -2;
+      let cr = -2;
+      for (;;) {
+        if (lf !== -1 && lf < start) lf = pending.indexOf("\n", start);
+        if (cr !== -1 && cr < start) cr = pending.indexOf("\r", start);
+        const end = cr < 0 ? lf : lf < 0 ? cr : Math.min(cr, lf);
+        // A lone \r at the end of a chunk may be the first half of a CRLF: wait for the next chunk.
+        if (end < 0 || (pending[end] === "\r" && end === pending.length - 1)) break;
+        take(pending.slice(start, end), out);
+        start = end + (pending[end] === "\r" && pending[end + 1] === "\n" ? 2 : 1);
+      }
+      pending = pending.slice(start);
+      return out;
+    },
+    end() {
+      const out: SseEvent[] = [];
+      for (const line of pending.split(/\r\n|\r|\n/)) take(line, out);
+      take("", out);
+      pending = "";
+      return out;
+    },
+  };
+}
+
+/** Server-sent events from a text stream (createSseParser), touching per chunk. */
+export async function* sseEvents(body: AsyncIterable<string>, touch: () => void): AsyncGenerator<SseEvent> {
+  const parser = createSseParser();
   for await (const chunk of body) {
     touch();
-    pending += chunk;
-    let start = 0;
-    // Each search result is kept until passed: a chunk of many lines and no \r is scanned once, not once a line.
-    let lf = -2;
-    let cr = -2;
-    for (;;) {
-      if (lf !== -1 && lf < start) lf = pending.indexOf("\n", start);
-      if (cr !== -1 && cr < start) cr = pending.indexOf("\r", start);
-      const end = cr < 0 ? lf : lf < 0 ? cr : Math.min(cr, lf);
-      // A lone \r at the end of a chunk may be the first half of a CRLF: wait for the next chunk.
-      if (end < 0 || (pending[end] === "\r" && end === pending.length - 1)) break;
-      yield* take(pending.slice(start, end));
-      start = end + (pending[end] === "\r" && pending[end + 1] === "\n" ? 2 : 1);
-    }
-    pending = pending.slice(start);
+    yield* parser.push(chunk);
   }
-  for (const line of pending.split(/\r\n|\r|\n/)) yield* take(line);
-  yield* take("");
+  yield* parser.end();
 }
