@@ -70,8 +70,22 @@ export function textTokens(text: string): number {
   return n;
 }
 
+/**
+ * The last long texts measured, with their byte lengths: the system prompt (kilobytes) is measured
+ * several times a turn, each time in a new message object but the same string.
+ */
+const LONG_TEXT = 1024;
+const measured: Array<{ text: string; bytes: number }> = [];
+const MEASURED_KEPT = 4;
+
 /** An upper bound on `textTokens(text)` that needs no tokenizer: its UTF-8 byte length. */
-export const textTokensBound = (text: string): number => Buffer.byteLength(text, "utf8");
+export function textTokensBound(text: string): number {
+  if (text.length < LONG_TEXT) return Buffer.byteLength(text, "utf8");
+  for (const m of measured) if (m.text === text) return m.bytes;
+  const bytes = Buffer.byteLength(text, "utf8");
+  if (measured.unshift({ text, bytes }) > MEASURED_KEPT) measured.pop();
+  return bytes;
+}
 
 function messageCost(m: ChatMessage, text: (t: string) => number): number {
   let n = PER_MESSAGE;

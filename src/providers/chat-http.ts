@@ -9,13 +9,13 @@ import type { IncomingHttpHeaders } from "node:http";
 import { loadOpenAiErrors } from "./openai-sdk.js";
 import { runCache } from "./runs.js";
 import { chatEndpoint, type ResolvedProvider } from "./registry.js";
-import { createHttpTransport, readText, sseEvents, type HttpReply } from "./transport.js";
+import { createHttpTransport, createSseParser, readText, type AbortSource, type HttpReply, type SseEvent } from "./transport.js";
 
 export interface ChatHttp {
-  /** A non-streamed completion: the body as JSON when the server says it is JSON, else as text. */
-  complete(body: Record<string, unknown>, signal: AbortSignal, touch: () => void): Promise<unknown>;
+  /** A non-streamed completion of a request (its JSON's bytes: encodeRequest): the body as JSON when the server says it is JSON, else as text. */
+  complete(payload: Buffer[], signal: AbortSource, touch: () => void): Promise<unknown>;
   /** A streamed completion: each event's JSON until [DONE]. */
-  stream(body: Record<string, unknown>, signal: AbortSignal, touch: () => void): AsyncGenerator<unknown>;
+  stream(payload: Buffer[], signal: AbortSource, touch: () => void): AsyncGenerator<unknown>;
   /** Closes idle kept-alive connections. */
   close(): void;
 }
@@ -69,11 +69,38 @@ function deepFreeze(value: unknown) {
   for (const v of Object.values(value)) deepFreeze(v);
 }
 
+/**
+ * System messages' bytes by their text. The system prompt goes out in a new message object every
+ * turn (and in every session) around the same text, kilobytes of it: by identity it would be encoded
+ * again each time. A few texts are kept (the prompts in use: one per workspace, with or without MCP).
+ */
+const systemBytes = new Map<string, Buffer>();
+const SYSTEM_TEXTS_KEPT = 8;
+
+/** `{role: "system", content: <text>}` and nothing else, in that order (what the bytes kept by text are). */
+function systemText(item: object): string | undefined {
+  let keys = 0;
+  for (const key in item) {
+    if (key !== (keys === 0 ? "role" : keys === 1 ? "content" : undefined)) return undefined;
+    keys++;
+  }
+  const { role, content } = item as { role?: unknown; content?: unknown };
+  return keys === 2 && role === "system" && typeof content === "string" ? content : undefined;
+}
+
 /** One element's JSON bytes, as JSON.stringify writes an array element (what has no JSON, undefined or a function, is null). */
 function element(item: unknown): Buffer {
   if (typeof item !== "object" || item === null) return Buffer.from(JSON.stringify(item) ?? "null", "utf8");
   if (FREEZE_SENT) deepFreeze(item);
-  return encodeOnce(item);
+  const system = systemText(item);
+  if (system === undefined) return encodeOnce(item);
+  let bytes = systemBytes.get(system);
+  if (bytes === undefined) {
+    // The oldest text goes first (a Map keeps insertion order).
+    if (systemBytes.size >= SYSTEM_TEXTS_KEPT) systemBytes.delete(systemBytes.keys().next().value as string);
+    systemBytes.set(system, (bytes = Buffer.from(JSON.stringify(item), "utf8")));
+  }
+  return bytes;
 }
 
 /** A run of messages as JSON, encoded together, so a long history is a few dozen pieces to send, not thousands (runs.ts). */
@@ -96,43 +123,77 @@ function pushArray(out: Buffer[], items: unknown[]) {
   out.push(CLOSE);
 }
 
-/** The body's UTF-8 bytes in pieces, in order (sent as they are: joining them would copy the whole window again). */
-export function requestBody(body: Record<string, unknown>): Buffer[] {
-  const out: Buffer[] = [];
-  let head = "{";
-  const flush = () => {
-    if (head) out.push(Buffer.from(head, "utf8"));
-    head = "";
-  };
+/**
+ * A request's fields other than its messages and tool schemas, as the bytes before the messages
+ * (`{"model":…,"messages":`) and after them (with and without the tools to follow).
+ */
+interface Frame {
+  open: Buffer;
+  /** Whether the fields place messages (an array under `messages`, or the placeholder of a shape). */
+  messages: boolean;
+  close: Buffer;
+  /** What follows the messages when tool schemas come last: the other fields, then `"tools":`. */
+  closeBeforeTools: Buffer;
+}
+const CLOSE_BRACE = Buffer.from("}");
+
+/** `fields` (in order, JSON.stringify's rules) around a `messages` key; `tools` is left to the caller. */
+function frameOf(fields: Record<string, unknown>, placeholder: boolean): Frame {
+  let open = "{";
+  let close = "";
   let first = true;
-  const key = (name: string) => {
-    head += `${first ? "" : ","}${JSON.stringify(name)}:`;
-    first = false;
-  };
-  const tools = Array.isArray(body.tools) && body.tools.length ? (body.tools as object) : undefined;
-  for (const name of Object.keys(body)) {
-    const value = body[name];
-    if (name === "tools" && tools) continue;
-    if (name === "messages" && Array.isArray(value)) {
-      key(name);
-      flush();
-      pushArray(out, value);
+  let messages = false;
+  for (const name of Object.keys(fields)) {
+    const value = fields[name];
+    if (name === "messages" && (placeholder || Array.isArray(value))) {
+      open += `${first ? "" : ","}"messages":`;
+      first = false;
+      messages = true;
       continue;
     }
+    // Moved last by the caller, as long as there are any (an empty list stays where it is, as any other value).
+    if (name === "tools" && Array.isArray(value) && value.length) continue;
     const json = JSON.stringify(value) as string | undefined;
     // As JSON.stringify leaves out a key whose value has no JSON (undefined, a function).
     if (json === undefined) continue;
-    key(name);
-    head += json;
+    const piece = `${first ? "" : ","}${JSON.stringify(name)}:${json}`;
+    first = false;
+    if (messages) close += piece;
+    else open += piece;
   }
-  if (tools) {
-    key("tools");
-    flush();
-    out.push(encodeOnce(tools));
-  }
-  head += "}";
-  flush();
+  return {
+    open: Buffer.from(open, "utf8"),
+    messages,
+    close: Buffer.from(`${close}}`, "utf8"),
+    closeBeforeTools: Buffer.from(`${close}${first ? "" : ","}"tools":`, "utf8"),
+  };
+}
+
+function piecesOf(frame: Frame, messages: unknown[] | undefined, tools: unknown[] | undefined): Buffer[] {
+  const out: Buffer[] = [frame.open];
+  if (frame.messages) pushArray(out, messages ?? []);
+  if (tools?.length) {
+    out.push(frame.closeBeforeTools, encodeOnce(tools), CLOSE_BRACE);
+  } else out.push(frame.close);
   return out;
+}
+
+/** The body's UTF-8 bytes in pieces, in order (sent as they are: joining them would copy the whole window again). */
+export function requestBody(body: Record<string, unknown>): Buffer[] {
+  const tools = Array.isArray(body.tools) && body.tools.length ? body.tools : undefined;
+  return piecesOf(frameOf(body, false), Array.isArray(body.messages) ? body.messages : undefined, tools);
+}
+
+/**
+ * A model call's request in the shape of `fields`: its keys in order, `messages` where the messages
+ * go (its value is not read), no `tools`, the same object call after call (its bytes are made once and
+ * kept with it, as the tool schemas' are). The bytes are requestBody's of the same body.
+ */
+const frames = new WeakMap<object, Frame>();
+export function encodeRequest(fields: Record<string, unknown>, messages: unknown[], tools: unknown[]): Buffer[] {
+  let frame = frames.get(fields);
+  if (frame === undefined) frames.set(fields, (frame = frameOf(fields, true)));
+  return piecesOf(frame, messages, tools);
 }
 
 /** The request body as JSON text (what requestBody encodes). */
@@ -176,8 +237,7 @@ export function createChatHttp(resolved: ResolvedProvider): ChatHttp {
   const transport = createHttpTransport();
 
   /** The response, or the failure the SDK would have thrown: an error status with its body, or the connection's error. */
-  async function send(body: Record<string, unknown>, signal: AbortSignal, touch: () => void): Promise<HttpReply> {
-    const payload = requestBody(body);
+  async function send(payload: Buffer[], signal: AbortSource, touch: () => void): Promise<HttpReply> {
     let at = url;
     let sent = headers;
     let reply: HttpReply;
@@ -205,8 +265,8 @@ export function createChatHttp(resolved: ResolvedProvider): ChatHttp {
   }
 
   return {
-    async complete(body, signal, touch) {
-      const reply = await send(body, signal, touch);
+    async complete(payload, signal, touch) {
+      const reply = await send(payload, signal, touch);
       let text: string;
       try {
         text = await readText(reply.body, touch);
@@ -221,26 +281,54 @@ export function createChatHttp(resolved: ResolvedProvider): ChatHttp {
       if (reply.headers["content-length"] === "0") return undefined;
       return JSON.parse(text);
     },
-    async *stream(body, signal, touch) {
-      const reply = await send(body, signal, touch);
+    async *stream(payload, signal, touch) {
+      const reply = await send(payload, signal, touch);
       let done = false;
-      // A reply left early (an abort, a bad event, the reader stopping) has its connection closed, not reused.
-      let ended = false;
-      try {
-        for await (const sse of sseEvents(reply.body, touch)) {
-          // Read on to the end after [DONE], so the connection can be reused.
+      /**
+       * The events' JSON, in order, into `out`; what ends the reply early (an error event, a bad
+       * event) is returned, to be thrown once the events before it are passed on. After [DONE] the
+       * rest is read to the end, so the connection can be reused.
+       */
+      const dataOf = (events: SseEvent[], out: unknown[]): (() => Promise<never>) | undefined => {
+        for (const sse of events) {
           if (done) continue;
           if (sse.data.startsWith("[DONE]")) {
             done = true;
             continue;
           }
-          const data = JSON.parse(sse.data) as { error?: unknown; message?: unknown } | null;
-          if (data && (data.error || sse.event === "error")) {
-            const { APIError } = await loadOpenAiErrors();
-            throw new APIError(undefined, (data.error ?? data) as object, typeof data.message === "string" ? data.message : undefined, headerView(reply.headers) as unknown as Headers);
+          let data: { error?: unknown; message?: unknown } | null;
+          try {
+            data = JSON.parse(sse.data) as typeof data;
+          } catch (err) {
+            return () => Promise.reject(err as Error);
           }
-          yield data;
+          if (data && (data.error || sse.event === "error")) {
+            const failed = data;
+            return async () => {
+              const { APIError } = await loadOpenAiErrors();
+              throw new APIError(undefined, (failed.error ?? failed) as object, typeof failed.message === "string" ? failed.message : undefined, headerView(reply.headers) as unknown as Headers);
+            };
+          }
+          out.push(data);
         }
+        return undefined;
+      };
+      // A reply left early (an abort, a bad event, the reader stopping) has its connection closed, not reused.
+      let ended = false;
+      try {
+        // Chunks straight into a synchronous parser: no generator between the body and the events.
+        const parser = createSseParser();
+        const out: unknown[] = [];
+        for await (const chunk of reply.body) {
+          touch();
+          const failure = dataOf(parser.push(chunk), out);
+          for (const data of out) yield data;
+          out.length = 0;
+          if (failure) await failure();
+        }
+        const failure = dataOf(parser.end(), out);
+        for (const data of out) yield data;
+        if (failure) await failure();
         ended = true;
       } finally {
         if (!ended) reply.discard();

@@ -1,6 +1,5 @@
-import type OpenAI from "openai";
 import { loadedOpenAi } from "./openai-sdk.js";
-import { createChatHttp, type ChatHttp } from "./chat-http.js";
+import { createChatHttp, encodeRequest, type ChatHttp } from "./chat-http.js";
 import type { Logger } from "pino";
 import { TroupeError } from "../errors.js";
 import type { ChatMessage, ModelResponse } from "./messages.js";
@@ -9,6 +8,8 @@ import { createRedactor } from "../log/redact.js";
 import type { ResolvedProvider } from "./registry.js";
 import { backoffDelay, DEFAULT_BACKOFF, isQuotaError, isRetryable, ModelTimeoutError, PERSISTENT_MAX_DELAY_MS, type BackoffPolicy, type RetryMode } from "./retry.js";
 import { createReplyAccumulator, MAX_TOOL_CALLS } from "./wire.js";
+import { createWatchdog, type Limited } from "./watchdog.js";
+import type { AbortSource } from "./transport.js";
 
 export interface ToolSchema {
   type: "function";
@@ -89,24 +90,6 @@ function childController(parent?: AbortSignal): { controller: AbortController; d
   return { controller, dispose: () => parent.removeEventListener("abort", onAbort) };
 }
 
-/**
- * Calls `onIdle` once no `touch()` came for `ms`. One timer, re-armed only when it fires early, so
- * a touch per received chunk costs a timestamp, not a timer.
- */
-function idleWatch(ms: number, onIdle: () => void, now: () => number = Date.now) {
-  let last = now();
-  let timer: NodeJS.Timeout;
-  const arm = (delay: number) => {
-    timer = setTimeout(() => {
-      const quiet = now() - last;
-      if (quiet >= ms) onIdle();
-      else arm(ms - quiet);
-    }, delay);
-  };
-  arm(ms);
-  return { touch: () => void (last = now()), stop: () => clearTimeout(timer) };
-}
-
 /** The first system error code (ECONNREFUSED, ENOTFOUND…) in an error's causes: the SDK says only "Connection error." */
 function systemCode(err: unknown, depth = 0): string | undefined {
   if (!err || typeof err !== "object" || depth > 5) return undefined;
@@ -169,6 +152,86 @@ export function describeModelError(err: unknown, resolved: Pick<ResolvedProvider
   return `${(err as Error)?.message ?? String(err)} (at ${where})`;
 }
 
+/**
+ * What aborts one attempt: an AbortSignal's face for the transport (aborted, reason, "abort"
+ * listeners) without an AbortController's EventTarget, which cost more to make than the rest of
+ * the attempt's bookkeeping. It follows the caller's signal while linked.
+ */
+class AttemptAbort implements AbortSource {
+  aborted = false;
+  reason: unknown = undefined;
+  private listeners: Array<() => void> | undefined;
+  private unlink: (() => void) | undefined;
+
+  constructor(parent: AbortSignal | undefined) {
+    if (!parent) return;
+    if (parent.aborted) {
+      this.abort(parent.reason);
+      return;
+    }
+    const onAbort = () => this.abort(parent.reason);
+    parent.addEventListener("abort", onAbort, { once: true });
+    this.unlink = () => parent.removeEventListener("abort", onAbort);
+  }
+
+  abort(reason: unknown) {
+    if (this.aborted) return;
+    this.aborted = true;
+    // As AbortController.abort() without a reason.
+    this.reason = reason === undefined ? new DOMException("This operation was aborted", "AbortError") : reason;
+    const listeners = this.listeners;
+    this.listeners = undefined;
+    if (listeners) for (const listener of listeners) listener();
+  }
+
+  addEventListener(_type: "abort", listener: () => void) {
+    if (this.aborted) return;
+    (this.listeners ??= []).push(listener);
+  }
+
+  removeEventListener(_type: "abort", listener: () => void) {
+    const i = this.listeners?.indexOf(listener) ?? -1;
+    if (i >= 0) this.listeners!.splice(i, 1);
+  }
+
+  /** Stops following the caller's signal (the attempt is over). */
+  dispose() {
+    this.unlink?.();
+    this.unlink = undefined;
+  }
+}
+
+/**
+ * One call's time limits, watched by its provider's watchdog (watchdog.ts), and what they abort:
+ * silence and (retrying without a bound) the attempt's deadline end the attempt under way; the call's
+ * deadline ends whatever is current (an attempt, or the wait before the next) and every one after.
+ */
+class CallLimits implements Limited {
+  heardAt = 0;
+  idleMs = Infinity;
+  deadline = Infinity;
+  /** The attempt under way (between attempts, none). */
+  attempt: AttemptAbort | undefined;
+  /** The attempt, or the wait between two. */
+  current: AttemptAbort | AbortController | undefined;
+  /** The call's deadline ran out: what starts after is aborted at once. */
+  expired: ModelTimeoutError | undefined;
+  /** For the transport, per byte received. */
+  readonly heard = () => {
+    this.heardAt = Date.now();
+  };
+  constructor(private readonly errors: { idle: () => ModelTimeoutError; timedOut: (retryable: boolean) => ModelTimeoutError; persistent: boolean }) {}
+
+  expire(limit: "idle" | "deadline") {
+    if (limit === "idle") this.attempt?.abort(this.errors.idle());
+    else if (this.errors.persistent) this.attempt?.abort(this.errors.timedOut(true));
+    else {
+      this.expired = this.errors.timedOut(false);
+      this.current?.abort(this.expired);
+    }
+  }
+}
+
 export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderOptions): LlmProvider {
   const idleTimeoutMs = opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -182,57 +245,73 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
   const stream = opts.stream ?? true;
   const persistent = opts.retryMode === "persistent";
   /** Which model answered, for the turn's record (a fallback may answer instead of the configured one). */
-  const withModel = (r: ModelResponse): ModelResponse => ({ ...r, model: `${resolved.spec.name}/${resolved.model}` });
+  const answeredBy = `${resolved.spec.name}/${resolved.model}`;
   // Some providers echo the key they were given ("Incorrect API key provided: sk-…"); the error
   // becomes a reply and a stored message, so it is scrubbed as the logs are.
   const redact = createRedactor([resolved.apiKey, ...(opts.secrets ?? [])]);
+  // One timer watches the limits of all this provider's calls in flight (not two timers per call).
+  const watchdog = createWatchdog();
+  const errors = {
+    idle: () => new ModelTimeoutError(`no data from ${resolved.apiBase} for ${seconds(idleTimeoutMs)} (model idle timeout); the call was abandoned`, true),
+    timedOut: (retryable: boolean) => new ModelTimeoutError(`no complete reply from ${resolved.apiBase} within ${seconds(timeoutMs)} (model timeout)`, retryable),
+    persistent,
+  };
 
   /**
-   * One attempt, aborted through `controller` (the attempt's own: the caller's abort, the call's
+   * The request's fields but the messages and tools, the same objects on every call, so their JSON
+   * is encoded once (chat-http.ts encodeRequest): the keys in the order the body always had.
+   */
+  const shape = (withTools: boolean): Record<string, unknown> => ({
+    model: resolved.model,
+    messages: null,
+    // Azure's newer deployments (o-series, gpt-5) take only max_completion_tokens, as nanobot sends it there.
+    ...(azure ? { max_completion_tokens: opts.maxTokens } : { max_tokens: opts.maxTokens }),
+    temperature: opts.temperature,
+    ...(withTools ? { tool_choice: "auto" } : {}),
+    ...(opts.reasoningEffort && opts.reasoningEffort !== "none" ? { reasoning_effort: opts.reasoningEffort } : {}),
+    ...(stream ? { stream: true, stream_options: { include_usage: true } } : { stream: false }),
+  });
+  const withTools = shape(true);
+  const withoutTools = shape(false);
+
+  /**
+   * One attempt, aborted through `signal` (the attempt's own: the caller's abort, the call's
    * timeout, or a stall of this attempt, which is then retried with a new one).
    */
-  async function once(req: ChatRequest, controller: AbortController): Promise<ModelResponse> {
-    const body = {
-      model: resolved.model,
-      messages: req.messages as OpenAI.Chat.ChatCompletionMessageParam[],
-      // Azure's newer deployments (o-series, gpt-5) take only max_completion_tokens, as nanobot sends it there.
-      ...(azure ? { max_completion_tokens: opts.maxTokens } : { max_tokens: opts.maxTokens }),
-      temperature: opts.temperature,
-      ...(req.tools.length ? { tools: req.tools, tool_choice: "auto" as const } : {}),
-      ...(opts.reasoningEffort && opts.reasoningEffort !== "none"
-        ? { reasoning_effort: opts.reasoningEffort as OpenAI.Chat.ChatCompletionCreateParams["reasoning_effort"] }
-        : {}),
-    };
-    const idle = idleWatch(idleTimeoutMs, () =>
-      controller.abort(new ModelTimeoutError(`no data from ${resolved.apiBase} for ${seconds(idleTimeoutMs)} (model idle timeout); the call was abandoned`, true)),
-    );
+  async function once(req: ChatRequest, signal: AttemptAbort, call: CallLimits): Promise<ModelResponse> {
+    call.attempt = signal;
+    call.heardAt = Date.now();
+    call.idleMs = idleTimeoutMs;
+    watchdog.watch(call);
     http ??= createChatHttp(resolved);
+    const payload = encodeRequest(req.tools.length ? withTools : withoutTools, req.messages, req.tools);
     const reply = createReplyAccumulator(maxReplyChars);
     try {
       if (!stream) {
-        const raw = await http.complete({ ...body, stream: false }, controller.signal, idle.touch);
+        const raw = await http.complete(payload, signal, call.heard);
         reply.completion(raw);
         const response = reply.finish();
         if (response.content) req.onDelta?.(response.content);
         return warnDropped(response, reply.droppedCalls);
       }
       const visible = createThinkFilter();
-      for await (const chunk of http.stream({ ...body, stream: true, stream_options: { include_usage: true } }, controller.signal, idle.touch)) {
+      for await (const chunk of http.stream(payload, signal, call.heard)) {
         const added = reply.chunk(chunk);
         const text = added && visible.push(added);
         if (text) req.onDelta?.(text);
       }
-      idle.stop();
+      call.idleMs = Infinity;
       // A cut-off reply must never pass for a whole one.
-      if (controller.signal.aborted) throw controller.signal.reason;
+      if (signal.aborted) throw signal.reason;
       // What the filter held back (a tag that turned out to be prose, a trailing partial tag) is decided now.
       const rest = visible.flush();
       if (rest) req.onDelta?.(rest);
       return warnDropped(reply.finish(), reply.droppedCalls);
     } catch (err) {
-      throw controller.signal.aborted ? controller.signal.reason : err;
+      throw signal.aborted ? signal.reason : err;
     } finally {
-      idle.stop();
+      call.idleMs = Infinity;
+      call.attempt = undefined;
     }
   }
 
@@ -246,43 +325,53 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
     return new ModelCallError(redact(`model call to ${resolved.spec.name} failed${why}: ${describeModelError(err, resolved)}`), { cause: err });
   }
 
+  /** What aborts the next attempt, following the caller's signal; aborted at once if the call's deadline ran out. */
+  function startAttempt(call: CallLimits, parent: AbortSignal | undefined): AttemptAbort {
+    const signal = new AttemptAbort(parent);
+    call.current = signal;
+    if (call.expired) signal.abort(call.expired);
+    return signal;
+  }
+
+  /** An AbortController for the wait before the next attempt (a sleep takes an AbortSignal), likewise. */
+  function startWait(call: CallLimits, parent: AbortSignal | undefined) {
+    const link = childController(parent);
+    call.current = link.controller;
+    if (call.expired && !link.controller.signal.aborted) link.controller.abort(call.expired);
+    return link;
+  }
+
   return {
     name: resolved.spec.name,
     model: resolved.model,
     async chat(req) {
-      const timedOut = (retryable: boolean) => new ModelTimeoutError(`no complete reply from ${resolved.apiBase} within ${seconds(timeoutMs)} (model timeout)`, retryable);
-      // One AbortController per attempt (and per wait between attempts), following the caller's
-      // signal; the call's own limits abort whichever is current. (A controller for the call and
-      // another per attempt cost a controller and two listeners more per model call.)
-      let current: AbortController | undefined;
-      let expired: ModelTimeoutError | undefined;
+      // One abort per attempt (and an AbortController per wait between attempts), following the
+      // caller's signal; the call's own limits abort whichever is current.
+      const call = new CallLimits(errors);
       // Standard: the timeout bounds the whole call, retries included. Persistent: it bounds each attempt, and a timed-out attempt is retried.
-      const deadline = persistent
-        ? undefined
-        : setTimeout(() => {
-            expired = timedOut(false);
-            current?.abort(expired);
-          }, timeoutMs);
-      const follow = () => {
-        const link = childController(req.signal);
-        current = link.controller;
-        if (expired && !current.signal.aborted) current.abort(expired);
-        return link;
-      };
+      if (!persistent) call.deadline = Date.now() + timeoutMs;
+      watchdog.watch(call);
       try {
         for (let attempt = 0; ; attempt++) {
-          const link = follow();
-          const attemptDeadline = persistent ? setTimeout(() => link.controller.abort(timedOut(true)), timeoutMs) : undefined;
+          const signal = startAttempt(call, req.signal);
+          if (persistent) {
+            call.deadline = Date.now() + timeoutMs;
+            watchdog.watch(call);
+          }
           try {
-            return withModel(await once(req, link.controller));
+            const response = await once(req, signal, call);
+            response.model = answeredBy;
+            return response;
           } catch (err) {
+            // Retrying without a bound, the attempt's deadline ends with it (the wait is not bounded).
+            if (persistent) call.deadline = Infinity;
             if (req.signal?.aborted) throw err;
             if (!isRetryable(err) || (!persistent && attempt >= backoff.maxRetries)) throw failure(err, attempt + 1);
             const delay = persistent ? Math.min(backoffDelay({ ...backoff, maxDelayMs: PERSISTENT_MAX_DELAY_MS }, Math.min(attempt, 16), err, now()), PERSISTENT_MAX_DELAY_MS) : backoffDelay(backoff, attempt, err, now());
             opts.logger?.warn({ provider: resolved.spec.name, attempt: attempt + 1, delayMs: Math.round(delay), err: (err as Error).message }, "model call failed, retrying");
             const status = (err as { status?: unknown }).status;
             req.onRetry?.({ attempt: attempt + 1, delayMs: Math.round(delay), status: typeof status === "number" ? status : null, error: redact((err as Error).message ?? String(err)) });
-            const wait = follow();
+            const wait = startWait(call, req.signal);
             try {
               await sleep(delay, wait.controller.signal);
             } catch (slept) {
@@ -292,13 +381,12 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
               wait.dispose();
             }
           } finally {
-            clearTimeout(attemptDeadline);
-            link.dispose();
+            signal.dispose();
           }
         }
       } finally {
-        clearTimeout(deadline);
-        current = undefined;
+        watchdog.unwatch(call);
+        call.current = undefined;
       }
     },
   };

@@ -4,7 +4,8 @@
  * machinery on every call; a model call needs one POST, its status and headers, and the body as it
  * arrives, which Node's own client gives directly.
  */
-import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
+import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingHttpHeaders, type IncomingMessage, type RequestOptions } from "node:http";
+import { urlToHttpOptions } from "node:url";
 import type { LookupFunction, Socket } from "node:net";
 import type * as Https from "node:https";
 import type * as Zlib from "node:zlib";
@@ -23,6 +24,18 @@ export interface HttpReply {
   discard(): void;
 }
 
+/**
+ * What aborts an exchange: an AbortSignal, or anything with its face for "abort" (a model call's
+ * attempt uses a lighter one than an AbortController, whose EventTarget cost more to make than the
+ * rest of the attempt's bookkeeping).
+ */
+export interface AbortSource {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+  addEventListener(type: "abort", listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: "abort", listener: () => void): void;
+}
+
 export interface HttpTransport {
   /**
    * POSTs `payload` (text, or its UTF-8 bytes in pieces written in order) to `url`. `touch` is called when the headers arrive (a body chunk is the
@@ -30,7 +43,7 @@ export interface HttpTransport {
    * fails the body) with the signal's reason. Network failures reject with Node's error (its `code`:
    * ECONNREFUSED, ENOTFOUND…).
    */
-  post(url: URL, headers: Record<string, string>, payload: string | Buffer[], signal: AbortSignal, touch: () => void): Promise<HttpReply>;
+  post(url: URL, headers: Record<string, string>, payload: string | Buffer[], signal: AbortSource, touch: () => void): Promise<HttpReply>;
   /** Closes idle kept-alive connections. */
   close(): void;
 }
@@ -74,14 +87,30 @@ export function createHttpTransport(opts: TransportOptions = {}): HttpTransport 
     socket.once("close", clear);
   }
 
-  function attempt(url: URL, headers: Record<string, string>, payload: string | Buffer[], signal: AbortSignal, touch: () => void, fresh: boolean): Promise<HttpReply> {
+  /** Where a URL points, as request options, worked out once per URL object (a provider posts to the same one every call). */
+  const targets = new WeakMap<URL, Pick<RequestOptions, "protocol" | "hostname" | "port" | "path" | "auth">>();
+  function targetOf(url: URL) {
+    let target = targets.get(url);
+    if (target === undefined) {
+      const { protocol, hostname, port, path, auth } = urlToHttpOptions(url);
+      targets.set(url, (target = { protocol, hostname, port, path, ...(auth ? { auth } : {}) }));
+    }
+    return target;
+  }
+
+  function attempt(url: URL, headers: Record<string, string>, payload: string | Buffer[], signal: AbortSource, touch: () => void, fresh: boolean): Promise<HttpReply> {
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(signal.reason);
-      const secure = url.protocol === "https:";
-      const req = (secure ? https().request : httpRequest)(url, {
+      const target = targetOf(url);
+      const secure = target.protocol === "https:";
+      let length = 0;
+      // Pieces' lengths are known; a string's bytes would be counted here, again by Node, and encoded a third time on the socket.
+      if (typeof payload === "string") length = Buffer.byteLength(payload);
+      else for (const piece of payload) length += piece.length;
+      const req = (secure ? https().request : httpRequest)({
+        ...target,
         method: "POST",
-        // Pieces' lengths are known; a string's bytes would be counted here, again by Node, and encoded a third time on the socket.
-        headers: { ...headers, "content-length": String(typeof payload === "string" ? Buffer.byteLength(payload) : payload.reduce((n, piece) => n + piece.length, 0)) },
+        headers: { ...headers, "content-length": String(length) },
         agent: secure ? (httpsAgent ??= new (https().Agent)({ keepAlive: true })) : httpAgent,
         ...(opts.lookup ? { lookup: opts.lookup } : {}),
       });
@@ -178,17 +207,26 @@ export interface SseEvent {
 }
 
 /**
- * Server-sent events from a text stream (https://html.spec.whatwg.org/multipage/server-sent-events.html):
+ * Server-sent events from text pieces (https://html.spec.whatwg.org/multipage/server-sent-events.html):
  * `data:` lines joined by newlines, dispatched at a blank line; comments and other fields ignored.
+ * Synchronous: each piece gives the events it completes (a streamed reply's chunks pass through no
+ * generator per line or per event).
  */
-export async function* sseEvents(body: AsyncIterable<string>, touch: () => void): AsyncGenerator<SseEvent> {
+export interface SseParser {
+  /** The events that `chunk` completes, in order. */
+  push(chunk: string): SseEvent[];
+  /** At the end of the text: the events its last lines complete. */
+  end(): SseEvent[];
+}
+
+export function createSseParser(): SseParser {
   let pending = "";
   let data: string[] = [];
   let event: string | null = null;
   /** One line's field; an empty line dispatches the event gathered so far. */
-  function* take(line: string): Generator<SseEvent> {
+  function take(line: string, out: SseEvent[]) {
     if (line === "") {
-      if (data.length) yield { event, data: data.join("\n") };
+      if (data.length) out.push({ event, data: data.join("\n") });
       data = [];
       event = null;
       return;
@@ -199,24 +237,42 @@ export async function* sseEvents(body: AsyncIterable<string>, touch: () => void)
     if (field === "data") data.push(value);
     else if (field === "event") event = value;
   }
+  return {
+    push(chunk) {
+      const out: SseEvent[] = [];
+      pending += chunk;
+      let start = 0;
+      // Each search result is kept until passed: a chunk of many lines and no \r is scanned once, not once a line.
+      let lf = -2;
+      let cr = -2;
+      for (;;) {
+        if (lf !== -1 && lf < start) lf = pending.indexOf("\n", start);
+        if (cr !== -1 && cr < start) cr = pending.indexOf("\r", start);
+        const end = cr < 0 ? lf : lf < 0 ? cr : Math.min(cr, lf);
+        // A lone \r at the end of a chunk may be the first half of a CRLF: wait for the next chunk.
+        if (end < 0 || (pending[end] === "\r" && end === pending.length - 1)) break;
+        take(pending.slice(start, end), out);
+        start = end + (pending[end] === "\r" && pending[end + 1] === "\n" ? 2 : 1);
+      }
+      pending = pending.slice(start);
+      return out;
+    },
+    end() {
+      const out: SseEvent[] = [];
+      for (const line of pending.split(/\r\n|\r|\n/)) take(line, out);
+      take("", out);
+      pending = "";
+      return out;
+    },
+  };
+}
+
+/** Server-sent events from a text stream (createSseParser), touching per chunk. */
+export async function* sseEvents(body: AsyncIterable<string>, touch: () => void): AsyncGenerator<SseEvent> {
+  const parser = createSseParser();
   for await (const chunk of body) {
     touch();
-    pending += chunk;
-    let start = 0;
-    // Each search result is kept until passed: a chunk of many lines and no \r is scanned once, not once a line.
-    let lf = -2;
-    let cr = -2;
-    for (;;) {
-      if (lf !== -1 && lf < start) lf = pending.indexOf("\n", start);
-      if (cr !== -1 && cr < start) cr = pending.indexOf("\r", start);
-      const end = cr < 0 ? lf : lf < 0 ? cr : Math.min(cr, lf);
-      // A lone \r at the end of a chunk may be the first half of a CRLF: wait for the next chunk.
-      if (end < 0 || (pending[end] === "\r" && end === pending.length - 1)) break;
-      yield* take(pending.slice(start, end));
-      start = end + (pending[end] === "\r" && pending[end + 1] === "\n" ? 2 : 1);
-    }
-    pending = pending.slice(start);
+    yield* parser.push(chunk);
   }
-  for (const line of pending.split(/\r\n|\r|\n/)) yield* take(line);
-  yield* take("");
+  yield* parser.end();
 }

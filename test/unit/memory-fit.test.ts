@@ -152,6 +152,17 @@ describe("the byte bound on token counts", () => {
     expect(textTokensBound("q".repeat(100_000))).toBeGreaterThanOrEqual(textTokens("q".repeat(100_000)));
   });
 
+  it("is the UTF-8 byte length of long texts measured again and again (kept by text): same length, other bytes, never mixed up", () => {
+    const base = "You are troupe. ".repeat(200);
+    const texts = [base, `${base.slice(0, -2)}✓`, `✓${base.slice(2)}`, base.toUpperCase(), `${base}你好`, `x${base.slice(1)}`];
+    for (let round = 0; round < 4; round++)
+      for (const text of round % 2 ? [...texts].reverse() : texts) {
+        // A copy of the same text (another string object) as often as the same one.
+        const same = round === 3 ? [...text].join("") : text;
+        expect(textTokensBound(same)).toBe(Buffer.byteLength(text, "utf8"));
+      }
+  });
+
   it("bounds whole messages: text parts, images, tool calls, tool names", () => {
     const r = createPrng(7);
     const messages: ChatMessage[] = [

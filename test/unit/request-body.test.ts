@@ -80,7 +80,13 @@ describe("the request body of a session's model calls", () => {
         history.push(...turnMessages(i));
         // The history's start moves on as the Consolidator archives it.
         if (i % 9 === 8) cut += 13 + (i % 5);
-        const kept = [system, ...history.slice(cut)];
+        // The system prompt: a new message object around the same text (as every turn makes it), a changed text, its keys in another order, one key more.
+        const prompt =
+          i % 3 === 0 ? { role: "system", content: i < 30 ? system.content : `You are troupe ${i % 2}.\n"Be" brief ✓` }
+          : i % 5 === 0 ? { content: system.content, role: "system" }
+          : i % 11 === 0 ? { role: "system", content: system.content, name: "extra" }
+          : system;
+        const kept = [prompt as ChatMessage, ...history.slice(cut)];
         // The session's own objects again and again, and copies (as microcompact and repair make) now and then: all of them, or one in the middle.
         const messages =
           i === 4 ? kept.map((m) => (m.role === "tool" ? { ...m, content: "[cleared]" } : m))
