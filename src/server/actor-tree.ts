@@ -215,7 +215,9 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
     }
     if (watchers) publish({ type: "actor_spawned", actorId: node.id, parentId: node.parentId, kind: node.kind, machine: node.machine, state: node.state, at: now() });
     if (!parent) node.sub = ref.subscribe({ next: (s) => watchers || apply(node, s as Snap, null), error: () => ended(node), complete: () => ended(node) });
-    else if (machine) node.sub = ref.subscribe((s) => watchers || apply(node, s as Snap, null));
+    // With an error listener: an observer without one makes XState rethrow the child's failure at
+    // the process (the gateway would exit), where its parent handles it (the supervisor restarts it).
+    else if (machine) node.sub = ref.subscribe({ next: (s) => watchers || apply(node, s as Snap, null), error: () => {} });
     if (snap?.children) {
       node.seen = snap.children;
       for (const child of Object.values(snap.children)) track(child as Internals, node, made);

@@ -233,4 +233,40 @@ describe("actor tree: inspection only while someone watches", () => {
     expect(tree.stats.inspectionEvents).toBe(reported);
     root.stop();
   });
+
+  it("leaves a child machine's failure to its parent: following it throws nothing at the process (the supervisor restarts a failed child)", async () => {
+    const child = setup({
+      actions: {
+        explode: () => {
+          throw new Error("child failed");
+        },
+      },
+    }).createMachine({ id: "child", initial: "up", states: { up: { on: { boom: { actions: "explode" } } } } });
+    const parent = setup({ actors: { child } }).createMachine({
+      id: "parent",
+      initial: "running",
+      states: { running: { invoke: { id: "c", src: "child", onError: "recovered" } }, recovered: {} },
+    });
+    // XState rethrows an unhandled actor error from a timer: catch what reaches the process.
+    const uncaught: unknown[] = [];
+    const record = (err: unknown) => uncaught.push(err);
+    const others = process.listeners("uncaughtException");
+    process.removeAllListeners("uncaughtException");
+    process.on("uncaughtException", record);
+    try {
+      const tree = createActorTree(createBus());
+      const actor = createActor(parent);
+      tree.follow(actor);
+      actor.start();
+      expect(tree.tree()?.children.map((c) => c.id)).toEqual(["c"]);
+      actor.getSnapshot().children.c!.send({ type: "boom" });
+      expect(actor.getSnapshot().value).toBe("recovered");
+      await new Promise((r) => setTimeout(r, 50));
+      expect(uncaught).toEqual([]);
+      expect(tree.tree()?.children).toEqual([]);
+    } finally {
+      process.removeListener("uncaughtException", record);
+      for (const l of others) process.on("uncaughtException", l);
+    }
+  });
 });
