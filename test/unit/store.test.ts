@@ -201,8 +201,9 @@ describe("store", () => {
         { sync: i % 2 === 0 },
       ),
     );
-    const closed = Promise.all(writes).then(() => a.close());
-    await closed;
+    // Closed while they are in flight (not awaited first): the close waits for every one.
+    await a.close();
+    await Promise.all(writes);
     const b = await openStore(path);
     const rows = await b.list("cron", z.object({ n: z.number(), text: z.string() }));
     expect(rows.map((r) => r.value.n)).toEqual(Array.from({ length: 60 }, (_, i) => i));
