@@ -304,6 +304,12 @@ export function createConsolidator(deps: ConsolidatorDeps) {
     forget: (sessionKey: string) => void known.delete(sessionKey),
     /** Sessions whose messages are kept (tests check an ended session's are let go). */
     held: () => known.size,
+    /** How many unarchived messages the live sessions' kept histories hold (the soak bench prints it: they grow up to the budget). */
+    keptMessages: () => {
+      let n = 0;
+      for (const { messages } of known.values()) for (let i = messages.length - 1; i >= 0 && messages[i] !== ARCHIVED; i--) n++;
+      return n;
+    },
     maybeConsolidate,
     consolidateAndView,
     archiveTail,

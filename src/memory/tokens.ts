@@ -70,6 +70,9 @@ export function textTokens(text: string): number {
   return n;
 }
 
+/** How many counts the cache above holds (at most CACHE_LIMIT), and whether the tokenizer is loaded: the soak bench prints both. */
+export const tokenCounts = () => ({ cached: cache.size, limit: CACHE_LIMIT, tokenizerLoaded: tokenizer !== undefined });
+
 /** An upper bound on `textTokens(text)` that needs no tokenizer: its UTF-8 byte length. */
 export const textTokensBound = (text: string): number => Buffer.byteLength(text, "utf8");
 
