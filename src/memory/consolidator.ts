@@ -5,7 +5,7 @@ import { TEMPLATES_DIR } from "../context/templates.js";
 import { fault } from "../fault.js";
 import type { LlmProvider } from "../providers/client.js";
 import type { ChatMessage } from "../providers/messages.js";
-import { getSessionMeta, sessionMessagesInRange, sessionMessagesWithSeq, type SessionMeta, type StoredMessage } from "../store/sessions.js";
+import { getSessionMeta, sessionMessagesInRange, sessionMessagesWithSeq, withSeq, type SessionMeta, type StoredMessage } from "../store/sessions.js";
 import type { Store } from "../store/store.js";
 import { historyTimestamp, type HistoryEntry, type MemoryFiles } from "./files.js";
 import { consolidationStateOp, getConsolidationState, type ConsolidationState } from "./session-state.js";
@@ -144,7 +144,7 @@ export function createConsolidator(deps: ConsolidatorDeps) {
       const added = await sessionMessagesInRange(deps.store, meta.key, meta.epoch, from, meta.nextSeq);
       // Appended in place (the array only grows, as the store does): a turn costs what it added, not the history again.
       if (added.length === meta.nextSeq - from && cached.messages.length === from) {
-        added.forEach((m, i) => cached.messages.push({ ...m, seq: from + i }));
+        added.forEach((m, i) => cached.messages.push(withSeq(m, from + i)));
         return { messages: cached.messages, fresh: false };
       }
     }
