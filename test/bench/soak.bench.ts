@@ -3,9 +3,13 @@
  * steady traffic for TROUPE_SOAK_MINUTES (30): every ~2 s, 200 sessions (drawn from 1,000, so
  * sessions passivate and come back) each send a message with one tool call against a 50 ms model,
  * with a small context window (see below: sessions still grow, under budget, at 30 minutes).
- * The gateway's RSS (from /proc) is printed every minute beside V8's heap (used, total, and used just
- * after the last full collection: what is live, from GET /api/status); growth would show a leak. Judged by the
- * last third of the run against the middle third (the first third is warm-up: code, caches, pools).
+ * Each minute, between two bursts (no turn running or waiting), the bench has the gateway collect its
+ * garbage through its inspector and reads the live heap and RSS (from /proc, before and after that
+ * collection), beside V8's own lowest heap after a full GC that minute (GET /api/status: it counts
+ * the burst in flight and what was allocated before its reading, so it swings with the traffic) and
+ * what grows up to a bound (`held`: live sessions, their kept messages, the token counts cached).
+ * Judged by the last third of the run against the middle third (the first third is warm-up: code,
+ * caches, pools); it says what was still filling in the thirds compared.
  */
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -60,6 +64,7 @@ interface Held {
   tokenCounts: { cached: number; limit: number; tokenizerLoaded: boolean };
 }
 const rss: number[] = [];
+const rssBeforeGc: number[] = [];
 const live: number[] = [];
 const kept: number[] = [];
 let cacheFullAt: number | undefined;
@@ -96,11 +101,14 @@ async function measure(n: number): Promise<void> {
   // Read before the bench's own collection (which may run several full GCs): V8's own this minute.
   const { held, memory } = await getJson<{ held: Held; memory: ProcessMemory }>(gateway, "/api/status");
   const fullGcs = memory.fullGcs - gcsBefore;
+  // RSS as the burst left it too: the collection below gives pages back, so the RSS read after it is lower.
+  const rssBefore = await rssOf(pid);
   await inspector.call("HeapProfiler.collectGarbage");
   const { usedSize } = await inspector.call<{ usedSize: number }>("Runtime.getHeapUsage");
   const bytes = await rssOf(pid);
   gcsBefore = (await getJson<{ memory: ProcessMemory }>(gateway, "/api/status")).memory.fullGcs;
   rss.push(bytes);
+  rssBeforeGc.push(rssBefore);
   live.push(usedSize);
   kept.push(held.keptMessages);
   if (cacheFullAt === undefined && held.tokenCounts.cached >= held.tokenCounts.limit) cacheFullAt = n;
@@ -109,7 +117,7 @@ async function measure(n: number): Promise<void> {
   if (Number.isFinite(low)) afterGc.push(low);
   const perSession = held.liveSessions ? (held.keptMessages / held.liveSessions).toFixed(0) : "0";
   console.log(
-    `minute ${String(n).padStart(2)}: live heap ${(usedSize / MB).toFixed(0)} MB, RSS ${(bytes / MB).toFixed(0)} MB${calm ? "" : " (turns still running)"}; ` +
+    `minute ${String(n).padStart(2)}: live heap ${(usedSize / MB).toFixed(0)} MB, RSS ${(bytes / MB).toFixed(0)} MB (${(rssBefore / MB).toFixed(0)} MB before that GC)${calm ? "" : " (turns still running)"}; ` +
       `V8's lowest after a full GC this minute ${Number.isFinite(low) ? `${(low / MB).toFixed(0)} MB` : "(none)"} (${fullGcs} full GCs); ` +
       `${held.liveSessions} live sessions keeping ${held.keptMessages.toLocaleString("en")} messages (${perSession} each), ` +
       `${held.tokenCounts.cached.toLocaleString("en")} of ${held.tokenCounts.limit.toLocaleString("en")} token counts cached; ${turns.toLocaleString("en")} turns`,
@@ -145,7 +153,7 @@ const r = ratioOf(rss);
 const h = ratioOf(live);
 console.log(`live heap between bursts, mean of the middle third → the last third: ${h.text}`);
 if (afterGc.length >= 3) console.log(`V8's lowest after a full GC, the same: ${ratioOf(afterGc).text}`);
-console.log(`RSS between bursts, the same: ${r.text}; ${turns.toLocaleString("en")} turns, ${missed} without a reply`);
+console.log(`RSS between bursts, after the bench's GC, the same: ${r.text}; before it: ${ratioOf(rssBeforeGc).text}; ${turns.toLocaleString("en")} turns, ${missed} without a reply`);
 // What was still filling up to its bound in the thirds compared: growth there is expected, not a leak.
 const k = ratioOf(kept);
 console.log(
