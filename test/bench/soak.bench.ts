@@ -10,6 +10,14 @@
  * what grows up to a bound (`held`: live sessions, their kept messages, the token counts cached).
  * Judged by the last third of the run against the middle third (the first third is warm-up: code,
  * caches, pools); it says what was still filling in the thirds compared.
+ *
+ * What its heap snapshots showed growing (issue 15, November 2026), none of it a leak: the live
+ * sessions' kept histories (per message: the object, its request bytes in chat-http's `encoded`, its
+ * token counts, its place in the WeakMaps keyed by message, whose tables V8 never shrinks: they
+ * double in steps as more messages are live), until each session reaches its budget; the token
+ * counts cache, up to its 20,000 entries (~4 MB; full within ~15,000 turns); the inspector's event
+ * ring (a fixed number of events, whose snapshots hold their turn's messages). V8's own "heap after
+ * the last full GC" counted the burst in flight, which is why the bench collects at a quiet moment.
  */
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
