@@ -86,7 +86,8 @@ function heldBy(h, what, top, depth = 7) {
       const edge = kind === "element" || kind === "hidden" ? "[]" : String(h.strings[h.edges[e + 1]]).slice(0, 25);
       hops.push(`${edge}<-${label(h, parent[j])}`);
     }
-    const k = hops.join(" ").replace(/\b\d+</g, "N<");
+    // Numbers folded: array indices, and a WeakMap entry's "<index> / part of key (<key> @<id>) -> value" name.
+    const k = hops.join(" ").replace(/\d+ \/ part of key \([^<]*</g, "entry<").replace(/\b\d+</g, "N<");
     const g = groups.get(k) ?? { count: 0, size: 0 };
     g.count++;
     g.size += sizeOf(h, i);

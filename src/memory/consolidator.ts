@@ -5,7 +5,7 @@ import { TEMPLATES_DIR } from "../context/templates.js";
 import { fault } from "../fault.js";
 import type { LlmProvider } from "../providers/client.js";
 import type { ChatMessage } from "../providers/messages.js";
-import { getSessionMeta, sessionMessagesInRange, sessionMessagesWithSeq, type SessionMeta, type StoredMessage } from "../store/sessions.js";
+import { getSessionMeta, sessionMessagesInRange, sessionMessagesWithSeq, withSeq, type SessionMeta, type StoredMessage } from "../store/sessions.js";
 import type { Store } from "../store/store.js";
 import { historyTimestamp, type HistoryEntry, type MemoryFiles } from "./files.js";
 import { consolidationStateOp, getConsolidationState, type ConsolidationState } from "./session-state.js";
@@ -144,7 +144,7 @@ export function createConsolidator(deps: ConsolidatorDeps) {
       const added = await sessionMessagesInRange(deps.store, meta.key, meta.epoch, from, meta.nextSeq);
       // Appended in place (the array only grows, as the store does): a turn costs what it added, not the history again.
       if (added.length === meta.nextSeq - from && cached.messages.length === from) {
-        added.forEach((m, i) => cached.messages.push({ ...m, seq: from + i }));
+        added.forEach((m, i) => cached.messages.push(withSeq(m, from + i)));
         return { messages: cached.messages, fresh: false };
       }
     }
@@ -304,6 +304,12 @@ export function createConsolidator(deps: ConsolidatorDeps) {
     forget: (sessionKey: string) => void known.delete(sessionKey),
     /** Sessions whose messages are kept (tests check an ended session's are let go). */
     held: () => known.size,
+    /** How many unarchived messages the live sessions' kept histories hold (the soak bench prints it: they grow up to the budget). */
+    keptMessages: () => {
+      let n = 0;
+      for (const { messages } of known.values()) for (let i = messages.length - 1; i >= 0 && messages[i] !== ARCHIVED; i--) n++;
+      return n;
+    },
     maybeConsolidate,
     consolidateAndView,
     archiveTail,

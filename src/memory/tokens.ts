@@ -70,6 +70,9 @@ export function textTokens(text: string): number {
   return n;
 }
 
+/** How many counts the cache above holds (at most CACHE_LIMIT), and whether the tokenizer is loaded: the soak bench prints both. */
+export const tokenCounts = () => ({ cached: cache.size, limit: CACHE_LIMIT, tokenizerLoaded: tokenizer !== undefined });
+
 /**
  * The last long texts measured, with their byte lengths: the system prompt (kilobytes) is measured
  * several times a turn, each time in a new message object but the same string.

@@ -26,6 +26,7 @@ import { cronRoute, CronRouteError } from "./cron-routes.js";
 import { openSse } from "./sse.js";
 import { tokenMatches } from "./token.js";
 import { watchProcessMemory } from "./process-memory.js";
+import { tokenCounts } from "../memory/tokens.js";
 import { apiMessageBody, declaredWithinLimit, HttpError, idempotencyKeyOf, json, parseBody, readJson, refuseBody, refuseStore, sessionKeyOf, type ControlServer } from "./request-io.js";
 
 export type { ControlServer } from "./request-io.js";
@@ -208,7 +209,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
       return json(res, 200, { root: daemon.tree.tree(withSubagents), failed: failedChildren(daemon), channels: daemon.channels(), turns: { running: daemon.limiter.active, waiting: daemon.limiter.waiting, max: daemon.limiter.max } });
     }
     if (req.method === "GET" && path === "/api/status") {
-      return json(res, 200, { pid: process.pid, version: VERSION, uptimeMs: Date.now() - startedAt, memory: memory.read() });
+      return json(res, 200, { pid: process.pid, version: VERSION, uptimeMs: Date.now() - startedAt, memory: memory.read(), held: heldNow(daemon) });
     }
     if (req.method === "GET" && path === "/api/mcp") {
       return json(res, 200, { servers: daemon.mcp?.status() ?? [] });
@@ -362,6 +363,16 @@ function subagentsUnder(daemon: Daemon) {
 }
 
 /** Children the supervisor gave up on, with their last error. */
+/**
+ * What the daemon keeps in memory that grows with traffic up to a bound (GET /api/status; the soak
+ * bench prints it each minute): live session actors, the unarchived messages their histories hold
+ * (up to each session's budget), the token counts cached (up to a fixed number).
+ */
+function heldNow(daemon: Daemon) {
+  const consolidator = daemon.conversation.consolidator;
+  return { liveSessions: daemon.sessions.size(), keptSessions: consolidator.held(), keptMessages: consolidator.keptMessages(), tokenCounts: tokenCounts() };
+}
+
 function failedChildren(daemon: Daemon) {
   return Object.values(daemon.supervisor.getSnapshot().context.children)
     .filter((c) => c.status !== "running")

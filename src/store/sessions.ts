@@ -95,10 +95,17 @@ export async function sessionMessages(store: Store, meta: SessionMeta, epoch = m
   return (await store.list("sessions", storedMessageSchema, { prefix: msgPrefix(meta.key, epoch), ...opts })).map((r) => r.value);
 }
 
+/**
+ * A stored message with its seq, as one object literal with every key: a spread (`{ ...m, seq }`)
+ * gave nearly every object a V8 hidden class of its own (~180 bytes more per message, kept as long as
+ * its session's actor keeps its history: test/unit/kept-message-maps.test.ts).
+ */
+export const withSeq = (m: StoredMessage, seq: number): StoredMessage & { seq: number } => ({ message: m.message, turnId: m.turnId, at: m.at, shownOnly: m.shownOnly, seq });
+
 /** A session's messages of one epoch with their seq (the order they were appended in). */
 export async function sessionMessagesWithSeq(store: Store, meta: SessionMeta, epoch = meta.epoch): Promise<Array<StoredMessage & { seq: number }>> {
   const prefix = msgPrefix(meta.key, epoch);
-  return (await store.list("sessions", storedMessageSchema, { prefix })).map((r) => ({ ...r.value, seq: Number(r.key.slice(prefix.length)) }));
+  return (await store.list("sessions", storedMessageSchema, { prefix })).map((r) => withSeq(r.value, Number(r.key.slice(prefix.length))));
 }
 
 /** A session's messages of `epoch` with seq in [fromSeq, toSeq). */

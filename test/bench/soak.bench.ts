@@ -3,15 +3,28 @@
  * steady traffic for TROUPE_SOAK_MINUTES (30): every ~2 s, 200 sessions (drawn from 1,000, so
  * sessions passivate and come back) each send a message with one tool call against a 50 ms model,
  * with a small context window (see below: sessions still grow, under budget, at 30 minutes).
- * The gateway's RSS (from /proc) is printed every minute beside V8's heap (used, total, and used just
- * after the last full collection: what is live, from GET /api/status); growth would show a leak. Judged by the
- * last third of the run against the middle third (the first third is warm-up: code, caches, pools).
+ * Each minute, between two bursts (no turn running or waiting), the bench has the gateway collect its
+ * garbage through its inspector and reads the live heap and RSS (from /proc, before and after that
+ * collection), beside V8's own lowest heap after a full GC that minute (GET /api/status: it counts
+ * the burst in flight and what was allocated before its reading, so it swings with the traffic) and
+ * what grows up to a bound (`held`: live sessions, their kept messages, the token counts cached).
+ * Judged by the last third of the run against the middle third (the first third is warm-up: code,
+ * caches, pools); it says what was still filling in the thirds compared.
+ *
+ * What its heap snapshots showed growing (issue 15, November 2026), none of it a leak: the live
+ * sessions' kept histories (per message: the object, its request bytes in chat-http's `encoded`, its
+ * token counts, its place in the WeakMaps keyed by message, whose tables V8 never shrinks: they
+ * double in steps as more messages are live), until each session reaches its budget; the token
+ * counts cache, up to its 20,000 entries (~4 MB; full within ~15,000 turns); the inspector's event
+ * ring (a fixed number of events, whose snapshots hold their turn's messages). V8's own "heap after
+ * the last full GC" counted the burst in flight, which is why the bench collects at a quiet moment.
  */
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ProcessMemory } from "../../src/server/process-memory.js";
 import { getJson, sendMessage } from "../helpers/gateway.js";
+import { connectInspector, inspectorUrl } from "./inspector.js";
 import { benchGateway, rssOf } from "./proc.js";
 import { record } from "./summary.js";
 
@@ -32,24 +45,44 @@ const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.le
 // RSS higher (the serialiser's memory): the RSS figures of such a run are not comparable.
 const snapshotAt = (process.env.TROUPE_SOAK_SNAPSHOTS ?? "").split(",").filter(Boolean).map(Number);
 const snapshotDir = snapshotAt.length ? await mkdtemp(join(tmpdir(), "troupe-soak-heap-")) : undefined;
+// The inspector (any free port) lets the bench ask for a full collection at a quiet moment (see `quiet`).
+const nodeOptions = ["--inspect=127.0.0.1:0", ...(snapshotDir ? ["--heapsnapshot-signal=SIGUSR2", `--diagnostic-dir=${snapshotDir}`] : [])];
 const { gateway, pid, stop } = await benchGateway(
   "soak",
   50,
   { maxConcurrentTurns: 100, sessionIdleSeconds: 5, contextWindowTokens: 12_000, maxTokens: 2_048 },
-  snapshotDir ? { NODE_OPTIONS: `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${snapshotDir}` } : {},
+  { NODE_OPTIONS: nodeOptions.join(" ") },
 );
-if (snapshotDir) console.log(`heap snapshots at minutes ${snapshotAt.join(", ")} into ${snapshotDir}`);
+const wsUrl = inspectorUrl(gateway.output());
+if (!wsUrl) throw new Error(`the gateway printed no inspector URL:\n${gateway.output()}`);
+const inspector = await connectInspector(wsUrl);
+if (snapshotDir) console.log(`heap snapshots at minutes ${snapshotAt.join(", ")} (each between two bursts, after a full GC) into ${snapshotDir}`);
 console.log(`## soak: ${minutes} min of steady traffic to a real gateway (200 sessions of 1,000 every ~2 s, one tool call each, 50 ms model)`);
+console.log(
+  "Each minute, between two bursts (no turn running), the bench has the gateway collect its garbage (a full GC through its inspector) and reads\n" +
+    "the live heap and RSS then: what the gateway keeps, without the in-flight burst and garbage a heap read at a random instant counts.\n" +
+    "Beside it: live session actors, the unarchived messages their kept histories hold (each grows until its session reaches its token\n" +
+    "budget and consolidates, near turn ~100: beyond a 30-minute soak), and the token counts cached (bounded).",
+);
 
+interface Held {
+  liveSessions: number;
+  keptSessions: number;
+  keptMessages: number;
+  tokenCounts: { cached: number; limit: number; tokenizerLoaded: boolean };
+}
 const rss: number[] = [];
+const rssBeforeGc: number[] = [];
+const live: number[] = [];
+const kept: number[] = [];
+let cacheFullAt: number | undefined;
 const afterGc: number[] = [];
 let turns = 0;
 let missed = 0;
 const start = Date.now();
 const end = start + minutes * 60_000;
-// The heap after a full GC depends on how much work is under way at that instant (a burst's turns are
-// live too): each minute's lowest (the gateway is asked every 5 s, each full GC counted once) is
-// the floor of what is kept, the figure a leak raises.
+// V8's own full collections, as before: each minute's lowest heap just after one (the gateway asked
+// every 5 s). It counts what was in flight when the collection ran, so it swings with the bursts.
 let floor = Number.POSITIVE_INFINITY;
 let lastGcAt: number | undefined;
 const sample = setInterval(() => {
@@ -59,26 +92,58 @@ const sample = setInterval(() => {
     floor = Math.min(floor, m.heapUsedAfterGc);
   }, () => undefined);
 }, 5_000);
-const minute = setInterval(() => {
-  void Promise.all([rssOf(pid), getJson<{ memory: ProcessMemory }>(gateway, "/api/status").catch(() => undefined)]).then(([bytes, status]) => {
-    rss.push(bytes);
-    const m = status?.memory;
-    const low = floor;
-    floor = Number.POSITIVE_INFINITY;
-    if (Number.isFinite(low)) afterGc.push(low);
-    const heap = m ? `; heap ${(m.heapUsed / MB).toFixed(0)} of ${(m.heapTotal / MB).toFixed(0)} MB, after a full GC ${Number.isFinite(low) ? `${(low / MB).toFixed(0)} MB at the lowest this minute` : "(none this minute)"}` : "";
-    if (snapshotAt.includes(rss.length)) process.kill(pid, "SIGUSR2");
-    console.log(`minute ${String(rss.length).padStart(2)}: RSS ${(bytes / MB).toFixed(0)} MB${heap}, ${turns.toLocaleString("en")} turns`);
-  });
-}, 60_000);
+
+/** Waits (a generous deadline) until no turn runs or waits in the gateway: the moment between two bursts. */
+async function quiet(): Promise<boolean> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const { turns: t } = await getJson<{ turns: { running: number; waiting: number } }>(gateway, "/api/actors");
+    if (t.running === 0 && t.waiting === 0) return true;
+    await sleep(50);
+  }
+  return false;
+}
+
+async function measure(n: number): Promise<void> {
+  const calm = await quiet();
+  // Read before the bench's own collection (which may run several full GCs): V8's own this minute.
+  const { held, memory } = await getJson<{ held: Held; memory: ProcessMemory }>(gateway, "/api/status");
+  const fullGcs = memory.fullGcs - gcsBefore;
+  // RSS as the burst left it too: the collection below gives pages back, so the RSS read after it is lower.
+  const rssBefore = await rssOf(pid);
+  await inspector.call("HeapProfiler.collectGarbage");
+  const { usedSize } = await inspector.call<{ usedSize: number }>("Runtime.getHeapUsage");
+  const bytes = await rssOf(pid);
+  gcsBefore = (await getJson<{ memory: ProcessMemory }>(gateway, "/api/status")).memory.fullGcs;
+  rss.push(bytes);
+  rssBeforeGc.push(rssBefore);
+  live.push(usedSize);
+  kept.push(held.keptMessages);
+  if (cacheFullAt === undefined && held.tokenCounts.cached >= held.tokenCounts.limit) cacheFullAt = n;
+  const low = floor;
+  floor = Number.POSITIVE_INFINITY;
+  if (Number.isFinite(low)) afterGc.push(low);
+  const perSession = held.liveSessions ? (held.keptMessages / held.liveSessions).toFixed(0) : "0";
+  console.log(
+    `minute ${String(n).padStart(2)}: live heap ${(usedSize / MB).toFixed(0)} MB, RSS ${(bytes / MB).toFixed(0)} MB (${(rssBefore / MB).toFixed(0)} MB before that GC)${calm ? "" : " (turns still running)"}; ` +
+      `V8's lowest after a full GC this minute ${Number.isFinite(low) ? `${(low / MB).toFixed(0)} MB` : "(none)"} (${fullGcs} full GCs); ` +
+      `${held.liveSessions} live sessions keeping ${held.keptMessages.toLocaleString("en")} messages (${perSession} each), ` +
+      `${held.tokenCounts.cached.toLocaleString("en")} of ${held.tokenCounts.limit.toLocaleString("en")} token counts cached; ${turns.toLocaleString("en")} turns`,
+  );
+  if (snapshotAt.includes(n)) process.kill(pid, "SIGUSR2");
+}
+
+let measured = 0;
+let gcsBefore = 0;
 while (Date.now() < end) {
   const replies = await Promise.all(Array.from({ length: 200 }, (_, i) => sendMessage(gateway, `api:soak${(turns + i) % 1_000}`, "list the workspace").replied));
   missed += replies.filter((r) => !r).length;
   turns += 200;
+  if (Date.now() - start >= (measured + 1) * 60_000) await measure(++measured);
   await sleep(2_000);
 }
-clearInterval(minute);
 clearInterval(sample);
+inspector.close();
 await stop();
 
 const third = Math.floor(rss.length / 3);
@@ -86,16 +151,26 @@ if (third < 1) {
   console.log("(too short to judge growth: run at least 3 minutes)");
   process.exit(0);
 }
-const middle = mean(rss.slice(third, 2 * third));
-const last = mean(rss.slice(2 * third));
-const ratio = last / middle;
-const gcThird = Math.floor(afterGc.length / 3);
-const gcRatio = gcThird >= 1 ? mean(afterGc.slice(2 * gcThird)) / mean(afterGc.slice(gcThird, 2 * gcThird)) : undefined;
-if (gcRatio !== undefined) console.log(`mean of each minute's lowest heap after a full GC, middle third ${(mean(afterGc.slice(gcThird, 2 * gcThird)) / MB).toFixed(0)} MB → last third ${(mean(afterGc.slice(2 * gcThird)) / MB).toFixed(0)} MB (${gcRatio.toFixed(2)}×)`);
-console.log(`mean RSS, middle third ${(middle / MB).toFixed(0)} MB → last third ${(last / MB).toFixed(0)} MB (${ratio.toFixed(2)}×); ${turns.toLocaleString("en")} turns, ${missed} without a reply`);
+const ratioOf = (xs: number[]) => {
+  const t = Math.floor(xs.length / 3);
+  const middle = mean(xs.slice(t, 2 * t));
+  const last = mean(xs.slice(2 * t));
+  return { middle, last, ratio: last / middle, text: `${(middle / MB).toFixed(0)} MB → ${(last / MB).toFixed(0)} MB (${(last / middle).toFixed(2)}×)` };
+};
+const r = ratioOf(rss);
+const h = ratioOf(live);
+console.log(`live heap between bursts, mean of the middle third → the last third: ${h.text}`);
+if (afterGc.length >= 3) console.log(`V8's lowest after a full GC, the same: ${ratioOf(afterGc).text}`);
+console.log(`RSS between bursts, after the bench's GC, the same: ${r.text}; before it: ${ratioOf(rssBeforeGc).text}; ${turns.toLocaleString("en")} turns, ${missed} without a reply`);
+// What was still filling up to its bound in the thirds compared: growth there is expected, not a leak.
+const k = ratioOf(kept);
+console.log(
+  `bounded, still filling: messages kept by live sessions, the same: ${k.middle.toFixed(0)} → ${k.last.toFixed(0)} (${k.ratio.toFixed(2)}×; they grow until each session reaches its token budget); ` +
+    `token counts cache ${cacheFullAt === undefined ? "not yet full" : `full from minute ${cacheFullAt}`}`,
+);
 record({
-  figure: `soak, ${minutes} min: gateway RSS, last third vs middle third`,
+  figure: `soak, ${minutes} min: gateway RSS and live heap, last third vs middle third`,
   target: "no growth (≤ 1.1×)",
-  measured: `${ratio.toFixed(2)}× (${(middle / MB).toFixed(0)} → ${(last / MB).toFixed(0)} MB, ${turns.toLocaleString("en")} turns${gcRatio === undefined ? "" : `; heap after full GC ${gcRatio.toFixed(2)}×`})`,
-  pass: ratio <= 1.1 && missed === 0,
+  measured: `RSS ${r.ratio.toFixed(2)}× (${(r.middle / MB).toFixed(0)} → ${(r.last / MB).toFixed(0)} MB), live heap ${h.ratio.toFixed(2)}× (${(h.middle / MB).toFixed(0)} → ${(h.last / MB).toFixed(0)} MB), ${turns.toLocaleString("en")} turns`,
+  pass: r.ratio <= 1.1 && h.ratio <= 1.1 && missed === 0,
 });

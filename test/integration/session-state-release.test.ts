@@ -44,6 +44,18 @@ describe("per-session state is let go when the session ends or its turn fails", 
     expect((await conversation.handle(msg("c0", "/status"))).content).toMatch(/Tokens: no turn yet/);
   });
 
+  it("counts the unarchived messages a live session's kept history holds, none once it ends", async () => {
+    fake = await startFakeOpenAi([], async () => ({ content: "answer" }));
+    const deps = await turnDeps(await tempDir(), fake.url, countingTools().registry);
+    store = deps.store;
+    const conversation = createConversation({ ...deps, config: defaultConfig() });
+    for (let i = 0; i < 3; i++) await conversation.handle(msg("a", `hello ${i}`));
+    // Kept as read when the session's last turn started: the two turns before it, a question and an answer each.
+    expect(conversation.consolidator.keptMessages()).toBe(4);
+    conversation.forget("cli:a");
+    expect(conversation.consolidator.keptMessages()).toBe(0);
+  });
+
   it("a turn whose checkpoint fails leaves nothing behind once its session ends", async () => {
     fake = await startFakeOpenAi([], async () => ({ content: "answer" }));
     const deps = await turnDeps(await tempDir(), fake.url, countingTools().registry);
