@@ -7,6 +7,7 @@ import { startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
 import { closeAfterEach } from "../helpers/teardown.js";
+import { catchingUncaught } from "../helpers/uncaught.js";
 
 /** Makes the store's next list of the cron sublevel fail, as a disk error would. */
 function failNextCronList(store: Store): void {
@@ -28,12 +29,7 @@ describe("the cron scheduler failing on a store error", () => {
   closeAfterEach(() => [daemon, fake]);
 
   it("is restarted by the supervisor; nothing is thrown at the process", async () => {
-    const uncaught: unknown[] = [];
-    const onUncaught = (err: unknown) => uncaught.push(err);
-    const before = process.listeners("uncaughtException");
-    process.removeAllListeners("uncaughtException");
-    process.on("uncaughtException", onUncaught);
-    try {
+    await catchingUncaught(async (uncaught) => {
       fake = await startFakeOpenAi([{ content: "x" }]);
       daemon = await startDaemon(await tmp(), fake.url);
       const d = daemon;
@@ -44,9 +40,6 @@ describe("the cron scheduler failing on a store error", () => {
       await until(() => (cronRecord()?.failures.length ?? 0) > 0, 10_000, "the cron failure seen by the supervisor");
       await new Promise((r) => setTimeout(r, 200));
       expect(uncaught.map((e) => String(e))).toEqual([]);
-    } finally {
-      process.removeListener("uncaughtException", onUncaught);
-      for (const l of before) process.on("uncaughtException", l);
-    }
+    });
   });
 });

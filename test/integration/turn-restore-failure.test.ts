@@ -8,6 +8,7 @@ import { sendApi as send, startDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
 import { closeAfterEach } from "../helpers/teardown.js";
+import { catchingUncaught } from "../helpers/uncaught.js";
 
 describe("an interrupted turn that cannot be restored (a state this troupe does not have)", () => {
   const tmp = useTempDirs();
@@ -16,12 +17,7 @@ describe("an interrupted turn that cannot be restored (a state this troupe does 
   closeAfterEach(() => [daemon, fake]);
 
   it("fails its session (the supervisor restarts it, then marks it failed); the process is not taken down", async () => {
-    const uncaught: unknown[] = [];
-    const onUncaught = (err: unknown) => uncaught.push(err);
-    const before = process.listeners("uncaughtException");
-    process.removeAllListeners("uncaughtException");
-    process.on("uncaughtException", onUncaught);
-    try {
+    await catchingUncaught(async (uncaught) => {
       fake = await startFakeOpenAi([], () => ({ content: "slow", delayMs: 10_000 }));
       const dir = await tmp();
       daemon = await startDaemon(dir, fake.url, {}, { shutdownGraceMs: 50 });
@@ -46,9 +42,6 @@ describe("an interrupted turn that cannot be restored (a state this troupe does 
       // XState rethrows an unhandled actor error from a timer: give one the time to fire.
       await new Promise((r) => setTimeout(r, 300));
       expect(uncaught.map(String)).toEqual([]);
-    } finally {
-      process.removeListener("uncaughtException", onUncaught);
-      for (const l of before) process.on("uncaughtException", l);
-    }
+    });
   }, 60_000);
 });

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { createBus, type BusEvent } from "../../src/bus/index.js";
 import { createActorTree, SUPERSEDED } from "../../src/server/actor-tree.js";
 import { createEventLog } from "../../src/server/event-log.js";
+import { catchingUncaught } from "../helpers/uncaught.js";
 
 const SECRET = "sk-tree-secret-0123456789";
 type StateEvent = Extract<BusEvent, { type: "actor_state" }>;
@@ -248,12 +249,7 @@ describe("actor tree: inspection only while someone watches", () => {
       states: { running: { invoke: { id: "c", src: "child", onError: "recovered" } }, recovered: {} },
     });
     // XState rethrows an unhandled actor error from a timer: catch what reaches the process.
-    const uncaught: unknown[] = [];
-    const record = (err: unknown) => uncaught.push(err);
-    const others = process.listeners("uncaughtException");
-    process.removeAllListeners("uncaughtException");
-    process.on("uncaughtException", record);
-    try {
+    await catchingUncaught(async (uncaught) => {
       const tree = createActorTree(createBus());
       const actor = createActor(parent);
       tree.follow(actor);
@@ -264,9 +260,6 @@ describe("actor tree: inspection only while someone watches", () => {
       await new Promise((r) => setTimeout(r, 50));
       expect(uncaught).toEqual([]);
       expect(tree.tree()?.children).toEqual([]);
-    } finally {
-      process.removeListener("uncaughtException", record);
-      for (const l of others) process.on("uncaughtException", l);
-    }
+    });
   });
 });
