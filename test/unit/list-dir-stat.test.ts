@@ -8,7 +8,7 @@ import { useTempDirs } from "../helpers/tmp.js";
 
 // statSync counted: the sandbox's look at the path (hard links) and list_dir's (sync or thread-pool read) are one.
 vi.mock("node:fs", async (importOriginal) => {
-  const actual = await importOriginal<typeof import("node:fs")>();
+  const actual = await importOriginal<typeof fs>();
   return { ...actual, statSync: vi.fn(actual.statSync) };
 });
 
