@@ -205,6 +205,13 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
       state: !machine ? "active" : made !== "running" || !snap ? "starting" : stateName(snap),
       since: now(),
       children: new Map(),
+      // Every field present from the start: one object shape for all nodes, so apply's and track's
+      // property reads stay monomorphic (fields added later gave each kind of node its own shape).
+      seen: undefined,
+      sub: undefined,
+      inspection: undefined,
+      unread: undefined,
+      lastState: undefined,
     };
     nodes.set(ref.sessionId, node);
     stats.actorsSpawned++;

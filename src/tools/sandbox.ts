@@ -1,4 +1,4 @@
-import { readlinkSync, realpathSync, statSync } from "node:fs";
+import { readlinkSync, realpathSync, statSync, type Stats } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { expandHome } from "../paths.js";
 import { ToolError } from "./contract.js";
@@ -98,18 +98,20 @@ const insideAllowed = (sandbox: Sandbox, real: string, access: "read" | "write")
 
 const RESTRICTED = "tools.restrictToWorkspace is on, so tools only reach files inside the workspace";
 
-/** Refuses a regular file with several names (when restricted and hard links are not allowed). */
-function assertSingleName(sandbox: Sandbox, path: string, shown: string): void {
-  if (sandbox.allowHardLinks) return;
-  let info: ReturnType<typeof statSync>;
+/**
+ * Refuses a regular file with several names (when restricted and hard links are not allowed).
+ * Returns what stat(2) said of the path (undefined: nothing there), for a tool that needs it too.
+ */
+function assertSingleName(path: string, shown: string): Stats | undefined {
+  let info: Stats | undefined;
   try {
     info = statSync(path, { throwIfNoEntry: false });
   } catch (err) {
     // A path through a file (`notes.txt/x`) names nothing: the tool says so itself.
-    if ((err as NodeJS.ErrnoException).code === "ENOTDIR") return;
+    if ((err as NodeJS.ErrnoException).code === "ENOTDIR") return undefined;
     throw err;
   }
-  if (!info?.isFile() || info.nlink <= 1) return;
+  if (!info?.isFile() || info.nlink <= 1) return info;
   throw new ToolError(
     `access denied: ${shown} is a hard link (${info.nlink} names for one file), and its other name may be outside the workspace. ` +
       `${RESTRICTED}, so files with more than one link are refused; set tools.allowHardLinks to true to allow them.`,
@@ -123,10 +125,27 @@ function assertSingleName(sandbox: Sandbox, path: string, shown: string): void {
  * name only (see allowHardLinks); an escape is refused with a ToolError.
  */
 export function resolveToolPath(sandbox: Sandbox, input: string, access: "read" | "write"): string {
+  return resolveToolTarget(sandbox, input, access).path;
+}
+
+/** A path resolveToolTarget let through, with the stat(2) it took of it (see ToolTarget.looked). */
+export interface ToolTarget {
+  path: string;
+  /** Whether the sandbox stat'ed the path (restricted, hard links refused): then info is what it found. */
+  looked: boolean;
+  /** The path's stat (symlinks followed); undefined when nothing is there or looked is false. */
+  info?: Stats;
+}
+
+/**
+ * resolveToolPath, handing on the stat the hard-link check took: a tool that would stat the path
+ * itself next (list_dir, to choose how to read it) uses this one instead of a second system call.
+ */
+export function resolveToolTarget(sandbox: Sandbox, input: string, access: "read" | "write"): ToolTarget {
   if (input.includes("\0")) throw new ToolError(`path contains a NUL byte: ${JSON.stringify(input)}`);
   const expanded = expandHome(input.trim() || ".");
   const path = isAbsolute(expanded) ? resolve(expanded) : resolve(sandbox.workspace, expanded);
-  if (!sandbox.restrict) return path;
+  if (!sandbox.restrict) return { path, looked: false };
   const real = realpathLoose(path);
   if (!insideAllowed(sandbox, real, access)) {
     const via = real === path ? "" : ` (it resolves to ${real})`;
@@ -140,8 +159,8 @@ export function resolveToolPath(sandbox: Sandbox, input: string, access: "read" 
       );
     }
   }
-  assertSingleName(sandbox, path, input);
-  return path;
+  if (sandbox.allowHardLinks) return { path, looked: false };
+  return { path, looked: true, info: assertSingleName(path, input) };
 }
 
 /** The real path of a path that exists, else of what it will be (see realpathLoose); undefined for a symlink loop. */

@@ -1,9 +1,9 @@
-import { readdirSync, statSync, type Dirent } from "node:fs";
+import { readdirSync, statSync, type Dirent, type Stats } from "node:fs";
 import { readdir } from "node:fs/promises";
 import { relative } from "node:path";
 import { z } from "zod";
 import { defineTool } from "../contract.js";
-import { displayPath, resolveToolPath, type Sandbox } from "../sandbox.js";
+import { displayPath, resolveToolTarget, type Sandbox, type ToolTarget } from "../sandbox.js";
 import { assertDirectory, directoryError, findFiles, NOISE_DIRS } from "./walk.js";
 
 /**
@@ -13,13 +13,18 @@ import { assertDirectory, directoryError, findFiles, NOISE_DIRS } from "./walk.j
  */
 export const SYNC_READDIR_MAX_BYTES = 64 * 1024;
 
-/** The directory's entries; a missing path or a file is told by the read itself (directoryError). */
-async function readEntries(dir: string, shown: string): Promise<Dirent[]> {
-  let info: ReturnType<typeof statSync>;
-  try {
-    info = statSync(dir, { throwIfNoEntry: false });
-  } catch {
-    // A path through a file, no permission: the read below says which.
+/**
+ * The directory's entries; a missing path or a file is told by the read itself (directoryError).
+ * The sandbox's stat of it, when it took one, chooses the read; else the directory is stat'ed here.
+ */
+async function readEntries({ path: dir, looked, info: known }: ToolTarget, shown: string): Promise<Dirent[]> {
+  let info: Stats | undefined = known;
+  if (!looked) {
+    try {
+      info = statSync(dir, { throwIfNoEntry: false });
+    } catch {
+      // A path through a file, no permission: the read below says which.
+    }
   }
   try {
     if (info?.isDirectory() && info.size <= SYNC_READDIR_MAX_BYTES) return readdirSync(dir, { withFileTypes: true });
@@ -40,7 +45,8 @@ export function listDirTool(sandbox: Sandbox) {
     }),
     readOnly: true,
     async execute({ path, recursive, max_entries }) {
-      const dir = resolveToolPath(sandbox, path, "read");
+      const target = resolveToolTarget(sandbox, path, "read");
+      const dir = target.path;
       const shown = displayPath(sandbox, dir);
       let entries: string[];
       if (recursive) {
@@ -48,7 +54,7 @@ export function listDirTool(sandbox: Sandbox) {
         const found = await findFiles(sandbox, dir, "**/*", { directories: true });
         entries = found.map((p) => relative(dir, p) + (p.endsWith("/") ? "/" : "")).sort();
       } else {
-        entries = (await readEntries(dir, shown))
+        entries = (await readEntries(target, shown))
           .filter((d) => !NOISE_DIRS.includes(d.name))
           .sort((a, b) => Number(b.isDirectory()) - Number(a.isDirectory()) || a.name.localeCompare(b.name))
           .map((d) => (d.isDirectory() ? `${d.name}/` : d.name));
