@@ -18,9 +18,10 @@ import type { ListOptions, Store, StoreOp } from "./store.js";
  * adds once, under its own key, so a checkpoint writes what its transition changed, not the history;
  * 4: the input's system prompt may be stored by content (`systemBlobs`: the keys of its chunks in the
  * `blobs` sublevel, see blobs.ts), written once however many turns carry it. Format-3 inputs hold
- * their prompt inline and are read as they are.
+ * their prompt inline and are read as they are; 5: the record's snapshot leaves out what restore
+ * rebuilds (see packSnapshot). Records of formats 3 and 4 hold it all and are read as they are.
  */
-export const TURN_FORMAT = 4;
+export const TURN_FORMAT = 5;
 
 /** What a turn is started with (system prompt, history, the new user message). */
 export const turnInputSchema = z.object({
@@ -134,41 +135,84 @@ const storedMessageSchema = z.object({ message: chatMessageSchema });
 
 /** Marks a child's input whose `messages` were the context's (the model call's), left out of the stored snapshot. */
 const MESSAGES_FROM_CONTEXT = "messagesFromContext";
+/**
+ * Format 5: marks a child's input whose SHARED_FIELDS all equalled the context's (turn.machine.ts's
+ * turnFields: every invoked child gets them), left out of the stored snapshot.
+ */
+const SHARED_FROM_CONTEXT = "sharedFromContext";
+const SHARED_FIELDS = ["turnId", "sessionKey", "channel", "chatId", "seq", "iteration"] as const;
+/** Format 5: marks a child's input whose `calls` were the context's `pendingToolCalls` (the same array), left out. */
+const CALLS_FROM_CONTEXT = "callsFromContext";
+const SHARED = new Set<string>(SHARED_FIELDS);
 
-type PersistedChild = { snapshot?: { input?: Record<string, unknown> } & Record<string, unknown> } & Record<string, unknown>;
+type PersistedChild = { snapshot?: { input?: Record<string, unknown> } & Record<string, unknown>; syncSnapshot?: boolean } & Record<string, unknown>;
+type Persisted = TurnRecord["snapshot"] & { children?: Record<string, PersistedChild>; historyValue?: Record<string, unknown>; output?: unknown };
 
 /**
- * The snapshot as format 3 stores it: no messages in its context, nor in the input of the child
- * invoked with them (the model call), which XState would otherwise persist a second time. The
- * live snapshot is not touched.
+ * The snapshot as stored: no messages in its context, nor in the input of the child invoked with
+ * them (the model call), which XState would otherwise persist a second time; from format 5 neither
+ * what can be rebuilt on restore: a child input's fields copied from the context (its turn fields,
+ * the tool calls), XState's defaults (an empty `historyValue`, a child's `syncSnapshot: false`), the
+ * context's `injected` (emptied on restore: those messages are still in the inbox), nor a final
+ * snapshot's `output` (a final snapshot is never restored: its batch closes the turn, and its
+ * messages and reply are the session's and the outbox's). The live snapshot is not touched.
  */
 export function packSnapshot(persisted: TurnRecord["snapshot"]): TurnRecord["snapshot"] {
-  const children = (persisted as { children?: Record<string, PersistedChild> }).children ?? {};
+  const { children = {}, historyValue, output, context, ...rest } = persisted as Persisted;
   const packed: Record<string, PersistedChild> = {};
-  for (const [id, child] of Object.entries(children)) {
-    const input = child.snapshot?.input;
-    if (input && Array.isArray(input.messages)) {
-      const { messages: _messages, ...rest } = input;
-      packed[id] = { ...child, snapshot: { ...child.snapshot, input: { ...rest, [MESSAGES_FROM_CONTEXT]: true } } };
-    } else packed[id] = child;
-  }
-  // The runtime persists a context whose messages are already left out: it is not copied again.
-  const context = (persisted.context as { messages?: unknown[] }).messages?.length ? { ...persisted.context, messages: [] } : persisted.context;
-  return { ...persisted, context, children: packed };
+  for (const id in children) packed[id] = packChild(children[id]!, context);
+  const stored: Record<string, unknown> = {};
+  // The runtime persists a context whose messages are already left out: they are not copied again.
+  for (const key in context) if (key !== "injected" && key !== "messages") stored[key] = context[key];
+  stored.messages = [];
+  return {
+    ...rest,
+    ...(historyValue && Object.keys(historyValue).length > 0 ? { historyValue } : {}),
+    ...(output !== undefined && rest.status !== "done" ? { output } : {}),
+    context: stored as TurnRecord["snapshot"]["context"],
+    children: packed,
+  } as TurnRecord["snapshot"];
 }
 
-/** The inverse of packSnapshot, given the context's messages. */
+function packChild(child: PersistedChild, context: Record<string, unknown>): PersistedChild {
+  const { syncSnapshot, ...rest } = child;
+  const base: PersistedChild = syncSnapshot ? child : rest;
+  const input = child.snapshot?.input;
+  if (!input) return base;
+  const messages = Array.isArray(input.messages);
+  const shared = SHARED_FIELDS.every((key) => key in input && input[key] === context[key]);
+  const calls = input.calls !== undefined && input.calls === context.pendingToolCalls;
+  const out: Record<string, unknown> = {};
+  for (const key in input) {
+    const left = key === "messages" ? messages : key === "calls" ? calls : shared && SHARED.has(key);
+    if (!left) out[key] = input[key];
+  }
+  if (messages) out[MESSAGES_FROM_CONTEXT] = true;
+  if (shared) out[SHARED_FROM_CONTEXT] = true;
+  if (calls) out[CALLS_FROM_CONTEXT] = true;
+  return { ...base, snapshot: { ...child.snapshot, input: out } };
+}
+
+/** The inverse of packSnapshot, given the context's messages (records of formats 3 and 4 read as they are). */
 function unpackSnapshot(snapshot: TurnRecord["snapshot"], messages: ChatMessage[]): TurnRecord["snapshot"] {
-  const children = (snapshot as { children?: Record<string, PersistedChild> }).children ?? {};
+  const { children = {}, historyValue = {}, ...rest } = snapshot as Persisted;
+  const context = { injected: [], ...snapshot.context, messages } as Record<string, unknown>;
   const unpacked: Record<string, PersistedChild> = {};
   for (const [id, child] of Object.entries(children)) {
     const input = child.snapshot?.input;
-    if (input?.[MESSAGES_FROM_CONTEXT]) {
-      const { [MESSAGES_FROM_CONTEXT]: _flag, ...rest } = input;
-      unpacked[id] = { ...child, snapshot: { ...child.snapshot, input: { ...rest, messages } } };
-    } else unpacked[id] = child;
+    const full = { ...child, syncSnapshot: child.syncSnapshot ?? false };
+    if (!input || !(input[MESSAGES_FROM_CONTEXT] || input[SHARED_FROM_CONTEXT] || input[CALLS_FROM_CONTEXT])) {
+      unpacked[id] = full;
+      continue;
+    }
+    const { [MESSAGES_FROM_CONTEXT]: fromMessages, [SHARED_FROM_CONTEXT]: fromShared, [CALLS_FROM_CONTEXT]: fromCalls, ...kept } = input;
+    const restored: Record<string, unknown> = { ...kept };
+    if (fromShared) for (const key of SHARED_FIELDS) restored[key] = context[key];
+    if (fromMessages) restored.messages = messages;
+    if (fromCalls) restored.calls = context.pendingToolCalls;
+    unpacked[id] = { ...full, snapshot: { ...child.snapshot, input: restored } };
   }
-  return { ...snapshot, context: { ...snapshot.context, messages }, children: unpacked };
+  return { ...rest, historyValue, context: context as TurnRecord["snapshot"]["context"], children: unpacked } as TurnRecord["snapshot"];
 }
 
 /**
