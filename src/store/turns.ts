@@ -141,9 +141,9 @@ const MESSAGES_FROM_CONTEXT = "messagesFromContext";
  */
 const SHARED_FROM_CONTEXT = "sharedFromContext";
 const SHARED_FIELDS = ["turnId", "sessionKey", "channel", "chatId", "seq", "iteration"] as const;
+const SHARED = new Set<string>(SHARED_FIELDS);
 /** Format 5: marks a child's input whose `calls` were the context's `pendingToolCalls` (the same array), left out. */
 const CALLS_FROM_CONTEXT = "callsFromContext";
-const SHARED = new Set<string>(SHARED_FIELDS);
 
 type PersistedChild = { snapshot?: { input?: Record<string, unknown> } & Record<string, unknown>; syncSnapshot?: boolean } & Record<string, unknown>;
 type Persisted = TurnRecord["snapshot"] & { children?: Record<string, PersistedChild>; historyValue?: Record<string, unknown>; output?: unknown };
@@ -152,51 +152,62 @@ type Persisted = TurnRecord["snapshot"] & { children?: Record<string, PersistedC
  * The snapshot as stored: no messages in its context, nor in the input of the child invoked with
  * them (the model call), which XState would otherwise persist a second time; from format 5 neither
  * what can be rebuilt on restore: a child input's fields copied from the context (its turn fields,
- * the tool calls), XState's defaults (an empty `historyValue`, a child's `syncSnapshot: false`), the
- * context's `injected` (emptied on restore: those messages are still in the inbox), nor a final
- * snapshot's `output` (a final snapshot is never restored: its batch closes the turn, and its
- * messages and reply are the session's and the outbox's). The live snapshot is not touched.
+ * the tool calls), XState's defaults (an empty `historyValue`, a child's `syncSnapshot: false`), nor
+ * a final snapshot's `output` (a final snapshot is never restored: its batch closes the turn, and
+ * its messages and reply are the session's and the outbox's). The live snapshot is not touched.
  */
 export function packSnapshot(persisted: TurnRecord["snapshot"]): TurnRecord["snapshot"] {
-  const { children = {}, historyValue, output, context, ...rest } = persisted as Persisted;
-  const packed: Record<string, PersistedChild> = {};
-  for (const id in children) packed[id] = packChild(children[id]!, context);
-  const stored: Record<string, unknown> = {};
-  // The runtime persists a context whose messages are already left out: they are not copied again.
-  for (const key in context) if (key !== "injected" && key !== "messages") stored[key] = context[key];
-  stored.messages = [];
-  return {
-    ...rest,
-    ...(historyValue && Object.keys(historyValue).length > 0 ? { historyValue } : {}),
-    ...(output !== undefined && rest.status !== "done" ? { output } : {}),
-    context: stored as TurnRecord["snapshot"]["context"],
-    children: packed,
-  } as TurnRecord["snapshot"];
+  // Copied key by key, leaving keys out: rest destructuring, or a spread setting keys to undefined,
+  // costs several times more here.
+  const { children, historyValue, context, status, output } = persisted as Persisted;
+  const packed: Record<string, unknown> = {};
+  for (const key in persisted) {
+    if (key !== "children" && key !== "historyValue" && key !== "output" && key !== "context") packed[key] = persisted[key as keyof typeof persisted];
+  }
+  if (!isEmpty(historyValue)) packed.historyValue = historyValue;
+  if (output !== undefined && status !== "done") packed.output = output;
+  // The runtime persists a context whose messages are already left out: it is not copied again.
+  packed.context = context.messages.length ? { ...context, messages: [] } : context;
+  const packedChildren: Record<string, PersistedChild> = {};
+  for (const id in children) packedChildren[id] = packChild(children[id]!, context);
+  packed.children = packedChildren;
+  return packed as TurnRecord["snapshot"];
 }
 
+const isEmpty = (value: object | undefined) => {
+  for (const _ in value) return false;
+  return true;
+};
+
 function packChild(child: PersistedChild, context: Record<string, unknown>): PersistedChild {
-  const { syncSnapshot, ...rest } = child;
-  const base: PersistedChild = syncSnapshot ? child : rest;
   const input = child.snapshot?.input;
-  if (!input) return base;
-  const messages = Array.isArray(input.messages);
-  const shared = SHARED_FIELDS.every((key) => key in input && input[key] === context[key]);
-  const calls = input.calls !== undefined && input.calls === context.pendingToolCalls;
-  const out: Record<string, unknown> = {};
-  for (const key in input) {
-    const left = key === "messages" ? messages : key === "calls" ? calls : shared && SHARED.has(key);
-    if (!left) out[key] = input[key];
+  const out: PersistedChild = {};
+  for (const key in child) if (key !== "snapshot" && (key !== "syncSnapshot" || child.syncSnapshot)) out[key] = child[key];
+  if (!input) {
+    if (child.snapshot) out.snapshot = child.snapshot;
+    return out;
   }
-  if (messages) out[MESSAGES_FROM_CONTEXT] = true;
-  if (shared) out[SHARED_FROM_CONTEXT] = true;
-  if (calls) out[CALLS_FROM_CONTEXT] = true;
-  return { ...base, snapshot: { ...child.snapshot, input: out } };
+  let shared = true;
+  for (const key of SHARED_FIELDS) if (!(key in input) || input[key] !== context[key]) shared = false;
+  const messages = Array.isArray(input.messages);
+  const calls = input.calls !== undefined && input.calls === context.pendingToolCalls;
+  const kept: Record<string, unknown> = {};
+  for (const key in input) {
+    if (key === "messages" ? messages : key === "calls" ? calls : shared && SHARED.has(key)) continue;
+    kept[key] = input[key];
+  }
+  if (messages) kept[MESSAGES_FROM_CONTEXT] = true;
+  if (shared) kept[SHARED_FROM_CONTEXT] = true;
+  if (calls) kept[CALLS_FROM_CONTEXT] = true;
+  out.snapshot = { ...child.snapshot, input: kept };
+  return out;
 }
 
 /** The inverse of packSnapshot, given the context's messages (records of formats 3 and 4 read as they are). */
 function unpackSnapshot(snapshot: TurnRecord["snapshot"], messages: ChatMessage[]): TurnRecord["snapshot"] {
   const { children = {}, historyValue = {}, ...rest } = snapshot as Persisted;
-  const context = { injected: [], ...snapshot.context, messages } as Record<string, unknown>;
+  const context = { ...snapshot.context, messages } as Record<string, unknown>;
+  context.injected ??= [];
   const unpacked: Record<string, PersistedChild> = {};
   for (const [id, child] of Object.entries(children)) {
     const input = child.snapshot?.input;
