@@ -18,9 +18,10 @@ import type { ListOptions, Store, StoreOp } from "./store.js";
  * adds once, under its own key, so a checkpoint writes what its transition changed, not the history;
  * 4: the input's system prompt may be stored by content (`systemBlobs`: the keys of its chunks in the
  * `blobs` sublevel, see blobs.ts), written once however many turns carry it. Format-3 inputs hold
- * their prompt inline and are read as they are.
+ * their prompt inline and are read as they are; 5: the record's snapshot leaves out what restore
+ * rebuilds (see packSnapshot). Records of formats 3 and 4 hold it all and are read as they are.
  */
-export const TURN_FORMAT = 4;
+export const TURN_FORMAT = 5;
 
 /** What a turn is started with (system prompt, history, the new user message). */
 export const turnInputSchema = z.object({
@@ -134,41 +135,95 @@ const storedMessageSchema = z.object({ message: chatMessageSchema });
 
 /** Marks a child's input whose `messages` were the context's (the model call's), left out of the stored snapshot. */
 const MESSAGES_FROM_CONTEXT = "messagesFromContext";
+/**
+ * Format 5: marks a child's input whose SHARED_FIELDS all equalled the context's (turn.machine.ts's
+ * turnFields: every invoked child gets them), left out of the stored snapshot.
+ */
+const SHARED_FROM_CONTEXT = "sharedFromContext";
+const SHARED_FIELDS = ["turnId", "sessionKey", "channel", "chatId", "seq", "iteration"] as const;
+const SHARED = new Set<string>(SHARED_FIELDS);
+/** Format 5: marks a child's input whose `calls` were the context's `pendingToolCalls` (the same array), left out. */
+const CALLS_FROM_CONTEXT = "callsFromContext";
 
-type PersistedChild = { snapshot?: { input?: Record<string, unknown> } & Record<string, unknown> } & Record<string, unknown>;
+type PersistedChild = { snapshot?: { input?: Record<string, unknown> } & Record<string, unknown>; syncSnapshot?: boolean } & Record<string, unknown>;
+type Persisted = TurnRecord["snapshot"] & { children?: Record<string, PersistedChild>; historyValue?: Record<string, unknown>; output?: unknown };
 
 /**
- * The snapshot as format 3 stores it: no messages in its context, nor in the input of the child
- * invoked with them (the model call), which XState would otherwise persist a second time. The
- * live snapshot is not touched.
+ * The snapshot as stored: no messages in its context, nor in the input of the child invoked with
+ * them (the model call), which XState would otherwise persist a second time; from format 5 neither
+ * what can be rebuilt on restore: a child input's fields copied from the context (its turn fields,
+ * the tool calls), XState's defaults (an empty `historyValue`, a child's `syncSnapshot: false`), nor
+ * a final snapshot's `output` (a final snapshot is never restored: its batch closes the turn, and
+ * its messages and reply are the session's and the outbox's). The live snapshot is not touched.
  */
 export function packSnapshot(persisted: TurnRecord["snapshot"]): TurnRecord["snapshot"] {
-  const children = (persisted as { children?: Record<string, PersistedChild> }).children ?? {};
-  const packed: Record<string, PersistedChild> = {};
-  for (const [id, child] of Object.entries(children)) {
-    const input = child.snapshot?.input;
-    if (input && Array.isArray(input.messages)) {
-      const { messages: _messages, ...rest } = input;
-      packed[id] = { ...child, snapshot: { ...child.snapshot, input: { ...rest, [MESSAGES_FROM_CONTEXT]: true } } };
-    } else packed[id] = child;
+  // Copied key by key, leaving keys out: rest destructuring, or a spread setting keys to undefined,
+  // costs several times more here.
+  const { children, historyValue, context, status, output } = persisted as Persisted;
+  const packed: Record<string, unknown> = {};
+  for (const key in persisted) {
+    if (key !== "children" && key !== "historyValue" && key !== "output" && key !== "context") packed[key] = persisted[key as keyof typeof persisted];
   }
+  if (!isEmpty(historyValue)) packed.historyValue = historyValue;
+  if (output !== undefined && status !== "done") packed.output = output;
   // The runtime persists a context whose messages are already left out: it is not copied again.
-  const context = (persisted.context as { messages?: unknown[] }).messages?.length ? { ...persisted.context, messages: [] } : persisted.context;
-  return { ...persisted, context, children: packed };
+  packed.context = context.messages.length ? { ...context, messages: [] } : context;
+  const packedChildren: Record<string, PersistedChild> = {};
+  for (const id in children) packedChildren[id] = packChild(children[id]!, context);
+  packed.children = packedChildren;
+  return packed as TurnRecord["snapshot"];
 }
 
-/** The inverse of packSnapshot, given the context's messages. */
+const isEmpty = (value: object | undefined) => {
+  for (const _ in value) return false;
+  return true;
+};
+
+function packChild(child: PersistedChild, context: Record<string, unknown>): PersistedChild {
+  const input = child.snapshot?.input;
+  const out: PersistedChild = {};
+  for (const key in child) if (key !== "snapshot" && (key !== "syncSnapshot" || child.syncSnapshot)) out[key] = child[key];
+  if (!input) {
+    if (child.snapshot) out.snapshot = child.snapshot;
+    return out;
+  }
+  let shared = true;
+  for (const key of SHARED_FIELDS) if (!(key in input) || input[key] !== context[key]) shared = false;
+  const messages = Array.isArray(input.messages);
+  const calls = input.calls !== undefined && input.calls === context.pendingToolCalls;
+  const kept: Record<string, unknown> = {};
+  for (const key in input) {
+    if (key === "messages" ? messages : key === "calls" ? calls : shared && SHARED.has(key)) continue;
+    kept[key] = input[key];
+  }
+  if (messages) kept[MESSAGES_FROM_CONTEXT] = true;
+  if (shared) kept[SHARED_FROM_CONTEXT] = true;
+  if (calls) kept[CALLS_FROM_CONTEXT] = true;
+  out.snapshot = { ...child.snapshot, input: kept };
+  return out;
+}
+
+/** The inverse of packSnapshot, given the context's messages (records of formats 3 and 4 read as they are). */
 function unpackSnapshot(snapshot: TurnRecord["snapshot"], messages: ChatMessage[]): TurnRecord["snapshot"] {
-  const children = (snapshot as { children?: Record<string, PersistedChild> }).children ?? {};
+  const { children = {}, historyValue = {}, ...rest } = snapshot as Persisted;
+  const context = { ...snapshot.context, messages } as Record<string, unknown>;
+  context.injected ??= [];
   const unpacked: Record<string, PersistedChild> = {};
   for (const [id, child] of Object.entries(children)) {
     const input = child.snapshot?.input;
-    if (input?.[MESSAGES_FROM_CONTEXT]) {
-      const { [MESSAGES_FROM_CONTEXT]: _flag, ...rest } = input;
-      unpacked[id] = { ...child, snapshot: { ...child.snapshot, input: { ...rest, messages } } };
-    } else unpacked[id] = child;
+    const full = { ...child, syncSnapshot: child.syncSnapshot ?? false };
+    if (!input || !(input[MESSAGES_FROM_CONTEXT] || input[SHARED_FROM_CONTEXT] || input[CALLS_FROM_CONTEXT])) {
+      unpacked[id] = full;
+      continue;
+    }
+    const { [MESSAGES_FROM_CONTEXT]: fromMessages, [SHARED_FROM_CONTEXT]: fromShared, [CALLS_FROM_CONTEXT]: fromCalls, ...kept } = input;
+    const restored: Record<string, unknown> = { ...kept };
+    if (fromShared) for (const key of SHARED_FIELDS) restored[key] = context[key];
+    if (fromMessages) restored.messages = messages;
+    if (fromCalls) restored.calls = context.pendingToolCalls;
+    unpacked[id] = { ...full, snapshot: { ...child.snapshot, input: restored } };
   }
-  return { ...snapshot, context: { ...snapshot.context, messages }, children: unpacked };
+  return { ...rest, historyValue, context: context as TurnRecord["snapshot"]["context"], children: unpacked } as TurnRecord["snapshot"];
 }
 
 /**

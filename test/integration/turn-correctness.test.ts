@@ -112,7 +112,7 @@ describe("turn records: format version and parsing", () => {
       const base = { turnId: "t", sessionKey: "k", state: "awaiting_model", final: false, seq: 1, createdAt: 0, updatedAt: 0, resumes: 0 };
       const snapshot = { status: "active", value: "awaiting_model", context: { turnId: "t", messages: [], iteration: 0, seq: 1, takenIds: [] } };
       await s.batch([{ type: "put", sublevel: "turns", key: "t", value: { ...base, format: 99, snapshot } }]);
-      await expect(getTurn(s, "t")).rejects.toThrow(/written by a newer troupe \(format 99; this one reads up to 4\): upgrade troupe/);
+      await expect(getTurn(s, "t")).rejects.toThrow(/written by a newer troupe \(format 99; this one reads up to 5\): upgrade troupe/);
       await s.batch([{ type: "put", sublevel: "turns", key: "t", value: { ...base, snapshot: { ...snapshot, context: { turnId: "t", messages: "nope" } } } }]);
       await expect(getTurn(s, "t")).rejects.toThrow(/record turns\/t does not match its schema/);
       // A record without a format is format 1 (before journal keys by position) and still reads.

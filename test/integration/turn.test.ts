@@ -172,6 +172,13 @@ describe("turn machine", () => {
     expect(inputsWritten).toEqual([{ input }]);
     expect(checkpoints.every((c) => c.input === undefined && c.snapshot.context.messages.length === 0)).toBe(true);
     expect(checkpoints.every((c) => !JSON.stringify(c).includes("s".repeat(100)))).toBe(true);
+    // Format 5 stores nothing restore rebuilds: no child input repeats the turn's fields or its tool
+    // calls, no XState default; the final record no output (the session holds it).
+    const children = checkpoints.flatMap((c) => Object.values((c.snapshot as { children?: Record<string, { snapshot: { input: object }; syncSnapshot?: boolean }> }).children ?? {}));
+    expect(children.length).toBeGreaterThan(0);
+    expect(children.every((c) => !("turnId" in c.snapshot.input) && !("calls" in c.snapshot.input) && !("messages" in c.snapshot.input) && !("syncSnapshot" in c))).toBe(true);
+    expect(checkpoints.every((c) => !("historyValue" in c.snapshot))).toBe(true);
+    expect(checkpoints.filter((c) => c.final).map((c) => "output" in c.snapshot)).toEqual([false]);
     expect(sizes.slice(1).every((n) => n < 10_000)).toBe(true);
     // Finished, the turn keeps its record and journal; its input and messages are pruned (the session has them).
     const final = await getTurn(deps.store, "ref");
@@ -200,6 +207,42 @@ describe("turn machine", () => {
     const result = await startTurn(deps, { record: format2 }).done;
     expect(result.output.newMessages).toEqual(reference.output.newMessages);
     expect(added.length).toBeGreaterThanOrEqual(older.snapshot.context.messages.length - input.messages.length);
+  });
+
+  it("a format-4 record (its snapshot whole but for the messages, as XState persisted it) still resumes", async () => {
+    fake = await startFakeOpenAi([{ content: "Alpha is defined." }]);
+    const tools = countingTools();
+    const deps = await turnDeps(await tempDir(), fake.url, tools.registry);
+    store = deps.store;
+    const input = turnInput("old4", "define alpha");
+    const call = { id: "c1", name: "lookup", rawArguments: '{"word":"alpha"}', arguments: { word: "alpha" } };
+    const fields = { turnId: "old4", sessionKey: input.sessionKey, channel: input.channel, chatId: input.chatId };
+    const usage = { promptTokens: 10, completionTokens: 5, totalTokens: 15 };
+    // As troupe wrote it before format 5: historyValue, injected, syncSnapshot and the child's turn fields and calls inline.
+    const snapshot = {
+      status: "active",
+      value: "awaiting_tools",
+      historyValue: {},
+      context: { ...fields, messages: [], firstNewIndex: 2, iteration: 1, maxIterations: 10, pendingToolCalls: [call], injected: [], injectedTaken: 0, takenIds: [], usage, models: ["custom/fake-model"], reply: null, error: null, seq: 2, emptyAnswers: 0, continuation: [] },
+      children: { "0.turn.awaiting_tools": { snapshot: { status: "active", input: { ...fields, seq: 2, iteration: 1, calls: [call] } }, src: "runTools", syncSnapshot: false } },
+    };
+    const assistant = { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "lookup", arguments: '{"word":"alpha"}' } }] };
+    await deps.store.batch(
+      [
+        { type: "put", sublevel: "turns", key: "old4", value: { format: 4, turnId: "old4", sessionKey: input.sessionKey, state: "awaiting_tools", final: false, seq: 2, snapshot, createdAt: 1, updatedAt: 1, resumes: 0, messageCount: 3 } },
+        { type: "put", sublevel: "journal", key: "old4:input", value: { input } },
+        { type: "put", sublevel: "journal", key: "old4:msg:000002", value: { message: assistant } },
+      ],
+      { sync: true },
+    );
+    const record = await getTurn(deps.store, "old4");
+    expect(record?.format).toBe(4);
+    const result = await startTurn(deps, { record: record! }).done;
+    expect(result.state).toBe("responded");
+    expect(tools.runs).toEqual(["lookup"]);
+    expect(result.output.newMessages.map((m) => m.role)).toEqual(["assistant", "tool", "assistant"]);
+    expect(result.output.usage.totalTokens).toBe(30);
+    expect(fake.requests[0]?.body.messages.at(-1)?.content).toBe("definition of alpha");
   });
 
   it("an interrupted non-idempotent call is not re-run; an interrupted read-only call is", async () => {
