@@ -42,8 +42,10 @@ export interface SessionContext {
   resume: string | null;
   /** The running turn's messages: the one that started it, then those injected, in order. */
   current: SessionMessage[];
-  /** The prepared turn and its id (set between preparing and running). */
-  turnStart: TurnStart | null;
+  /**
+   * The running turn's id (set when it is prepared, cleared when it ends). The prepared turn itself
+   * is not kept here: `running` invokes it from the `turn.prepared` event that enters it.
+   */
   turnId: string | null;
   /** /stop came before the turn it cancels had started (while loading, waiting or preparing). */
   stopRequested: boolean;
@@ -107,6 +109,15 @@ const word = (m: SessionMessage) => m.content.trim().split(/\s+/)[0]?.toLowerCas
 /** Commands answered at once, even while a turn runs (/restart: the running turn resumes after it). */
 export const IMMEDIATE_COMMANDS = ["/help", "/status", "/restart"];
 const isCommand = (m: SessionMessage) => m.content.trim().startsWith("/");
+/**
+ * The turn `running` invokes, from the event that enters it: only `turn.prepared` with a turn to
+ * start does. (Kept out of the context, the prepared turn, system prompt and history, is not copied
+ * by every later assign nor held by the session's snapshot once the turn has started.)
+ */
+const preparedTurn = (event: SessionEvent): TurnStart => {
+  if (event.type === "turn.prepared" && event.prepared.start) return event.prepared.start;
+  throw new Error(`the session entered running on ${event.type}, not on a prepared turn`);
+};
 /** A message already queued or in the running turn (the inbox and the live event can both bring it). */
 const known = (context: SessionContext, id: string) => context.queue.some((m) => m.id === id) || context.current.some((m) => m.id === id);
 
@@ -191,7 +202,6 @@ export const sessionMachine = setup({
     queue: input.queue ?? [],
     current: [],
     resume: null,
-    turnStart: null,
     turnId: null,
     stopRequested: false,
     stopMessage: null,
@@ -252,7 +262,7 @@ export const sessionMachine = setup({
               { type: "stop", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, text: "Stopped.", idle: false }) },
               { type: "discard", params: ({ context }) => ({ sessionKey: context.sessionKey, ids: context.queue.map((m) => m.id) }) },
               // An interrupted turn waiting to resume is cancelled as soon as it is back.
-              assign({ queue: [], current: [], stopRequested: ({ context }) => context.resume !== null }),
+              assign({ queue: [], current: [], turnId: null, stopRequested: ({ context }) => context.resume !== null }),
             ],
           },
           { guard: "isImmediate", actions: { type: "answerCommand", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, busy: true }) } },
@@ -280,7 +290,7 @@ export const sessionMachine = setup({
               { guard: ({ event }) => event.prepared.start === null, target: "#session.next", actions: assign({ resume: null, stopRequested: false, current: [] }) },
               {
                 target: "running",
-                actions: assign(({ event }) => (event.prepared.start ? { turnStart: event.prepared.start, turnId: event.prepared.turnId } : {})),
+                actions: assign({ turnId: ({ event }) => (event.prepared.start ? event.prepared.turnId : null) }),
               },
             ],
             "turn.unprepared": [
@@ -322,8 +332,8 @@ export const sessionMachine = setup({
             }),
             { type: "watchTurn", params: ({ context }) => ({ sessionKey: context.sessionKey, turnId: context.turnId! }) },
           ],
-          exit: assign({ turnStart: null, turnId: null }),
-          invoke: { id: "turn", src: "turn", input: ({ context }) => context.turnStart! },
+          // No exit action: each way out clears `turnId` in the assign it makes anyway (one context copy less a turn).
+          invoke: { id: "turn", src: "turn", input: ({ event }) => preparedTurn(event) },
           on: {
             "turn.settled": {
               guard: "ofThisTurn",
@@ -333,6 +343,7 @@ export const sessionMachine = setup({
                 queue: [...context.current.slice(1).filter((m) => !event.output.takenIds.includes(m.id)), ...context.queue],
                 current: [],
                 resume: null,
+                turnId: null,
               })),
             },
             // A checkpoint that could not be written ends the session (its turn stopped with it) as
@@ -340,7 +351,7 @@ export const sessionMachine = setup({
             "turn.failed": {
               guard: "ofThisTurn",
               target: "#session.crashed",
-              actions: assign({ crash: ({ event }) => `a turn checkpoint could not be written: ${event.error}` }),
+              actions: assign({ turnId: null, crash: ({ event }) => `a turn checkpoint could not be written: ${event.error}` }),
             },
             "turn.started": {
               actions: enqueueActions(({ context, enqueue }) => {

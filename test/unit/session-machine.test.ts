@@ -12,10 +12,16 @@ const msg = (content: string, id = content): SessionMessage => ({ id, channel: "
 function session(opts: { loadError?: string } = {}) {
   const reached: string[] = [];
   const injected: string[] = [];
+  /** The input each turn was invoked with. */
+  const inputs: unknown[] = [];
   let letPrepare!: () => void;
   const prepared = new Promise<void>((r) => (letPrepare = r));
   let watching: { self: AnyActorRef; turnId: string } | undefined;
   const turn = createMachine({
+    context: ({ input }: { input: unknown }) => {
+      inputs.push(input);
+      return {};
+    },
     initial: "running",
     states: { running: { on: { cancel: { target: "cancelled", actions: () => void reached.push("cancel") } } }, cancelled: { type: "final" } },
   });
@@ -30,7 +36,7 @@ function session(opts: { loadError?: string } = {}) {
           void queueMicrotask(() =>
             self.send(opts.loadError ? { type: "session.loadFailed", error: opts.loadError } : { type: "session.loaded", loaded: { queue: [], resumeTurnId: null } }),
           ),
-        prepareTurn: ({ self }) => void prepared.then(() => self.send({ type: "turn.prepared", prepared: { start: { input: {} as never }, turnId: "t1" } })),
+        prepareTurn: ({ self }) => void prepared.then(() => self.send({ type: "turn.prepared", prepared: { start: { input: { turnId: "t1", marker: "the prepared turn" } as never }, turnId: "t1" } })),
         inject: (_, { message }) => void injected.push(message.content),
         watchTurn: ({ self }, { turnId }) => void (watching = { self, turnId }),
         stop: () => {},
@@ -48,7 +54,7 @@ function session(opts: { loadError?: string } = {}) {
   const settle = (takenIds: string[] = []) =>
     watching!.self.send({ type: "turn.settled", turnId: watching!.turnId, output: { takenIds } as unknown as TurnOutput });
   const fail = (error: string) => watching!.self.send({ type: "turn.failed", turnId: watching!.turnId, error });
-  return { actor, reached, injected, letPrepare, until, settle, fail, state: () => JSON.stringify(actor.getSnapshot().value) };
+  return { actor, reached, injected, inputs, letPrepare, until, settle, fail, state: () => JSON.stringify(actor.getSnapshot().value) };
 }
 
 describe("the session machine", () => {
@@ -85,6 +91,32 @@ describe("the session machine", () => {
     s.settle();
     await s.until(() => s.state() === '"idle"');
     expect([s.injected, s.reached]).toEqual([[], []]);
+  });
+
+  it("the turn is invoked with the prepared turn, which the session's context does not hold; its id goes when it ends", async () => {
+    const s = session();
+    s.actor.send({ type: "message", message: msg("first") });
+    s.letPrepare();
+    await s.until(() => s.state().includes("running"));
+    expect(s.inputs).toEqual([{ input: { turnId: "t1", marker: "the prepared turn" } }]);
+    expect(s.actor.getSnapshot().context.turnId).toBe("t1");
+    expect(JSON.stringify(s.actor.getSnapshot().context)).not.toContain("the prepared turn");
+    s.settle();
+    await s.until(() => s.state() === '"idle"');
+    expect(s.actor.getSnapshot().context.turnId).toBeNull();
+  });
+
+  it("a /stop while the turn runs cancels it; once the session moves on, the turn's id is gone", async () => {
+    const s = session();
+    s.actor.send({ type: "message", message: msg("first") });
+    s.letPrepare();
+    await s.until(() => s.state().includes("running"));
+    s.actor.send({ type: "message", message: msg("/stop") });
+    await s.until(() => s.reached.includes("cancel"));
+    // The composition settles a cancelled turn as any other; the session is then idle with no turn.
+    s.settle();
+    await s.until(() => s.state() === '"idle"');
+    expect(s.actor.getSnapshot().context.turnId).toBeNull();
   });
 
   it("a turn whose checkpoint could not be written ends the session as crashed, saying why (the supervisor restarts it)", async () => {
