@@ -186,6 +186,12 @@ export const sessionMachine = setup({
     noWork: ({ context }) => context.queue.length === 0 && context.resume === null,
     /** An event about the running turn (not one that ended before). */
     ofThisTurn: ({ context, event }) => (event.type === "turn.settled" || event.type === "turn.failed") && event.turnId === context.turnId,
+    /** The running turn settled and left nothing to do: nothing queued, every message injected into it taken. */
+    settledIdle: ({ context, event }) =>
+      event.type === "turn.settled" &&
+      event.turnId === context.turnId &&
+      context.queue.length === 0 &&
+      context.current.every((m, i) => i === 0 || event.output.takenIds.includes(m.id)),
     /** The store is failing (supplied by the composition). */
     storeDown: () => false,
     /** A turn slot is free now, nobody waiting for one (supplied by the composition; without it a session always waits for `slot`). */
@@ -335,17 +341,21 @@ export const sessionMachine = setup({
           // No exit action: each way out clears `turnId` in the assign it makes anyway (one context copy less a turn).
           invoke: { id: "turn", src: "turn", input: ({ event }) => preparedTurn(event) },
           on: {
-            "turn.settled": {
-              guard: "ofThisTurn",
-              target: "#session.next",
-              // Injected messages the turn never took go back to the head of the queue.
-              actions: assign(({ context, event }) => ({
-                queue: [...context.current.slice(1).filter((m) => !event.output.takenIds.includes(m.id)), ...context.queue],
-                current: [],
-                resume: null,
-                turnId: null,
-              })),
-            },
+            "turn.settled": [
+              // Most turns: nothing left to do, so straight to idle (what `next` would decide, one microstep less).
+              { guard: "settledIdle", target: "#session.idle", actions: assign({ current: [], resume: null, turnId: null }) },
+              {
+                guard: "ofThisTurn",
+                target: "#session.next",
+                // Injected messages the turn never took go back to the head of the queue.
+                actions: assign(({ context, event }) => ({
+                  queue: [...context.current.slice(1).filter((m) => !event.output.takenIds.includes(m.id)), ...context.queue],
+                  current: [],
+                  resume: null,
+                  turnId: null,
+                })),
+              },
+            ],
             // A checkpoint that could not be written ends the session (its turn stopped with it) as
             // crashed: the supervisor restarts it, and the turn resumes from its last durable checkpoint.
             "turn.failed": {

@@ -106,6 +106,23 @@ describe("the session machine", () => {
     expect(s.actor.getSnapshot().context.turnId).toBeNull();
   });
 
+  it("a turn that settles without taking an injected message leaves it for the next turn; one that leaves nothing goes idle", async () => {
+    const s = session();
+    s.actor.send({ type: "message", message: msg("first") });
+    s.letPrepare();
+    await s.until(() => s.state().includes("running"));
+    s.actor.send({ type: "message", message: msg("second") });
+    expect(s.injected).toEqual(["second"]);
+    // Settled before its next model call took "second": a second turn answers it.
+    s.settle([]);
+    await s.until(() => s.inputs.length === 2 && s.state().includes("running"));
+    expect(s.actor.getSnapshot().context.current.map((m) => m.id)).toEqual(["second"]);
+    expect(s.actor.getSnapshot().context.queue).toEqual([]);
+    s.settle();
+    await s.until(() => s.state() === '"idle"');
+    expect(s.actor.getSnapshot().context).toMatchObject({ queue: [], current: [], resume: null, turnId: null });
+  });
+
   it("a /stop while the turn runs cancels it; once the session moves on, the turn's id is gone", async () => {
     const s = session();
     s.actor.send({ type: "message", message: msg("first") });
