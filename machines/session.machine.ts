@@ -168,6 +168,23 @@ export const sessionMachine = setup({
     releaseSlot: () => {},
     /** Hands a message to the running turn (as the model will see it, images included). Supplied by the composition. */
     inject: (_, _params: { message: SessionMessage }) => {},
+    /** What the session found in LevelDB: its queue (stored messages first, then those that came only as events) and its interrupted turn; a /stop that came while loading is answered. */
+    applyLoaded: enqueueActions(({ context: c, event: e, enqueue }) => {
+      const context = c as SessionContext;
+      const event = e as SessionEvent;
+      if (event.type !== "session.loaded") return;
+      const loaded = event.loaded;
+      const resume = loaded.resumeTurnId;
+      // Stored messages first (older), then any that came only as events; a /stop is not a message for the model.
+      const stop = context.stopMessage;
+      const stored = new Set(loaded.queue.map((q) => q.id));
+      const queue = [...loaded.queue, ...context.queue.filter((m) => !stored.has(m.id))].filter((m) => m.id !== stop?.id);
+      enqueue.assign({ resume, queue, stopRequested: Boolean(stop && resume), stopMessage: null });
+      if (stop) {
+        const text = resume ? "Stopping the interrupted turn." : "Nothing is running.";
+        enqueue({ type: "stop", params: { sessionKey: context.sessionKey, message: stop, text, idle: !resume } } as never);
+      }
+    }) as never, // (typed by hand: an enqueueActions among setup's own actions does not type-check against their params)
     enqueue: assign({
       queue: ({ context, event }) =>
         event.type === "message" && !known(context, event.message.id) ? [...context.queue, event.message] : context.queue,
@@ -182,6 +199,12 @@ export const sessionMachine = setup({
       context.current.length > 0 &&
       !isCommand(context.current[0]!) &&
       context.current.length - 1 < MAX_INJECTED_PER_TURN,
+    /** Loaded with nothing to do: no interrupted turn, no message but a /stop (as `noWork` after `applyLoaded`). */
+    loadedNoWork: ({ context, event }) => {
+      if (event.type !== "session.loaded" || event.loaded.resumeTurnId !== null) return false;
+      const stop = context.stopMessage?.id;
+      return event.loaded.queue.every((m) => m.id === stop) && context.queue.every((m) => m.id === stop);
+    },
     /** Nothing queued and no interrupted turn to resume. */
     noWork: ({ context }) => context.queue.length === 0 && context.resume === null,
     /** An event about the running turn (not one that ended before). */
@@ -220,22 +243,13 @@ export const sessionMachine = setup({
       // A failed read ends the session as crashed: the supervisor restarts it with backoff.
       entry: { type: "load", params: ({ context }) => ({ sessionKey: context.sessionKey }) },
       on: {
-        "session.loaded": {
-          target: "next",
-          actions: enqueueActions(({ context, event, enqueue }) => {
-            const loaded = event.loaded;
-            const resume = loaded.resumeTurnId;
-            // Stored messages first (older), then any that came only as events; a /stop is not a message for the model.
-            const stop = context.stopMessage;
-            const stored = new Set(loaded.queue.map((q) => q.id));
-            const queue = [...loaded.queue, ...context.queue.filter((m) => !stored.has(m.id))].filter((m) => m.id !== stop?.id);
-            enqueue.assign({ resume, queue, stopRequested: Boolean(stop && resume), stopMessage: null });
-            if (stop) {
-              const text = resume ? "Stopping the interrupted turn." : "Nothing is running.";
-              enqueue({ type: "stop", params: { sessionKey: context.sessionKey, message: stop, text, idle: !resume } });
-            }
-          }),
-        },
+        // Where `next` would go, decided here (one microstep less per session start): idle with nothing
+        // to do, else a turn, at once with a free slot or after waiting for one.
+        "session.loaded": [
+          { guard: "loadedNoWork", target: "idle", actions: "applyLoaded" },
+          { guard: "slotFree", target: "active.preparing", actions: ["applyLoaded", "takeSlot"] },
+          { target: "active.waiting", actions: "applyLoaded" },
+        ],
         "session.loadFailed": {
           target: "crashed",
           actions: assign({ crash: ({ event }) => `the session could not be loaded: ${event.error}` }),
