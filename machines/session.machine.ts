@@ -42,8 +42,10 @@ export interface SessionContext {
   resume: string | null;
   /** The running turn's messages: the one that started it, then those injected, in order. */
   current: SessionMessage[];
-  /** The prepared turn and its id (set between preparing and running). */
-  turnStart: TurnStart | null;
+  /**
+   * The running turn's id (set when it is prepared, cleared when it ends). The prepared turn itself
+   * is not kept here: `running` invokes it from the `turn.prepared` event that enters it.
+   */
   turnId: string | null;
   /** /stop came before the turn it cancels had started (while loading, waiting or preparing). */
   stopRequested: boolean;
@@ -107,6 +109,15 @@ const word = (m: SessionMessage) => m.content.trim().split(/\s+/)[0]?.toLowerCas
 /** Commands answered at once, even while a turn runs (/restart: the running turn resumes after it). */
 export const IMMEDIATE_COMMANDS = ["/help", "/status", "/restart"];
 const isCommand = (m: SessionMessage) => m.content.trim().startsWith("/");
+/**
+ * The turn `running` invokes, from the event that enters it: only `turn.prepared` with a turn to
+ * start does. (Kept out of the context, the prepared turn, system prompt and history, is not copied
+ * by every later assign nor held by the session's snapshot once the turn has started.)
+ */
+const preparedTurn = (event: SessionEvent): TurnStart => {
+  if (event.type === "turn.prepared" && event.prepared.start) return event.prepared.start;
+  throw new Error(`the session entered running on ${event.type}, not on a prepared turn`);
+};
 /** A message already queued or in the running turn (the inbox and the live event can both bring it). */
 const known = (context: SessionContext, id: string) => context.queue.some((m) => m.id === id) || context.current.some((m) => m.id === id);
 
@@ -157,6 +168,23 @@ export const sessionMachine = setup({
     releaseSlot: () => {},
     /** Hands a message to the running turn (as the model will see it, images included). Supplied by the composition. */
     inject: (_, _params: { message: SessionMessage }) => {},
+    /** What the session found in LevelDB: its queue (stored messages first, then those that came only as events) and its interrupted turn; a /stop that came while loading is answered. */
+    applyLoaded: enqueueActions(({ context: c, event: e, enqueue }) => {
+      const context = c as SessionContext;
+      const event = e as SessionEvent;
+      if (event.type !== "session.loaded") return;
+      const loaded = event.loaded;
+      const resume = loaded.resumeTurnId;
+      // Stored messages first (older), then any that came only as events; a /stop is not a message for the model.
+      const stop = context.stopMessage;
+      const stored = new Set(loaded.queue.map((q) => q.id));
+      const queue = [...loaded.queue, ...context.queue.filter((m) => !stored.has(m.id))].filter((m) => m.id !== stop?.id);
+      enqueue.assign({ resume, queue, stopRequested: Boolean(stop && resume), stopMessage: null });
+      if (stop) {
+        const text = resume ? "Stopping the interrupted turn." : "Nothing is running.";
+        enqueue({ type: "stop", params: { sessionKey: context.sessionKey, message: stop, text, idle: !resume } } as never);
+      }
+    }) as never, // (typed by hand: an enqueueActions among setup's own actions does not type-check against their params)
     enqueue: assign({
       queue: ({ context, event }) =>
         event.type === "message" && !known(context, event.message.id) ? [...context.queue, event.message] : context.queue,
@@ -171,10 +199,22 @@ export const sessionMachine = setup({
       context.current.length > 0 &&
       !isCommand(context.current[0]!) &&
       context.current.length - 1 < MAX_INJECTED_PER_TURN,
+    /** Loaded with nothing to do: no interrupted turn, no message but a /stop (as `noWork` after `applyLoaded`). */
+    loadedNoWork: ({ context, event }) => {
+      if (event.type !== "session.loaded" || event.loaded.resumeTurnId !== null) return false;
+      const stop = context.stopMessage?.id;
+      return event.loaded.queue.every((m) => m.id === stop) && context.queue.every((m) => m.id === stop);
+    },
     /** Nothing queued and no interrupted turn to resume. */
     noWork: ({ context }) => context.queue.length === 0 && context.resume === null,
     /** An event about the running turn (not one that ended before). */
     ofThisTurn: ({ context, event }) => (event.type === "turn.settled" || event.type === "turn.failed") && event.turnId === context.turnId,
+    /** The running turn settled and left nothing to do: nothing queued, every message injected into it taken. */
+    settledIdle: ({ context, event }) =>
+      event.type === "turn.settled" &&
+      event.turnId === context.turnId &&
+      context.queue.length === 0 &&
+      context.current.every((m, i) => i === 0 || event.output.takenIds.includes(m.id)),
     /** The store is failing (supplied by the composition). */
     storeDown: () => false,
     /** A turn slot is free now, nobody waiting for one (supplied by the composition; without it a session always waits for `slot`). */
@@ -191,7 +231,6 @@ export const sessionMachine = setup({
     queue: input.queue ?? [],
     current: [],
     resume: null,
-    turnStart: null,
     turnId: null,
     stopRequested: false,
     stopMessage: null,
@@ -204,22 +243,13 @@ export const sessionMachine = setup({
       // A failed read ends the session as crashed: the supervisor restarts it with backoff.
       entry: { type: "load", params: ({ context }) => ({ sessionKey: context.sessionKey }) },
       on: {
-        "session.loaded": {
-          target: "next",
-          actions: enqueueActions(({ context, event, enqueue }) => {
-            const loaded = event.loaded;
-            const resume = loaded.resumeTurnId;
-            // Stored messages first (older), then any that came only as events; a /stop is not a message for the model.
-            const stop = context.stopMessage;
-            const stored = new Set(loaded.queue.map((q) => q.id));
-            const queue = [...loaded.queue, ...context.queue.filter((m) => !stored.has(m.id))].filter((m) => m.id !== stop?.id);
-            enqueue.assign({ resume, queue, stopRequested: Boolean(stop && resume), stopMessage: null });
-            if (stop) {
-              const text = resume ? "Stopping the interrupted turn." : "Nothing is running.";
-              enqueue({ type: "stop", params: { sessionKey: context.sessionKey, message: stop, text, idle: !resume } });
-            }
-          }),
-        },
+        // Where `next` would go, decided here (one microstep less per session start): idle with nothing
+        // to do, else a turn, at once with a free slot or after waiting for one.
+        "session.loaded": [
+          { guard: "loadedNoWork", target: "idle", actions: "applyLoaded" },
+          { guard: "slotFree", target: "active.preparing", actions: ["applyLoaded", "takeSlot"] },
+          { target: "active.waiting", actions: "applyLoaded" },
+        ],
         "session.loadFailed": {
           target: "crashed",
           actions: assign({ crash: ({ event }) => `the session could not be loaded: ${event.error}` }),
@@ -252,7 +282,7 @@ export const sessionMachine = setup({
               { type: "stop", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, text: "Stopped.", idle: false }) },
               { type: "discard", params: ({ context }) => ({ sessionKey: context.sessionKey, ids: context.queue.map((m) => m.id) }) },
               // An interrupted turn waiting to resume is cancelled as soon as it is back.
-              assign({ queue: [], current: [], stopRequested: ({ context }) => context.resume !== null }),
+              assign({ queue: [], current: [], turnId: null, stopRequested: ({ context }) => context.resume !== null }),
             ],
           },
           { guard: "isImmediate", actions: { type: "answerCommand", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, busy: true }) } },
@@ -280,7 +310,7 @@ export const sessionMachine = setup({
               { guard: ({ event }) => event.prepared.start === null, target: "#session.next", actions: assign({ resume: null, stopRequested: false, current: [] }) },
               {
                 target: "running",
-                actions: assign(({ event }) => (event.prepared.start ? { turnStart: event.prepared.start, turnId: event.prepared.turnId } : {})),
+                actions: assign({ turnId: ({ event }) => (event.prepared.start ? event.prepared.turnId : null) }),
               },
             ],
             "turn.unprepared": [
@@ -322,25 +352,30 @@ export const sessionMachine = setup({
             }),
             { type: "watchTurn", params: ({ context }) => ({ sessionKey: context.sessionKey, turnId: context.turnId! }) },
           ],
-          exit: assign({ turnStart: null, turnId: null }),
-          invoke: { id: "turn", src: "turn", input: ({ context }) => context.turnStart! },
+          // No exit action: each way out clears `turnId` in the assign it makes anyway (one context copy less a turn).
+          invoke: { id: "turn", src: "turn", input: ({ event }) => preparedTurn(event) },
           on: {
-            "turn.settled": {
-              guard: "ofThisTurn",
-              target: "#session.next",
-              // Injected messages the turn never took go back to the head of the queue.
-              actions: assign(({ context, event }) => ({
-                queue: [...context.current.slice(1).filter((m) => !event.output.takenIds.includes(m.id)), ...context.queue],
-                current: [],
-                resume: null,
-              })),
-            },
+            "turn.settled": [
+              // Most turns: nothing left to do, so straight to idle (what `next` would decide, one microstep less).
+              { guard: "settledIdle", target: "#session.idle", actions: assign({ current: [], resume: null, turnId: null }) },
+              {
+                guard: "ofThisTurn",
+                target: "#session.next",
+                // Injected messages the turn never took go back to the head of the queue.
+                actions: assign(({ context, event }) => ({
+                  queue: [...context.current.slice(1).filter((m) => !event.output.takenIds.includes(m.id)), ...context.queue],
+                  current: [],
+                  resume: null,
+                  turnId: null,
+                })),
+              },
+            ],
             // A checkpoint that could not be written ends the session (its turn stopped with it) as
             // crashed: the supervisor restarts it, and the turn resumes from its last durable checkpoint.
             "turn.failed": {
               guard: "ofThisTurn",
               target: "#session.crashed",
-              actions: assign({ crash: ({ event }) => `a turn checkpoint could not be written: ${event.error}` }),
+              actions: assign({ turnId: null, crash: ({ event }) => `a turn checkpoint could not be written: ${event.error}` }),
             },
             "turn.started": {
               actions: enqueueActions(({ context, enqueue }) => {

@@ -169,6 +169,8 @@ export const usable = (s: Skill) => s.missing.length === 0 && s.broken.length ==
 
 /** The skills a user message names as `$skill-name` (a word of its own), in order of first mention. */
 export function mentionedSkills(text: string, skills: Skill[]): Skill[] {
+  // Most messages name no skill: no `$`, no scan (the pattern below is costly on every message of every turn).
+  if (skills.length === 0 || !text.includes("$")) return [];
   const byName = new Map(skills.map((s) => [s.name, s]));
   const found: Skill[] = [];
   // As nanobot: a `$` not preceded by a letter, digit, `_` or `$`; a name ending a sentence ("$weather.") loses the stop.

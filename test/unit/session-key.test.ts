@@ -33,6 +33,18 @@ describe("session keys", () => {
     }
   });
 
+  it("parseSessionKey takes exactly the keys the schema takes (its fast path for valid keys agrees with it)", () => {
+    // Every length edge and every kind of character the schema refuses or takes, mixed.
+    const parts = ["", "a", "é", "🎉", "\u0000", "\n", "\u0085", "\u2028", "\u202e", "\u200b", "\ud800", "\ue000", "k".repeat(SESSION_KEY_MAX - 1), "k".repeat(SESSION_KEY_MAX)];
+    for (const a of parts)
+      for (const b of parts) {
+        const key = a + b;
+        const taken = sessionKeySchema.safeParse(key).success;
+        if (taken) expect(parseSessionKey(key), JSON.stringify(key)).toBe(key);
+        else expect(() => parseSessionKey(key), JSON.stringify(key)).toThrow(InvalidSessionKeyError);
+      }
+  });
+
   it("shows a refused key with its unprintable characters escaped", () => {
     let message = "";
     try {

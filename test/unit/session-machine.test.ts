@@ -9,18 +9,29 @@ const msg = (content: string, id = content): SessionMessage => ({ id, channel: "
  * The session machine with stand-ins: the turn records what reaches it, prepareTurn waits until
  * the test lets it go, and the test settles the turn as the composition would.
  */
-function session(opts: { loadError?: string } = {}) {
+function session(opts: { loadError?: string; stored?: SessionMessage[]; slotFree?: boolean } = {}) {
   const reached: string[] = [];
   const injected: string[] = [];
+  /** The texts /stop answered with. */
+  const stops: string[] = [];
+  /** The messages each turn was prepared for. */
+  const preparedFor: string[] = [];
+  /** The input each turn was invoked with. */
+  const inputs: unknown[] = [];
   let letPrepare!: () => void;
   const prepared = new Promise<void>((r) => (letPrepare = r));
   let watching: { self: AnyActorRef; turnId: string } | undefined;
   const turn = createMachine({
+    context: ({ input }: { input: unknown }) => {
+      inputs.push(input);
+      return {};
+    },
     initial: "running",
     states: { running: { on: { cancel: { target: "cancelled", actions: () => void reached.push("cancel") } } }, cancelled: { type: "final" } },
   });
   const actor = createActor(
     sessionMachine.provide({
+      guards: { slotFree: () => opts.slotFree ?? false },
       actors: {
         slot: fromCallback<SessionEvent, SlotInput>(({ sendBack }) => void queueMicrotask(() => sendBack({ type: "slot.granted" }))),
         turn: turn as never,
@@ -28,12 +39,16 @@ function session(opts: { loadError?: string } = {}) {
       actions: {
         load: ({ self }) =>
           void queueMicrotask(() =>
-            self.send(opts.loadError ? { type: "session.loadFailed", error: opts.loadError } : { type: "session.loaded", loaded: { queue: [], resumeTurnId: null } }),
+            self.send(opts.loadError ? { type: "session.loadFailed", error: opts.loadError } : { type: "session.loaded", loaded: { queue: opts.stored ?? [], resumeTurnId: null } }),
           ),
-        prepareTurn: ({ self }) => void prepared.then(() => self.send({ type: "turn.prepared", prepared: { start: { input: {} as never }, turnId: "t1" } })),
+        prepareTurn: ({ self }, { message }) => {
+          preparedFor.push(message?.id ?? "(resume)");
+          void prepared.then(() => self.send({ type: "turn.prepared", prepared: { start: { input: { turnId: "t1", marker: "the prepared turn" } as never }, turnId: "t1" } }));
+        },
         inject: (_, { message }) => void injected.push(message.content),
         watchTurn: ({ self }, { turnId }) => void (watching = { self, turnId }),
-        stop: () => {},
+        stop: (_, { text }) => void stops.push(text),
+        takeSlot: () => {},
         discard: () => {},
         notify: () => {},
         answerCommand: () => {},
@@ -48,7 +63,7 @@ function session(opts: { loadError?: string } = {}) {
   const settle = (takenIds: string[] = []) =>
     watching!.self.send({ type: "turn.settled", turnId: watching!.turnId, output: { takenIds } as unknown as TurnOutput });
   const fail = (error: string) => watching!.self.send({ type: "turn.failed", turnId: watching!.turnId, error });
-  return { actor, reached, injected, letPrepare, until, settle, fail, state: () => JSON.stringify(actor.getSnapshot().value) };
+  return { actor, reached, injected, inputs, stops, preparedFor, letPrepare, until, settle, fail, state: () => JSON.stringify(actor.getSnapshot().value) };
 }
 
 describe("the session machine", () => {
@@ -85,6 +100,73 @@ describe("the session machine", () => {
     s.settle();
     await s.until(() => s.state() === '"idle"');
     expect([s.injected, s.reached]).toEqual([[], []]);
+  });
+
+  it("the turn is invoked with the prepared turn, which the session's context does not hold; its id goes when it ends", async () => {
+    const s = session();
+    s.actor.send({ type: "message", message: msg("first") });
+    s.letPrepare();
+    await s.until(() => s.state().includes("running"));
+    expect(s.inputs).toEqual([{ input: { turnId: "t1", marker: "the prepared turn" } }]);
+    expect(s.actor.getSnapshot().context.turnId).toBe("t1");
+    expect(JSON.stringify(s.actor.getSnapshot().context)).not.toContain("the prepared turn");
+    s.settle();
+    await s.until(() => s.state() === '"idle"');
+    expect(s.actor.getSnapshot().context.turnId).toBeNull();
+  });
+
+  it("a turn that settles without taking an injected message leaves it for the next turn; one that leaves nothing goes idle", async () => {
+    const s = session();
+    s.actor.send({ type: "message", message: msg("first") });
+    s.letPrepare();
+    await s.until(() => s.state().includes("running"));
+    s.actor.send({ type: "message", message: msg("second") });
+    expect(s.injected).toEqual(["second"]);
+    // Settled before its next model call took "second": a second turn answers it.
+    s.settle([]);
+    await s.until(() => s.inputs.length === 2 && s.state().includes("running"));
+    expect(s.actor.getSnapshot().context.current.map((m) => m.id)).toEqual(["second"]);
+    expect(s.actor.getSnapshot().context.queue).toEqual([]);
+    s.settle();
+    await s.until(() => s.state() === '"idle"');
+    expect(s.actor.getSnapshot().context).toMatchObject({ queue: [], current: [], resume: null, turnId: null });
+  });
+
+  it("a /stop that came while loading, with nothing else to do: answered, and the session is idle", async () => {
+    const s = session({ slotFree: true });
+    s.actor.send({ type: "message", message: msg("/stop") });
+    await s.until(() => s.state() === '"idle"');
+    expect(s.stops).toEqual(["Nothing is running."]);
+    expect(s.preparedFor).toEqual([]);
+    expect(s.actor.getSnapshot().context).toMatchObject({ queue: [], stopMessage: null, stopRequested: false });
+  });
+
+  it("loaded with messages: stored ones first, then those that came only as events, each once, a /stop answered and not queued", async () => {
+    for (const slotFree of [true, false]) {
+      const s = session({ stored: [msg("old"), msg("both")], slotFree });
+      s.actor.send({ type: "message", message: msg("both") });
+      s.actor.send({ type: "message", message: msg("/stop") });
+      s.actor.send({ type: "message", message: msg("new") });
+      // A free slot is taken at once; otherwise the session waits for one (the stand-in grants it).
+      await s.until(() => s.state().includes("preparing"));
+      expect(s.stops).toEqual(["Nothing is running."]);
+      expect(s.preparedFor).toEqual(["old"]);
+      expect(s.actor.getSnapshot().context.queue.map((m) => m.id)).toEqual(["both", "new"]);
+      s.actor.stop();
+    }
+  });
+
+  it("a /stop while the turn runs cancels it; once the session moves on, the turn's id is gone", async () => {
+    const s = session();
+    s.actor.send({ type: "message", message: msg("first") });
+    s.letPrepare();
+    await s.until(() => s.state().includes("running"));
+    s.actor.send({ type: "message", message: msg("/stop") });
+    await s.until(() => s.reached.includes("cancel"));
+    // The composition settles a cancelled turn as any other; the session is then idle with no turn.
+    s.settle();
+    await s.until(() => s.state() === '"idle"');
+    expect(s.actor.getSnapshot().context.turnId).toBeNull();
   });
 
   it("a turn whose checkpoint could not be written ends the session as crashed, saying why (the supervisor restarts it)", async () => {
