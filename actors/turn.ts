@@ -1,7 +1,7 @@
 import { createActor, type AnyActorRef } from "xstate";
 import type { Logger } from "pino";
 import type { Bus } from "../src/bus/index.js";
-import { turnActorId } from "../src/server/actor-tree.js";
+import { turnActorId } from "../src/server/actor-names.js";
 import { microcompact } from "../src/context/microcompact.js";
 import { fitToBudget } from "../src/memory/fit.js";
 import { fixedCost } from "../src/memory/tokens.js";

@@ -1,5 +1,7 @@
 import type { AnyActorRef, InspectionEvent, Subscription } from "xstate";
 import type { Bus, BusEvent } from "../bus/index.js";
+import { readable, type Internals } from "./actor-names.js";
+import { LazySnapshot, settle, stateName, type StateEvent } from "./actor-state.js";
 import { createSnapshotRedactor } from "./snapshot-redact.js";
 
 /** One live actor, as GET /api/actors, `troupe daemon status` and the inspector show it. */
@@ -42,66 +44,7 @@ interface Node {
   lastState?: StateEvent;
 }
 
-type StateEvent = Extract<BusEvent, { type: "actor_state" }>;
 type Snap = { value?: unknown; status?: string; context?: unknown; error?: unknown; children?: Record<string, AnyActorRef> };
-type Snapshot = NonNullable<StateEvent["snapshot"]>;
-
-/** What a state event whose snapshot nobody read carries once a later state of its actor replaced it. */
-export const SUPERSEDED = "(not kept: a later state replaced it before anyone read it)";
-
-/**
- * A state event's snapshot, made when first read: redacting every snapshot of every actor cost CPU
- * on every state change, and most are never looked at (no inspector connected). The event reads it
- * through a getter of its own object literal; superseding it (a later state of the actor, unread)
- * only swaps what the getter returns, with no property redefined (Object.defineProperty per state
- * change turned each event into a slow dictionary object).
- */
-class LazySnapshot {
-  private value: Snapshot | null = null;
-  constructor(
-    private make: (() => Snapshot) | undefined,
-    readonly status: string | null,
-  ) {}
-  get(): Snapshot | null {
-    if (this.make) {
-      this.value = this.make();
-      this.make = undefined;
-    }
-    return this.value;
-  }
-  /** Replaced by a later state before anyone read it: a short note, and the context is let go. */
-  supersede(): void {
-    if (!this.make) return;
-    this.make = undefined;
-    this.value = { status: this.status, context: SUPERSEDED };
-  }
-}
-
-/** The event's snapshot made now and kept as a plain value (an actor's last state, when it stops). */
-function settle(event: StateEvent, lazy: LazySnapshot): void {
-  Object.defineProperty(event, "snapshot", { value: lazy.get(), enumerable: true, configurable: true, writable: true });
-}
-
-/** "active.running" for a nested machine state; the actor status for other logic (and for a machine stopped or failed). */
-const flat = (v: unknown): string =>
-  typeof v === "string" ? v : v && typeof v === "object" ? Object.entries(v).map(([k, sub]) => `${k}.${flat(sub)}`).join(",") : String(v);
-
-export function stateName(snapshot: { value?: unknown; status?: string }): string {
-  // A machine that finished is in its final state (responded, passivated…), which says more than "done".
-  return snapshot.value !== undefined && (snapshot.status === "active" || snapshot.status === "done") ? flat(snapshot.value) : (snapshot.status ?? "unknown");
-}
-
-type Internals = AnyActorRef & { _parent?: AnyActorRef; logic?: { id?: string; config?: unknown }; src?: unknown; options?: { input?: unknown } };
-
-/** A turn actor's start (fresh input or stored record) names its session and turn. */
-function turnOf(input: unknown): { sessionKey: string; turnId: string } | undefined {
-  const start = input as { input?: { sessionKey?: unknown; turnId?: unknown }; record?: { sessionKey?: unknown; turnId?: unknown } } | undefined;
-  const t = start?.input ?? start?.record;
-  return typeof t?.sessionKey === "string" && typeof t.turnId === "string" ? { sessionKey: t.sessionKey, turnId: t.turnId } : undefined;
-}
-
-/** A turn's readable id: a subagent is its own actor (`subagent:<id>`, its session key); any other turn is `turn:<session>:<turnId>`. */
-export const turnActorId = (sessionKey: string, turnId: string) => (sessionKey.startsWith("subagent:") ? sessionKey : `turn:${sessionKey}:${turnId}`);
 
 export interface ActorTreeOptions {
   now?: () => number;
@@ -158,22 +101,6 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
     node.unread = undefined;
     node.lastState = undefined;
     if (watchers) publish({ type: "actor_stopped", actorId: node.id, parentId: node.parentId, kind: node.kind, machine: node.machine, state: node.state, at: now() });
-  }
-
-  function readable(ref: Internals, parent: Node | null, systemRoot: string | undefined): { id: string; kind: string } {
-    const turn = turnOf(ref.options?.input);
-    if (turn) {
-      const id = turnActorId(turn.sessionKey, turn.turnId);
-      return { id, kind: id.startsWith("subagent:") ? "subagent" : "turn" };
-    }
-    // The root of another system: a session (`session:<key>`) is named and kinded by its id.
-    if (!parent) return { id: systemRoot ?? "supervisor", kind: systemRoot ? (systemRoot.includes(":") ? systemRoot.slice(0, systemRoot.indexOf(":")) : "actor") : "supervisor" };
-    if (ref.id.includes(":")) return { id: ref.id, kind: ref.id.slice(0, ref.id.indexOf(":")) };
-    // The supervisor's own children (cron, dream) are named by their ids, as it names them.
-    if (parent.kind === "supervisor") return { id: ref.id, kind: ref.id };
-    // An effect a machine invokes (callModel, runTools, loadSession…): named under its parent.
-    const src = typeof ref.src === "string" ? ref.src : ref.id;
-    return { id: `${parent.id}/${src}`, kind: "effect" };
   }
 
   /**

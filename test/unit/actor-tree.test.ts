@@ -1,7 +1,8 @@
 import { assign, createActor, fromPromise, setup } from "xstate";
 import { describe, expect, it } from "vitest";
 import { createBus, type BusEvent } from "../../src/bus/index.js";
-import { createActorTree, SUPERSEDED } from "../../src/server/actor-tree.js";
+import { SUPERSEDED } from "../../src/server/actor-state.js";
+import { createActorTree } from "../../src/server/actor-tree.js";
 import { createEventLog } from "../../src/server/event-log.js";
 import { catchingUncaught } from "../helpers/uncaught.js";
 
