@@ -1,4 +1,3 @@
-import { loadedOpenAi } from "./openai-sdk.js";
 import { createChatHttp, encodeRequest, type ChatHttp } from "./chat-http.js";
 import type { Logger } from "pino";
 import { TroupeError } from "../errors.js";
@@ -6,10 +5,11 @@ import type { ChatMessage, ModelResponse } from "./messages.js";
 import { createThinkFilter } from "./think.js";
 import { createRedactor } from "../log/redact.js";
 import type { ResolvedProvider } from "./registry.js";
-import { backoffDelay, DEFAULT_BACKOFF, isQuotaError, isRetryable, ModelTimeoutError, PERSISTENT_MAX_DELAY_MS, type BackoffPolicy, type RetryMode } from "./retry.js";
+import { backoffDelay, DEFAULT_BACKOFF, isRetryable, ModelTimeoutError, PERSISTENT_MAX_DELAY_MS, type BackoffPolicy, type RetryMode } from "./retry.js";
 import { createReplyAccumulator, MAX_TOOL_CALLS } from "./wire.js";
 import { createWatchdog, type Limited } from "./watchdog.js";
-import type { AbortSource } from "./transport.js";
+import { AttemptAbort } from "./attempt-abort.js";
+import { describeModelError } from "./model-errors.js";
 
 export interface ToolSchema {
   type: "function";
@@ -88,117 +88,6 @@ function childController(parent?: AbortSignal): { controller: AbortController; d
   if (parent.aborted) onAbort();
   else parent.addEventListener("abort", onAbort, { once: true });
   return { controller, dispose: () => parent.removeEventListener("abort", onAbort) };
-}
-
-/** The first system error code (ECONNREFUSED, ENOTFOUND…) in an error's causes: the SDK says only "Connection error." */
-function systemCode(err: unknown, depth = 0): string | undefined {
-  if (!err || typeof err !== "object" || depth > 5) return undefined;
-  const { code, cause, errors } = err as { code?: unknown; cause?: unknown; errors?: unknown[] };
-  if (typeof code === "string" && /^E[A-Z]+$/.test(code)) return code;
-  return systemCode(cause, depth + 1) ?? (Array.isArray(errors) ? errors.map((e) => systemCode(e, depth + 1)).find(Boolean) : undefined);
-}
-
-/** The innermost cause's message: "fetch failed" says nothing, what it wraps does. */
-function rootCause(err: unknown): string | undefined {
-  let current = err as { cause?: unknown; message?: string } | undefined;
-  for (let depth = 0; current?.cause && depth < 5; depth++) current = current.cause as typeof current;
-  return current?.message;
-}
-
-const NETWORK_CAUSES: Record<string, string> = {
-  ECONNREFUSED: "connection refused at",
-  ENOTFOUND: "host not found:",
-  EAI_AGAIN: "host not found (DNS lookup failed):",
-  ETIMEDOUT: "timed out connecting to",
-  ECONNRESET: "connection reset by",
-  EHOSTUNREACH: "host unreachable:",
-  ENETUNREACH: "network unreachable for",
-  CERT_HAS_EXPIRED: "TLS certificate expired at",
-};
-
-/** What went wrong, naming the endpoint and what to check: never just "Connection error." */
-export function describeModelError(err: unknown, resolved: Pick<ResolvedProvider, "spec" | "apiBase" | "model" | "configKey">): string {
-  const where = resolved.apiBase;
-  const key = `providers.${resolved.configKey ?? resolved.spec.name}`;
-  // Our own timeouts already name the endpoint and which limit ran out.
-  if (err instanceof ModelTimeoutError) return err.message;
-  const sdk = loadedOpenAi();
-  if (sdk && err instanceof sdk.APIConnectionTimeoutError) return `timed out waiting for ${where}`;
-  if (sdk && err instanceof sdk.APIError && err.status) {
-    const body = (err.error as { message?: unknown } | undefined)?.message;
-    const detail = typeof body === "string" && body ? ` (${body})` : "";
-    const hint =
-      err.status === 401 || err.status === 403
-        ? `check ${key}.apiKey`
-        : err.status === 404
-          ? `check the model name (${resolved.model}) and ${key}.apiBase`
-          : isQuotaError(err)
-            ? "the account is out of quota or credit (not retried): check its plan and billing"
-            : err.status === 429
-              ? "rate limited"
-              : err.status >= 500
-                ? "the provider had a server error"
-                : err.status >= 300 && err.status < 400
-                  ? `the endpoint redirects${err.headers?.get("location") ? ` to ${err.headers.get("location")}` : ""} (not followed): set ${key}.apiBase to where it moved`
-                  : "the provider refused the request";
-    return `HTTP ${err.status} from ${where}: ${hint}${detail}`;
-  }
-  if ((sdk && err instanceof sdk.APIConnectionError) || systemCode(err)) {
-    const code = systemCode(err);
-    if (code && NETWORK_CAUSES[code]) return `${NETWORK_CAUSES[code]} ${where}`;
-    const cause = rootCause(err);
-    return `could not connect to ${where}${code ? ` (${code})` : cause ? ` (${cause})` : ""}`;
-  }
-  return `${(err as Error)?.message ?? String(err)} (at ${where})`;
-}
-
-/**
- * What aborts one attempt: an AbortSignal's face for the transport (aborted, reason, "abort"
- * listeners) without an AbortController's EventTarget, which cost more to make than the rest of
- * the attempt's bookkeeping. It follows the caller's signal while linked.
- */
-class AttemptAbort implements AbortSource {
-  aborted = false;
-  reason: unknown = undefined;
-  private listeners: Array<() => void> | undefined;
-  private unlink: (() => void) | undefined;
-
-  constructor(parent: AbortSignal | undefined) {
-    if (!parent) return;
-    if (parent.aborted) {
-      this.abort(parent.reason);
-      return;
-    }
-    const onAbort = () => this.abort(parent.reason);
-    parent.addEventListener("abort", onAbort, { once: true });
-    this.unlink = () => parent.removeEventListener("abort", onAbort);
-  }
-
-  abort(reason: unknown) {
-    if (this.aborted) return;
-    this.aborted = true;
-    // As AbortController.abort() without a reason.
-    this.reason = reason === undefined ? new DOMException("This operation was aborted", "AbortError") : reason;
-    const listeners = this.listeners;
-    this.listeners = undefined;
-    if (listeners) for (const listener of listeners) listener();
-  }
-
-  addEventListener(_type: "abort", listener: () => void) {
-    if (this.aborted) return;
-    (this.listeners ??= []).push(listener);
-  }
-
-  removeEventListener(_type: "abort", listener: () => void) {
-    const i = this.listeners?.indexOf(listener) ?? -1;
-    if (i >= 0) this.listeners!.splice(i, 1);
-  }
-
-  /** Stops following the caller's signal (the attempt is over). */
-  dispose() {
-    this.unlink?.();
-    this.unlink = undefined;
-  }
 }
 
 /**
