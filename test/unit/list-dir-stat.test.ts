@@ -9,7 +9,7 @@ import { useTempDirs } from "../helpers/tmp.js";
 // statSync counted: the sandbox's look at the path (hard links) and list_dir's (sync or thread-pool read) are one.
 vi.mock("node:fs", async (importOriginal) => {
   const actual = await importOriginal<typeof fs>();
-  return { ...actual, statSync: vi.fn(actual.statSync) };
+  return { ...actual, statSync: vi.fn(actual.statSync), readdirSync: vi.fn(actual.readdirSync) };
 });
 
 describe("list_dir's look at the directory", () => {
@@ -32,5 +32,31 @@ describe("list_dir's look at the directory", () => {
     expect(await restricted("list_dir", { path: "a.txt" })).toMatch(/a.txt is not a directory/);
     expect(await restricted("list_dir", { path: "nope" })).toMatch(/directory not found: nope/);
     expect(await restricted("list_dir", { path: "a.txt/x" })).toMatch(/directory not found: a.txt\/x|a.txt\/x is not a directory/);
+  });
+
+  it("reads a ZFS-like directory of 5,000 entries (st_size 5,002: its entry count) off the event loop", async () => {
+    const ws = await tmp();
+    const big = join(ws, "big");
+    await mkdir(big);
+    const names = Array.from({ length: 5_000 }, (_, i) => `f${String(i).padStart(4, "0")}`);
+    for (const name of names) await writeFile(join(big, name), "");
+    const actual = await vi.importActual<typeof fs>("node:fs");
+    // On ZFS a directory's st_size is its entry count (+2): small by the byte threshold, however many entries.
+    const stat = vi.mocked(fs.statSync).mockImplementation(((p: fs.PathLike, o?: fs.StatSyncOptions) => {
+      const real = actual.statSync(p, o as fs.StatSyncOptions & { throwIfNoEntry: false });
+      if (real && String(p) === big) return Object.assign(Object.create(Object.getPrototypeOf(real) as object) as fs.Stats, real, { size: names.length + 2 });
+      return real;
+    }) as typeof fs.statSync);
+    const readWhole = vi.mocked(fs.readdirSync);
+    readWhole.mockClear();
+    try {
+      const run = runner([listDirTool(sandboxOf(ws))], ws);
+      expect(await run("list_dir", { path: "big", max_entries: 3 })).toBe(`${names.slice(0, 3).join("\n")}\n… and 4997 more (raise max_entries, or use glob)`);
+      expect(readWhole.mock.calls.filter(([p]) => String(p) === big)).toHaveLength(0);
+      // A small directory still reads at once, the same listing.
+      expect(await run("list_dir", {})).toBe("big/");
+    } finally {
+      stat.mockImplementation(actual.statSync);
+    }
   });
 });

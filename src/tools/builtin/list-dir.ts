@@ -7,11 +7,13 @@ import { displayPath, resolveToolTarget, type Sandbox, type ToolTarget } from ".
 import { assertDirectory, directoryError, findFiles, NOISE_DIRS } from "./walk.js";
 
 /**
- * A directory whose size (st_size, which grows with its entries on every common filesystem) is at
- * most this is read synchronously: a few µs, where the thread pool's round trip cost ~30 µs of CPU
- * for the same two-entry read. A bigger one (thousands of entries) is read off the event loop.
+ * A directory whose size (st_size) is at most this is read synchronously: a few µs, where the thread
+ * pool's round trip costs ~30 µs of CPU for the same two-entry read. A bigger one is read off the
+ * event loop. What st_size counts differs by filesystem, so the bound is one ext4 block: ~100–300
+ * entries on ext4, tmpfs, XFS and btrfs, and at most ~4,000 on ZFS, whose st_size is the entry count
+ * (a read of ~1 ms). A threshold of 64 KB let ZFS read ~65,000 entries on the event loop.
  */
-export const SYNC_READDIR_MAX_BYTES = 64 * 1024;
+export const SYNC_READDIR_MAX_BYTES = 4 * 1024;
 
 /**
  * The directory's entries; a missing path or a file is told by the read itself (directoryError).
