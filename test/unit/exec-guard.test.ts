@@ -321,8 +321,16 @@ describe("exec refuses internal URLs (nanobot's contains_internal_url cases)", (
     expect(await urls("curl http://evil.com/", { "evil.com": ["169.254.169.254"] })).toMatch(/link-local/);
     expect(await urls("curl https://example.com/api", { "example.com": ["93.184.216.34"] })).toBeUndefined();
     expect(await urls("curl https://github.com/HKUDS/nanobot", { "github.com": ["140.82.121.3"] })).toBeUndefined();
-    // A name that resolves to nothing reaches nothing: the command fails on its own.
-    expect(await urls("curl https://no-such-host.invalid/")).toBeUndefined();
+  });
+
+  it("refuses a name it cannot look up, as nanobot does: unresolvable, or no answer in time (else a name that resolves later could reach inside)", async () => {
+    expect(await urls("curl https://no-such-host.invalid/")).toMatch(
+      /^command refused by the safety guard \(internal\/private URL\): it names no-such-host\.invalid, whose address could not be looked up \(getaddrinfo ENOTFOUND no-such-host\.invalid\)/,
+    );
+    const silent: Resolver = () => undefined;
+    const slow = await internalUrlRefusal("curl https://slow.example/x", createSsrfGuard([], silent), 50);
+    expect(slow).toMatch(/it names slow\.example, whose address could not be looked up \(no answer in 0\.05 s\)/);
+    expect(slow).toMatch(/check the name/);
   });
 
   it("leaves version numbers, bare addresses without a port or path, and file:// to the other checks", async () => {

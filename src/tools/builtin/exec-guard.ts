@@ -158,18 +158,35 @@ export function urlsIn(command: string): URL[] {
 export async function internalUrlRefusal(command: string, guard: SsrfGuard, timeoutMs = 3_000): Promise<string | undefined> {
   for (const url of urlsIn(command)) {
     const host = url.hostname.replace(/^\[|\]$/g, "").replace(/\.$/, "").toLowerCase();
-    const why = host === "localhost" || host.endsWith(".localhost") ? guard.blocked("127.0.0.1") : undefined;
-    if (why) return refusedUrl(url.host, why);
+    if (host === "localhost" || host.endsWith(".localhost")) {
+      // Loopback by definition (RFC 6761), whatever a resolver says: allowed only by tools.ssrfWhitelist.
+      const why = guard.blocked("127.0.0.1");
+      if (why) return refusedUrl(url.host, why);
+      continue;
+    }
+    let timer: NodeJS.Timeout | undefined;
     try {
       // Only the address matters here: a scheme web_fetch would not take is still checked by its host.
       const probe = new URL(`http://${url.host}/`);
-      await Promise.race([guard.assertPublicUrl(probe), new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+      const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new LookupTimeout(timeoutMs)), timeoutMs)));
+      await Promise.race([guard.assertPublicUrl(probe), late]);
     } catch (err) {
       if (err instanceof SsrfError) return `command refused by the safety guard (internal/private URL): ${err.message.replace(/^refused to fetch/, "it names").replace("can be fetched", "can be reached")}`;
-      // A name that does not resolve reaches nothing; the command will fail on its own.
+      // A name the guard cannot look up now may answer with an internal address when the command
+      // runs: refused, as nanobot refuses it ("Cannot resolve hostname").
+      const why = err instanceof LookupTimeout ? err.message : (err as Error).message.replace(/^cannot resolve [^:]*: /, "");
+      return `command refused by the safety guard (internal/private URL): it names ${url.host}, whose address could not be looked up (${why}), so it cannot be shown to be public; check the name, or retry if the network was slow.`;
+    } finally {
+      clearTimeout(timer);
     }
   }
   return undefined;
+}
+
+class LookupTimeout extends Error {
+  constructor(ms: number) {
+    super(`no answer in ${ms / 1000} s`);
+  }
 }
 
 const refusedUrl = (host: string, why: string) =>
