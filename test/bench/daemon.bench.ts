@@ -6,8 +6,9 @@
  *    peak RSS, RSS once every session has passivated (at 1,000), and shutdown time with every
  *    session still live (at 100 and 10,000). The N users send as independent clients do: 100 at a
  *    time, each sending its next message once `daemon.accept` acknowledged the last (its synced
- *    inbox write), not one after another (a single client: the accept loop then took 1.4 s of 1.6
- *    at 100 sessions and 10.1 s of 10.3 at 1,000, each accept waiting a whole fsync wave). Each
+ *    inbox write), not one after another (a single client: on a loaded machine the accept loop then
+ *    took 1.4 s of 1.6 at 100 sessions and 10.1 s of 10.3 at 1,000, each accept waiting a whole
+ *    fsync wave, and every turn's writes went in ~6 times as many fsyncs). Each
  *    point is a fresh in-process daemon (under tsx) after one warm-up turn: every session is new and
  *    V8 is still optimizing, as for a burst soon after a daemon starts. The time the main thread
  *    spent runnable but waiting for a CPU is printed too: on a loaded machine it, not troupe, can
