@@ -21,17 +21,38 @@ export async function daemonFor(url: string, defaults: Record<string, unknown>, 
   return { daemon: await createDaemon(await loadConfig({ TROUPE_HOME: dir }), { stream: false, ...opts }), dir };
 }
 
-/** Sends one message per chat and resolves, with the elapsed ms, when every reply is out. */
-export async function burst(daemon: Daemon, chats: string[]): Promise<number> {
+/**
+ * Sends one message per chat and resolves, with the elapsed ms, when every reply is out.
+ *
+ * `inFlight` is how many senders wait on `daemon.accept` (the synced inbox write) at once. 1 sends
+ * one after another: one client feeding the daemon. N independent users do not wait for each
+ * other's acknowledgement; `inFlight: 100` is 100 clients sending at once, each sending its next
+ * message once the last is acknowledged (as many clients' requests a gateway takes at a time), so
+ * the daemon's group commit can take their inbox writes together.
+ */
+export async function burst(daemon: Daemon, chats: string[], opts: { inFlight?: number } = {}): Promise<number> {
   const pending = new Set<string>();
+  const answered = new Set<string>();
+  let accepted = 0;
   let resolveAll!: () => void;
   const allDone = new Promise<void>((resolve) => (resolveAll = resolve));
+  const check = () => accepted === chats.length && pending.size === 0 && resolveAll();
   const sub = daemon.bus.ofType("outbound").subscribe((e) => {
-    for (const id of e.answers) pending.delete(id);
-    if (pending.size === 0) resolveAll();
+    for (const id of e.answers) if (!pending.delete(id)) answered.add(id);
+    check();
   });
+  let next = 0;
+  const sender = async () => {
+    while (next < chats.length) {
+      const id = await daemon.accept("api", { chatId: chats[next++]!, senderId: "bench", content: "list the workspace" });
+      accepted++;
+      // A reply can go out before its sender hears the acknowledgement.
+      if (!answered.delete(id)) pending.add(id);
+    }
+  };
   const t0 = performance.now();
-  for (const chat of chats) pending.add(await daemon.accept("api", { chatId: chat, senderId: "bench", content: "list the workspace" }));
+  await Promise.all(Array.from({ length: Math.min(chats.length, opts.inFlight ?? 1) }, sender));
+  check();
   await allDone;
   sub.unsubscribe();
   return performance.now() - t0;
