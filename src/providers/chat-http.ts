@@ -57,6 +57,9 @@ function encodeOnce(value: object): Buffer {
   return bytes;
 }
 
+/** Lets go of a message's kept bytes at once (its session's actor ended), not at V8's next full collection: see memory/side-data.ts. */
+export const forgetEncoded = (value: object): boolean => encoded.delete(value);
+
 /**
  * Under test (NODE_ENV=test, as vitest sets it, and the processes its tests start) a message is
  * frozen, deeply, once encoded: a change in place, which would leave its cached bytes (and its
