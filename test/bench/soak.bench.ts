@@ -127,7 +127,7 @@ async function measure(n: number): Promise<void> {
   console.log(
     `minute ${String(n).padStart(2)}: live heap ${(usedSize / MB).toFixed(0)} MB, RSS ${(bytes / MB).toFixed(0)} MB (${(rssBefore / MB).toFixed(0)} MB before that GC)${calm ? "" : " (turns still running)"}; ` +
       `V8's lowest after a full GC this minute ${Number.isFinite(low) ? `${(low / MB).toFixed(0)} MB` : "(none)"} (${fullGcs} full GCs); ` +
-      `${held.liveSessions} live sessions keeping ${held.keptMessages.toLocaleString("en")} messages (${perSession} each), ` +
+      `${held.liveSessions} live sessions (histories kept: ${held.keptSessions}) keeping ${held.keptMessages.toLocaleString("en")} messages (${perSession} each), ` +
       `${held.tokenCounts.cached.toLocaleString("en")} of ${held.tokenCounts.limit.toLocaleString("en")} token counts cached; ${turns.toLocaleString("en")} turns`,
   );
   if (snapshotAt.includes(n)) process.kill(pid, "SIGUSR2");
