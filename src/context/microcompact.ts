@@ -31,3 +31,6 @@ function cleared(m: Extract<ChatMessage, { role: "tool" }>): ChatMessage {
   if (p === undefined) placeholders.set(m, (p = { ...m, content: `[${m.name} result cleared to save context (${m.content.length} chars); call ${m.name} again if you need it]` }));
   return p;
 }
+
+/** The placeholder made for a message, if one was (memory/side-data.ts lets go of what was kept for both). */
+export const placeholderOf = (m: ChatMessage): ChatMessage | undefined => placeholders.get(m);

@@ -10,6 +10,7 @@ import type { Store } from "../store/store.js";
 import { historyTimestamp, type HistoryEntry, type MemoryFiles } from "./files.js";
 import { consolidationStateOp, getConsolidationState, type ConsolidationState } from "./session-state.js";
 import { ARCHIVED, release, tokenSums, unarchived, type KeptMessage } from "./kept-messages.js";
+import { forgetSideData } from "./side-data.js";
 import { messageTokens, textTokens, type TokenCost } from "./tokens.js";
 
 /** nanobot's limits: rounds per consolidation, messages per archived chunk. */
@@ -300,8 +301,15 @@ export function createConsolidator(deps: ConsolidatorDeps) {
     view,
     /** The view's unarchived messages the model is sent (shown-only ones left out), with each one's seq. */
     unarchived: (v: SessionView) => unarchived(v.messages, v.state.lastConsolidated),
-    /** The session's actor ended: its messages are read afresh when it starts again. */
-    forget: (sessionKey: string) => void known.delete(sessionKey),
+    /**
+     * The session's actor ended: its messages are read afresh when it starts again, and what was
+     * kept beside them (request bytes, token counts) goes now, not at V8's next full collection.
+     */
+    forget: (sessionKey: string) => {
+      const kept = known.get(sessionKey);
+      known.delete(sessionKey);
+      if (kept) for (const m of kept.messages) if (m !== ARCHIVED) forgetSideData(m.message);
+    },
     /** Sessions whose messages are kept (tests check an ended session's are let go). */
     held: () => known.size,
     /** How many unarchived messages the live sessions' kept histories hold (the soak bench prints it: they grow up to the budget). */

@@ -1,5 +1,6 @@
 import type { ChatMessage } from "../providers/messages.js";
 import type { StoredMessage } from "../store/sessions.js";
+import { forgetSideData } from "./side-data.js";
 import { messageTokens, messageTokensBound } from "./tokens.js";
 
 /**
@@ -39,9 +40,12 @@ function rangeSum(messages: StoredMessage[], cost: (m: ChatMessage) => number): 
  */
 export const ARCHIVED: KeptMessage = Object.freeze({ seq: -1, message: Object.freeze({ role: "user", content: "" }) as ChatMessage, turnId: null, at: 0, shownOnly: true });
 
-/** Replaces the messages before `upTo` with ARCHIVED, from the last one still held back (each is replaced once). */
+/** Replaces the messages before `upTo` with ARCHIVED, from the last one still held back (each is replaced once), and lets go of what was kept beside each. */
 function letGo(messages: KeptMessage[], upTo: number): void {
-  for (let i = Math.min(upTo, messages.length) - 1; i >= 0 && messages[i] !== ARCHIVED; i--) messages[i] = ARCHIVED;
+  for (let i = Math.min(upTo, messages.length) - 1; i >= 0 && messages[i] !== ARCHIVED; i--) {
+    forgetSideData(messages[i]!.message);
+    messages[i] = ARCHIVED;
+  }
 }
 
 /** The index of the first of the ascending `values` at or past `at` (their length if none is). */

@@ -117,6 +117,11 @@ export const messageTokensBound = (m: ChatMessage): number => {
   if (n === undefined) bounded.set(m, (n = messageCost(m, textTokensBound)));
   return n;
 };
+/** Lets go of a message's kept counts at once (see side-data.ts); true when it had any. */
+export function forgetCounts(m: ChatMessage): boolean {
+  const exact = counted.delete(m);
+  return bounded.delete(m) || exact;
+}
 
 /** A list's sum of `cost`, by runs (providers/runs.ts): a long history's counts are added up a run at a time, not message by message every call. */
 function sumByRuns(cost: (m: ChatMessage) => number): (messages: ChatMessage[]) => number {

@@ -39,10 +39,10 @@ const safeJson = (text: string): unknown => {
 /**
  * The request body as JSON, in UTF-8, assembled from pieces encoded once: a session sends the same
  * message objects call after call (its history, then the turn's own messages), so each message is
- * encoded the first time it is sent and its bytes reused after (messages are never changed in place
- * once made: microcompact and repair make new objects). The tool schemas are the same array on every
- * call of a session (the registry keeps it until its tools change) and often the larger part of a
- * request: encoded once per array. The bytes are those of `JSON.stringify` of the body with
+ * encoded the first time it is sent and its bytes reused after, until a run holds them (runBytes;
+ * messages are never changed in place once made: microcompact and repair make new objects). The
+ * tool schemas are the same array on every call of a session (the registry keeps it until its tools
+ * change) and often the larger part of a request: encoded once per array. The bytes are those of `JSON.stringify` of the body with
  * `tools` moved last (test/unit/request-body.test.ts pins them).
  */
 const encoded = new WeakMap<object, Buffer>();
@@ -56,6 +56,9 @@ function encodeOnce(value: object): Buffer {
   if (bytes === undefined) encoded.set(value, (bytes = Buffer.from(JSON.stringify(value), "utf8")));
   return bytes;
 }
+
+/** Lets go of a message's kept bytes at once (its session's actor ended), not at V8's next full collection: see memory/side-data.ts. */
+export const forgetEncoded = (value: object): boolean => encoded.delete(value);
 
 /**
  * Under test (NODE_ENV=test, as vitest sets it, and the processes its tests start) a message is
@@ -103,8 +106,18 @@ function element(item: unknown): Buffer {
   return bytes;
 }
 
-/** A run of messages as JSON, encoded together, so a long history is a few dozen pieces to send, not thousands (runs.ts). */
-const runBytes = runCache((run) => Buffer.concat(run.flatMap((item, k) => (k ? [COMMA, element(item)] : [element(item)]))));
+/**
+ * A run of messages as JSON, encoded together, so a long history is a few dozen pieces to send, not
+ * thousands (runs.ts). Its messages' own bytes are let go once the run holds them (they were kept
+ * twice: a Buffer object and its bytes per message, beside the run's), so what a live session keeps
+ * is its runs and the bytes of its newest messages, not yet in a run. A message of a kept run is
+ * encoded again only where a run is made anew over it (a cut start, a compacted variant).
+ */
+const runBytes = runCache((run) => {
+  const bytes = Buffer.concat(run.flatMap((item, k) => (k ? [COMMA, element(item)] : [element(item)])));
+  for (const item of run) if (typeof item === "object" && item !== null) encoded.delete(item);
+  return bytes;
+});
 
 /** An array of messages as JSON: `[` its elements' bytes, comma-separated `]`. */
 function pushArray(out: Buffer[], items: unknown[]) {

@@ -29,6 +29,9 @@ function isBoundary(item: unknown): boolean {
   return n % RUN === 0;
 }
 
+/** Lets go of an object's number at once (see memory/side-data.ts); met again, it gets a new one (its runs are made afresh). */
+export const forgetMet = (item: object): boolean => firstMet.delete(item);
+
 /** What `make` gives for the run starting at `at`, with its length; undefined when no run starts there. */
 export type RunAt<T> = (items: readonly unknown[], at: number) => { value: T; length: number } | undefined;
 

@@ -11,13 +11,27 @@
  * Judged by the last third of the run against the middle third (the first third is warm-up: code,
  * caches, pools); it says what was still filling in the thirds compared.
  *
- * What its heap snapshots showed growing (issue 15, November 2026), none of it a leak: the live
- * sessions' kept histories (per message: the object, its request bytes in chat-http's `encoded`, its
- * token counts, its place in the WeakMaps keyed by message, whose tables V8 never shrinks: they
- * double in steps as more messages are live), until each session reaches its budget; the token
- * counts cache, up to its 20,000 entries (~4 MB; full within ~15,000 turns); the inspector's event
- * ring (a fixed number of events, whose snapshots hold their turn's messages). V8's own "heap after
- * the last full GC" counted the burst in flight, which is why the bench collects at a quiet moment.
+ * What its heap snapshots showed (issue 15, November 2026; 9-minute runs, snapshots at minutes 4 and 8,
+ * `held`: histories kept = live sessions, so a passivated session's history is held by nobody). A
+ * session here passivates between two of its messages (5 s idle, a message every ~15 s), so each turn
+ * reads its whole history afresh: new message objects, each entered in the WeakMaps keyed by message
+ * (chat-http's `encoded`, the token counts `counted` and `bounded`, runs' `firstMet`). Their entries
+ * went only at V8's next full GC, and V8 never shrinks a WeakMap's table after a GC empties it: the
+ * four tables held every re-read message since the last full GC, 4 × 17 MB at minute 8 (the live
+ * heap 59 → 126 MB; 9 minutes: 57 → 86 MB, 1.49×). Now (memory/side-data.ts) a session's entries
+ * are deleted when its actor ends and an archived message's when it is archived: the tables are
+ * sized by the live sessions' messages (4 × 2 MB at minute 8, 48,000 kept messages; the run 52 → 63
+ * MB, 1.21×). And a message's request bytes were kept twice, a Buffer each (96 bytes on the heap, its
+ * bytes in a pool slab) beside its run's joined bytes: they are let go once a run holds them.
+ * Without snapshots, 9 minutes (same machine, loaded): before 61 → 69 MB (1.13×; kept messages
+ * 23,200 → 28,800), after 51 → 58 MB (1.15×; 21,300 → 37,200): less heap for more kept messages, the
+ * ratio now the kept histories' growth.
+ * What still grows is legitimate and bounded: the live sessions' kept histories (the message, its
+ * kept-messages entries, token counts, its run's bytes: ~0.45 KB of heap each), until each session
+ * reaches its budget; the token counts cache, up to its 20,000 entries (~4 MB; full by minute ~5);
+ * the inspector's event ring (a fixed number of events, whose snapshots hold their turn's messages).
+ * V8's own "heap after the last full GC" counted the burst in flight, which is why the bench collects
+ * at a quiet moment.
  */
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -40,6 +54,9 @@ const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.le
 // (as they should: they are under budget) and never consolidate. A window of 7,500 consolidates from
 // minute ~5, but then nearly every turn consolidates (the prompt is most of the budget) and the
 // rate fell from ~2,400 to ~500 turns a minute; a window between the two would be the soak's steady state.
+// One whose warm-up ends within a 30-minute run's first third (~38 turns a session at ~3.8 a minute: a
+// window near 8,700) archives down to half its budget, below the prompt alone: it too would consolidate
+// nearly every turn, so its flat heap would be consolidation's, not the steady daemon's. Kept at 12,000.
 // TROUPE_SOAK_SNAPSHOTS=4,10: the gateway writes a V8 heap snapshot at those minutes (into a folder
 // printed at the start; compare two with scripts/heap-diff.mjs). Writing one takes seconds and leaves
 // RSS higher (the serialiser's memory): the RSS figures of such a run are not comparable.
@@ -127,7 +144,7 @@ async function measure(n: number): Promise<void> {
   console.log(
     `minute ${String(n).padStart(2)}: live heap ${(usedSize / MB).toFixed(0)} MB, RSS ${(bytes / MB).toFixed(0)} MB (${(rssBefore / MB).toFixed(0)} MB before that GC)${calm ? "" : " (turns still running)"}; ` +
       `V8's lowest after a full GC this minute ${Number.isFinite(low) ? `${(low / MB).toFixed(0)} MB` : "(none)"} (${fullGcs} full GCs); ` +
-      `${held.liveSessions} live sessions keeping ${held.keptMessages.toLocaleString("en")} messages (${perSession} each), ` +
+      `${held.liveSessions} live sessions (histories kept: ${held.keptSessions}) keeping ${held.keptMessages.toLocaleString("en")} messages (${perSession} each), ` +
       `${held.tokenCounts.cached.toLocaleString("en")} of ${held.tokenCounts.limit.toLocaleString("en")} token counts cached; ${turns.toLocaleString("en")} turns`,
   );
   if (snapshotAt.includes(n)) process.kill(pid, "SIGUSR2");

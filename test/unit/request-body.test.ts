@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { forgetEncoded, requestBody } from "../../src/providers/chat-http.js";
 import { createOpenAiProvider } from "../../src/providers/client.js";
 import type { ToolSchema } from "../../src/providers/client.js";
 import type { ChatMessage } from "../../src/providers/messages.js";
@@ -113,6 +114,19 @@ describe("the request body of a session's model calls", () => {
       });
     });
   }
+
+  it("keeps a message's bytes once: those a run of the history holds are not kept per message too", () => {
+    const history = Array.from({ length: 100 }, (_, i) => turnMessages(i)).flat();
+    const body = (messages: ChatMessage[]) => Buffer.concat(requestBody({ model: "m", messages })).toString("utf8");
+    // Sent twice as it grows, then from a cut start (its first run is made anew, its messages encoded again).
+    expect(body(history.slice(0, 300))).toBe(JSON.stringify({ model: "m", messages: history.slice(0, 300) }));
+    expect(body(history)).toBe(JSON.stringify({ model: "m", messages: history }));
+    expect(body(history.slice(37))).toBe(JSON.stringify({ model: "m", messages: history.slice(37) }));
+    // Only the newest messages, not yet in a run (at most two runs' worth: runs.ts), keep bytes of their own.
+    const own = history.filter((m) => forgetEncoded(m)).length;
+    expect(own).toBeGreaterThan(0);
+    expect(own).toBeLessThanOrEqual(64);
+  });
 
   it("freezes a message once sent, under test: changing it in place (its cached bytes would go stale) throws", async () => {
     const cap = await captureServer(false);
