@@ -14,7 +14,7 @@ const response = (over: Partial<ModelResponse>): ModelResponse =>
 describe("persistTurnSnapshot", () => {
   it("stores what XState's getPersistedSnapshot then packSnapshot stored, at every state of a turn with a tool call", async () => {
     const answers = [
-      response({ content: "looking", toolCalls: [{ id: "c1", name: "list_dir", arguments: { path: "." } }] as ModelResponse["toolCalls"] }),
+      response({ content: "looking", toolCalls: [{ id: "c1", name: "list_dir", rawArguments: "{\"path\":\".\"}", arguments: { path: "." } }] }),
       response({ content: "done", model: "p/m" } as Partial<ModelResponse>),
     ];
     const machine = turnMachine.provide({
