@@ -9,7 +9,7 @@ import { mergeConsecutiveUsers, repairHistory } from "../src/providers/history.j
 import type { LlmProvider } from "../src/providers/client.js";
 import { createCheckpointBarrier, type CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
 import type { Store, StoreOp } from "../src/store/store.js";
-import { checkpointOps, closeTurnOp, stateJournalOp, toolCallKey, toolJournalOp, type ToolJournalRecord, openTurnOp, packSnapshot, pruneFinishedOps, TURN_FORMAT, turnSummaryOps, type TurnRecord } from "../src/store/turns.js";
+import { checkpointOps, closeTurnOp, stateJournalOp, toolCallKey, toolJournalOp, type ToolJournalRecord, openTurnOp, persistTurnSnapshot, type LiveTurnSnapshot, pruneFinishedOps, TURN_FORMAT, turnSummaryOps, type TurnRecord } from "../src/store/turns.js";
 import type { ToolRegistry } from "../src/tools/registry.js";
 import { attachToolImages } from "../src/tools/tool-images.js";
 import {
@@ -234,8 +234,6 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
         });
         return;
       }
-      // Persisted without the messages: XState copies the whole context, so they are left out first.
-      const persisted = base.getPersistedSnapshot({ ...snap, context: { ...snap.context, messages: [] } } as TurnSnapshot);
       const record: TurnRecord = {
         format: TURN_FORMAT,
         turnId,
@@ -243,7 +241,8 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
         state: String(snap.value),
         final,
         seq: snap.context.seq,
-        snapshot: packSnapshot(persisted as unknown as TurnRecord["snapshot"]),
+        // What XState's getPersistedSnapshot then packSnapshot would store, in one pass (turns.ts).
+        snapshot: persistTurnSnapshot(snap as unknown as LiveTurnSnapshot),
         input,
         createdAt,
         updatedAt: now(),

@@ -174,6 +174,48 @@ export function packSnapshot(persisted: TurnRecord["snapshot"]): TurnRecord["sna
   return packed as TurnRecord["snapshot"];
 }
 
+/** A live child actor of the turn, as XState's own persistence reads it. */
+interface LiveChild {
+  src: unknown;
+  systemId?: string;
+  _syncSnapshot?: boolean;
+  getPersistedSnapshot(): unknown;
+}
+
+/** The live turn-machine snapshot's fields that persistence reads. */
+export interface LiveTurnSnapshot {
+  status: string;
+  value: unknown;
+  error?: unknown;
+  output?: unknown;
+  historyValue?: Record<string, unknown>;
+  context: Record<string, unknown> & { messages: unknown[] };
+  children: Record<string, LiveChild | undefined>;
+}
+
+/**
+ * packSnapshot(machine.getPersistedSnapshot(snapshot)) in one pass, for the turn machine: its
+ * context holds no actor references (XState's persistContext walk would copy none), it has no
+ * history states, and its children are named by key (src is a string). XState's version
+ * rest-copies the snapshot and walks the whole context on every checkpoint, the packing then copies
+ * it all again; this copies the context once, its messages left out.
+ */
+export function persistTurnSnapshot(snap: LiveTurnSnapshot): TurnRecord["snapshot"] {
+  const packed: Record<string, unknown> = { status: snap.status, error: snap.error, value: snap.value };
+  if (!isEmpty(snap.historyValue)) throw new Error("the turn machine has no history states: persistTurnSnapshot cannot store a history value");
+  if (snap.output !== undefined && snap.status !== "done") packed.output = snap.output;
+  const context = { ...snap.context, messages: [] };
+  packed.context = context;
+  const children: Record<string, PersistedChild> = {};
+  for (const id in snap.children) {
+    const child = snap.children[id];
+    if (!child) continue;
+    children[id] = packChild({ snapshot: child.getPersistedSnapshot() as PersistedChild["snapshot"], src: child.src, systemId: child.systemId, syncSnapshot: child._syncSnapshot }, snap.context);
+  }
+  packed.children = children;
+  return packed as TurnRecord["snapshot"];
+}
+
 const isEmpty = (value: object | undefined) => {
   for (const _ in value) return false;
   return true;

@@ -21,19 +21,31 @@ describe("checkpoint barrier", () => {
     await barrier.reached("t", 4);
   });
 
-  it("an aborted wait is rejected with the signal's reason; a wait let through leaves no listener on the turn's signal", async () => {
+  it("an aborted wait never lets its effect through: rejected with the signal's reason when its checkpoint arrives; no listener on the turn's signal", async () => {
     const barrier = createCheckpointBarrier();
     const turn = new AbortController();
     const waits = [barrier.reached("t", 1, turn.signal), barrier.reached("t", 2, turn.signal)];
-    expect(getEventListeners(turn.signal, "abort")).toHaveLength(2);
+    expect(getEventListeners(turn.signal, "abort")).toHaveLength(0);
     barrier.mark("t", 2);
     await Promise.all(waits);
-    expect(getEventListeners(turn.signal, "abort")).toHaveLength(0);
     const stopped = new AbortController();
-    const wait = barrier.reached("t", 9, stopped.signal);
+    let through = false;
+    const wait = barrier.reached("t", 9, stopped.signal).then(() => (through = true));
     stopped.abort(new Error("turn stopped"));
-    await expect(wait).rejects.toThrow("turn stopped");
-    // It no longer waits: a later mark has nobody to let through.
     barrier.mark("t", 9);
+    await expect(wait).rejects.toThrow("turn stopped");
+    expect(through).toBe(false);
+    // Already aborted: refused at once, even when its checkpoint is durable.
+    await expect(barrier.reached("t", 9, stopped.signal)).rejects.toThrow("turn stopped");
+  });
+
+  it("a wait still pending when its turn is forgotten is dropped: a later mark of a new turn with the same id does not let it through", async () => {
+    const barrier = createCheckpointBarrier();
+    let through = false;
+    void barrier.reached("t", 3).then(() => (through = true));
+    barrier.forget("t");
+    barrier.mark("t", 5);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(through).toBe(false);
   });
 });
