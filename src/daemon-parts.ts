@@ -9,6 +9,7 @@ export { createHeartbeat } from "../actors/heartbeat.js";
 export { cronFinalOps, fireNow, unfinishedSystemRuns, finishRunOps } from "./cron/fire.js";
 export { HEARTBEAT_SESSION, pickHeartbeatTarget } from "./cron/heartbeat.js";
 export { trackLastChat } from "./cron/last-chat.js";
+export { NO_CHAT } from "./cron/jobs.js";
 export { createCronService } from "./cron/service.js";
 export { cronTool } from "./tools/builtin/cron.js";
 export { createSlots } from "../actors/slot.js";

@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { createActor, type Actor, type AnyActorRef } from "xstate";
 import type { StartedRun } from "./cron/fire.js";
-import { NO_CHAT, type CronJob } from "./cron/jobs.js";
+import type { CronJob } from "./cron/jobs.js";
 import type { CronService } from "./cron/service.js";
 import { listSessions } from "./store/sessions.js";
 import { createDreamRuntime, type DreamRuntime } from "../actors/dream.js";
@@ -247,6 +247,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     finishRunOps,
     fireNow,
     HEARTBEAT_SESSION,
+    NO_CHAT,
     pickHeartbeatTarget,
     resolveTranscription,
     sessionsToRecover,

@@ -9,7 +9,7 @@ import { useTempDirs } from "../helpers/tmp.js";
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const TRACE = fileURLToPath(new URL("../fixtures/module-trace.mjs", import.meta.url));
 
-/** Source files that only a daemon runs (src/daemon-parts.ts): channels, cron, heartbeat, upkeep, the actor tree. */
+/** Source files that only a daemon runs (src/daemon-parts.ts): channels, cron, heartbeat, upkeep, the actor tree (and the cron jobs, which only /status reads otherwise). */
 const DAEMON_ONLY = [
   "actors/channel.ts",
   "actors/cron.ts",
@@ -17,6 +17,8 @@ const DAEMON_ONLY = [
   "actors/session-host.ts",
   "actors/subagents.ts",
   "src/channels/api.ts",
+  "src/cron/jobs.ts",
+  "src/cron/schedule.ts",
   "src/cron/service.ts",
   "src/store/upkeep.ts",
   "src/server/actor-tree.ts",
