@@ -1,7 +1,7 @@
 // What only the daemon (createDaemon in runtime.ts) runs: channels, cron, heartbeat, subagents, upkeep,
 // the actor tree. runtime.ts imports it when a daemon starts, so an in-process `troupe agent`
 // (createAgentRuntime alone) does not initialise these modules (their XState machines, zod schemas):
-// module initialisation fell from 36% to 27% of a cold `troupe agent -m`'s CPU profile (medians of 7).
+// ~3 ms less module initialisation in a cold `troupe agent -m` (CPU profiles, medians of 8).
 export { createTranscriber, resolveTranscription } from "./channels/transcription.js";
 export { createChannelActor } from "../actors/channel.js";
 export { createCronScheduler } from "../actors/cron.js";
