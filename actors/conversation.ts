@@ -22,7 +22,6 @@ import { fixedCost, inputBudget, messagesTokens, messagesTokensBound } from "../
 import type { ChatMessage, Usage } from "../src/providers/messages.js";
 import { statusText } from "../src/chat-status.js";
 import type { RestartOrigin } from "../src/restart-origin.js";
-import { listJobs } from "../src/cron/jobs.js";
 import { isFinished, listSubagents } from "../src/store/subagents.js";
 import { VERSION } from "../src/version.js";
 import { createTurnRuntime, type TurnDeps, type TurnFinalState, type TurnHandle, type TurnResult } from "./turn.js";
@@ -151,7 +150,8 @@ export function createConversation(deps: ConversationDeps) {
       getSessionMeta(deps.store, sessionKey),
       consolidator.status(sessionKey),
       listSubagents(deps.store),
-      listJobs(deps.store),
+      // Imported here: only /status reads the cron jobs (a turn never does, nor `troupe agent -m`'s start).
+      import("../src/cron/jobs.js").then((m) => m.listJobs(deps.store)),
     ]);
     const enabled = jobs.filter((j) => j.enabled && !j.system);
     const next = enabled.map((j) => j.nextRunAt).filter((t): t is number => t !== null);

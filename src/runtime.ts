@@ -1,40 +1,29 @@
-import { createTranscriber, resolveTranscription, type Transcriber } from "./channels/transcription.js";
+import type { Transcriber } from "./channels/transcription.js";
 import { randomUUID } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { createActor, type Actor, type AnyActorRef } from "xstate";
-import { createChannelActor } from "../actors/channel.js";
-import { createCronScheduler } from "../actors/cron.js";
-import { createHeartbeat } from "../actors/heartbeat.js";
-import { cronFinalOps, fireNow, unfinishedSystemRuns, finishRunOps, type StartedRun } from "./cron/fire.js";
-import { HEARTBEAT_SESSION, pickHeartbeatTarget } from "./cron/heartbeat.js";
-import { trackLastChat } from "./cron/last-chat.js";
-import { NO_CHAT, type CronJob } from "./cron/jobs.js";
-import { createCronService, type CronService } from "./cron/service.js";
-import { cronTool } from "./tools/builtin/cron.js";
+import type { StartedRun } from "./cron/fire.js";
+import type { CronJob } from "./cron/jobs.js";
+import type { CronService } from "./cron/service.js";
 import { listSessions } from "./store/sessions.js";
 import { createDreamRuntime, type DreamRuntime } from "../actors/dream.js";
 import { createLoadSession } from "../actors/load-session.js";
 import { createSessionTurns, replyRecord } from "../actors/session-turn.js";
-import { createSlots } from "../actors/slot.js";
-import { createSubagentPool, type SubagentPool } from "../actors/subagents.js";
+import type { SubagentPool } from "../actors/subagents.js";
 import { userMessageWithMedia } from "./context/media.js";
 import { sessionMachine, type SessionMessage } from "../machines/session.machine.js";
-import { createSessionHost, type SessionHost } from "../actors/session-host.js";
+import type { SessionHost } from "../actors/session-host.js";
 import { channelActorId, DREAM_ACTOR_ID, sessionActorId, sessionKeyOfActor, supervisorMachine, type SupervisionPolicy } from "../machines/supervisor.machine.js";
-import { createApiChannel } from "./channels/api.js";
 import type { Channel, ChannelInbound } from "./channels/channel.js";
 import { fault } from "./fault.js";
 import { parseSessionKey } from "./session-key.js";
 import { inboxDeleteOps, inboxPutOps, wasSeen } from "./store/inbox.js";
-import { sessionsToRecover } from "./store/recovery.js";
 import { listOpenTurns } from "./store/turns.js";
-import { startUpkeep, type DiskState } from "./store/upkeep.js";
-import { turnDetail } from "./server/turn-view.js";
-import { spawnTool, subagentsTool } from "./tools/builtin/spawn.js";
+import type { DiskState } from "./store/upkeep.js";
 import { ConfigError, TroupeError } from "./errors.js";
-import { createLimiter, type Limiter } from "./limiter.js";
-import { createActorTree, type ActorTree } from "./server/actor-tree.js";
-import { createEventLog, type EventLog } from "./server/event-log.js";
+import type { Limiter } from "./limiter.js";
+import type { ActorTree } from "./server/actor-tree.js";
+import type { EventLog } from "./server/event-log.js";
 import { queueDelivery } from "./store/outbox.js";
 import { createConversation, type Conversation } from "../actors/conversation.js";
 import { createBus, type Bus } from "./bus/index.js";
@@ -239,6 +228,36 @@ export interface ChannelState {
 export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {}): Promise<Daemon> {
   // Scheduled instants before this were missed (troupe was not running): each job's catchUp decides.
   const startedAt = Date.now();
+  // What only a daemon runs, loaded now: `troupe agent` (createAgentRuntime alone) never initialises it.
+  const {
+    createActorTree,
+    createApiChannel,
+    createChannelActor,
+    createCronScheduler,
+    createCronService,
+    createEventLog,
+    createHeartbeat,
+    createLimiter,
+    createSessionHost,
+    createSlots,
+    createSubagentPool,
+    createTranscriber,
+    cronFinalOps,
+    cronTool,
+    finishRunOps,
+    fireNow,
+    HEARTBEAT_SESSION,
+    NO_CHAT,
+    pickHeartbeatTarget,
+    resolveTranscription,
+    sessionsToRecover,
+    spawnTool,
+    startUpkeep,
+    subagentsTool,
+    trackLastChat,
+    turnDetail,
+    unfinishedSystemRuns,
+  } = await import("./daemon-parts.js");
   const telegram = loaded.config.channels.telegram;
   if (telegram.enabled && !telegram.token) {
     throw new ConfigError(loaded.paths.configFile, ["channels.telegram.token: empty; set the token @BotFather gave you, or set channels.telegram.enabled to false"]);

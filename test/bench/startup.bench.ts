@@ -77,6 +77,13 @@ const jnano = installJnano();
 const scratch = await mkdtemp(join(tmpdir(), "troupe-bench-startup-"));
 
 const floor: Run[] = [];
+/**
+ * NODE_EXTRA_CA_CERTS (set on some machines for a proxy's CA) makes Node 20 read and parse that bundle
+ * at every start, before any script runs: tens of ms of CPU that troupe and jnano both pay. Measured
+ * here when it is set, so the ratios against jnano can be read (they are taken as users run both).
+ */
+const extraCa = process.env.NODE_EXTRA_CA_CERTS;
+const floorNoCa: Run[] = [];
 const version: Run[] = [];
 const troupeCold: Run[] = [];
 /** The same without bin/troupe.js's V8 code cache: what the cache saves, measured in the same run. */
@@ -84,6 +91,7 @@ const troupeNoCache: Run[] = [];
 const jnanoCold: Run[] = [];
 for (let i = 0; i < RUNS; i++) {
   floor.push(await timed(process.execPath, ["-e", ""]));
+  if (extraCa) floorNoCa.push(await timed(process.execPath, ["-e", ""], { env: Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== "NODE_EXTRA_CA_CERTS")) }));
   version.push(await timed(process.execPath, [TROUPE_BIN, "--version"], { env: { ...clean, TROUPE_HOME: scratch } }));
   const home = join(scratch, `troupe-${i}`);
   await mkdir(home);
@@ -143,6 +151,7 @@ console.log("command                               wall      peak RSS  CPU (user
 const row = (name: string, runs: Run[]) =>
   console.log(`${name.padEnd(36)}  ${fmt(ms(runs), "ms").padStart(7)}  ${fmt(rss(runs), "MB").padStart(8)}  ${fmt(cpu(runs), "ms").padStart(8)}`);
 row("node -e '' (the floor)", floor);
+if (extraCa) row("  without NODE_EXTRA_CA_CERTS", floorNoCa);
 row("troupe --version", version);
 row("troupe agent -m hello (cold)", troupeCold);
 row("  the same without the code cache", troupeNoCache);
@@ -164,6 +173,13 @@ if (jnano) {
   record({ figure: "cold agent -m vs jnano", target: "≤ 0.5× wall, ≤ 0.75× RSS", measured: "jnano not installable here" });
 }
 record({ figure: "agent -m through the daemon", target: "≤ 150 ms", measured: fmt(ms(viaDaemon), "ms"), pass: ms(viaDaemon) <= 150 });
+if (extraCa) {
+  record({
+    figure: "NODE_EXTRA_CA_CERTS at each node start",
+    target: "(information: every command here pays it, jnano's too)",
+    measured: `${fmt(cpu(floor) - cpu(floorNoCa), "ms")} CPU, ${fmt(ms(floor) - ms(floorNoCa), "ms")} wall`,
+  });
+}
 record({
   figure: "cold agent -m CPU, code cache vs none",
   target: "(information)",
