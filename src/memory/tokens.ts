@@ -2,6 +2,7 @@ import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
 import type * as GptTokenizer from "gpt-tokenizer";
+import { keptLists } from "../providers/aligned.js";
 import type { ToolSchema } from "../providers/client.js";
 import type { ChatMessage } from "../providers/messages.js";
 
@@ -118,69 +119,26 @@ export const messageTokensBound = (m: ChatMessage): number => {
 };
 
 /**
- * A list's sum of `cost`, reusing the costs of the lists summed last. A session's history goes out
- * call after call as the same message objects: behind a new head (the system prompt, a new object
- * every turn), cut at its start as the window moves, one message swapped in the middle (microcompact
- * clears a result), grown at its end. Each list summed is kept (a copy, as it was) with its
- * elements' costs; a new one is laid beside the most recent kept list that holds one of its first
- * elements, at that offset, and an element the same object as the one beside it takes its cost
- * from there. Only what is new or moved is costed (`cost`, its own per-object cache): one pass of
- * identity checks over the window, not a WeakMap look-up per message on every call (they were
- * ~10% of a long session's turn, several sums of the whole window a turn).
+ * A list's sum of `cost`, reusing the costs of the lists summed last (providers/aligned.ts): only
+ * what is new or moved is costed (`cost` has its own per-object cache). Several sums of the whole
+ * window a turn were ~10% of a long session's turn as a WeakMap look-up per run and message.
  */
-interface Summed {
-  items: readonly ChatMessage[];
-  costs: Float64Array;
-}
 /** Lists kept: a turn sums the stored history, then each model call's request; other sessions' turns come between. */
 const LISTS_KEPT = 4;
-/** How many first elements may anchor a list against a kept one (the head is new every turn). */
-const ANCHORS = 3;
-/** Fresh anchors tried after a mismatch (a message inserted or dropped moves the rest); bounded so a new list stays one pass. */
-const REANCHORS = 8;
 
 function summedAligned(cost: (m: ChatMessage) => number): (messages: ChatMessage[]) => number {
-  const kept: Summed[] = [];
+  const lists = keptLists<Float64Array>(LISTS_KEPT);
   return (messages) => {
-    const n = messages.length;
-    // The kept list that lines up best: anchored by one of the first elements, then checked at a few later places.
-    let prev: Summed | undefined;
-    let off = 0;
-    let best = -1;
-    for (const k of kept) {
-      for (let h = 0; h < Math.min(n, ANCHORS); h++) {
-        const j = k.items.indexOf(messages[h]!);
-        if (j < 0) continue;
-        let score = 0;
-        for (const at of [n >> 1, (3 * n) >> 2, n - 2]) if (at > h && k.items[at + j - h] === messages[at]) score++;
-        if (score > best) {
-          best = score;
-          prev = k;
-          off = j - h;
-        }
-        break;
-      }
-    }
-    const costs = new Float64Array(n);
+    const beside = lists.beside(messages);
+    const costs = new Float64Array(messages.length);
     let sum = 0;
-    let reanchors = REANCHORS;
-    for (let i = 0; i < n; i++) {
-      const m = messages[i]!;
-      let c: number;
-      if (prev && prev.items[i + off] === m) c = prev.costs[i + off]!;
-      else {
-        if (prev && reanchors > 0) {
-          reanchors--;
-          const j = prev.items.indexOf(m);
-          if (j >= 0) off = j - i;
-        }
-        c = prev && prev.items[i + off] === m ? prev.costs[i + off]! : cost(m);
-      }
+    for (let i = 0; i < messages.length; i++) {
+      const j = beside.at(i);
+      const c = j >= 0 ? beside.kept!.data[j]! : cost(messages[i]!);
       costs[i] = c;
       sum += c;
     }
-    // A copy: the caller may change its list after, and a kept cost must stay that of the object kept beside it.
-    if (kept.unshift({ items: messages.slice(), costs }) > LISTS_KEPT) kept.pop();
+    lists.keep(messages, costs);
     return sum;
   };
 }
