@@ -1,3 +1,4 @@
+import { keptLists } from "../providers/aligned.js";
 import type { ChatMessage } from "../providers/messages.js";
 
 /** How many read-only tool results stay whole in what the model sees. */
@@ -6,18 +7,40 @@ export const MICROCOMPACT_KEEP = 10;
 const MIN_CHARS = 200;
 
 /**
+ * Which messages of the lists compacted last are read-only tool results (providers/aligned.ts): a
+ * long session's window is compacted on every model call, and reading every message's role and
+ * tool name again was ~2% of its turn. A tool's read-only flag is its own (the registry keeps it
+ * per name), so a message's flag stays true.
+ */
+const flagged = keptLists<Uint8Array>(4);
+
+/**
  * What the model is sent: read-only tool results older than the last `keep` become a one-line
  * placeholder. They can be fetched again at no risk, and old file listings and page dumps are
  * where a long turn's context goes. The checkpointed messages are left whole.
  */
 export function microcompact(messages: ChatMessage[], isReadOnly: (toolName: string) => boolean, keep = MICROCOMPACT_KEEP): ChatMessage[] {
-  const readOnlyAt: number[] = [];
-  messages.forEach((m, i) => {
-    if (m.role === "tool" && m.name && isReadOnly(m.name)) readOnlyAt.push(i);
-  });
-  const old = new Set(readOnlyAt.slice(0, Math.max(0, readOnlyAt.length - keep)));
-  if (old.size === 0) return messages;
-  return messages.map((m, i) => (old.has(i) && m.role === "tool" && m.content.length > MIN_CHARS ? cleared(m) : m));
+  const n = messages.length;
+  const beside = flagged.beside(messages);
+  const keptFlags = beside.kept?.data;
+  const readOnly = new Uint8Array(n);
+  let count = 0;
+  for (let i = 0; i < n; i++) {
+    const j = beside.at(i);
+    const m = messages[i]!;
+    count += readOnly[i] = j >= 0 ? keptFlags![j]! : m.role === "tool" && m.name && isReadOnly(m.name) ? 1 : 0;
+  }
+  flagged.keep(messages, readOnly);
+  let old = count - keep;
+  if (old <= 0) return messages;
+  const out = messages.slice();
+  for (let i = 0; i < n && old > 0; i++) {
+    if (!readOnly[i]) continue;
+    old--;
+    const m = messages[i] as Extract<ChatMessage, { role: "tool" }>;
+    if (m.content.length > MIN_CHARS) out[i] = cleared(m);
+  }
+  return out;
 }
 
 /**

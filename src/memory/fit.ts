@@ -37,7 +37,10 @@ export function historyWindow(stored: ChatMessage[], budget: number, fixed: Toke
   const bound = fixed.bound + messagesTokensBound(stored);
   if (bound <= budget) return { history: fromUser(stored, 0), estimate: bound, exact: false };
   const exactFixed = fixed.exact();
-  return { history: tokenWindow(stored, Math.max(0, budget - exactFixed)), estimate: exactFixed + messagesTokens(stored), exact: true };
+  const estimate = exactFixed + messagesTokens(stored);
+  // All of it fits by the exact count (the Consolidator keeps a session under the budget): no walk back from the end.
+  if (estimate <= budget) return { history: fromUser(stored, 0), estimate, exact: true };
+  return { history: tokenWindow(stored, Math.max(0, budget - exactFixed)), estimate, exact: true };
 }
 
 /**

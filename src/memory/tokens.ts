@@ -2,8 +2,8 @@ import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
 import type * as GptTokenizer from "gpt-tokenizer";
+import { keptLists } from "../providers/aligned.js";
 import type { ToolSchema } from "../providers/client.js";
-import { runCache } from "../providers/runs.js";
 import type { ChatMessage } from "../providers/messages.js";
 
 /**
@@ -123,23 +123,32 @@ export function forgetCounts(m: ChatMessage): boolean {
   return bounded.delete(m) || exact;
 }
 
-/** A list's sum of `cost`, by runs (providers/runs.ts): a long history's counts are added up a run at a time, not message by message every call. */
-function sumByRuns(cost: (m: ChatMessage) => number): (messages: ChatMessage[]) => number {
-  const run = runCache((items) => (items as ChatMessage[]).reduce((sum, m) => sum + cost(m), 0));
+/**
+ * A list's sum of `cost`, reusing the costs of the lists summed last (providers/aligned.ts): only
+ * what is new or moved is costed (`cost` has its own per-object cache). Several sums of the whole
+ * window a turn were ~10% of a long session's turn as a WeakMap look-up per run and message.
+ */
+/** Lists kept: a turn sums the stored history, then each model call's request; other sessions' turns come between. */
+const LISTS_KEPT = 4;
+
+function summedAligned(cost: (m: ChatMessage) => number): (messages: ChatMessage[]) => number {
+  const lists = keptLists<Float64Array>(LISTS_KEPT);
   return (messages) => {
+    const beside = lists.beside(messages);
+    const costs = new Float64Array(messages.length);
     let sum = 0;
-    for (let i = 0; i < messages.length; ) {
-      const r = run(messages, i);
-      if (r) {
-        sum += r.value;
-        i += r.length;
-      } else sum += cost(messages[i++]!);
+    for (let i = 0; i < messages.length; i++) {
+      const j = beside.at(i);
+      const c = j >= 0 ? beside.kept!.data[j]! : cost(messages[i]!);
+      costs[i] = c;
+      sum += c;
     }
+    lists.keep(messages, costs);
     return sum;
   };
 }
-export const messagesTokens = sumByRuns(messageTokens);
-export const messagesTokensBound = sumByRuns(messageTokensBound);
+export const messagesTokens = summedAligned(messageTokens);
+export const messagesTokensBound = summedAligned(messageTokensBound);
 
 /** A part of a request counted lazily: `bound` ≥ `exact()`, and `exact()` runs the tokenizer only when called. */
 export interface TokenCost {

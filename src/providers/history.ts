@@ -1,3 +1,4 @@
+import { keptLists } from "./aligned.js";
 import type { ChatMessage } from "./messages.js";
 
 /** What a tool call whose result never made it into the history is answered with. */
@@ -39,23 +40,56 @@ export function repairInFull(messages: ChatMessage[]): ChatMessage[] {
 /**
  * Whether repairHistory would give the messages back as they are: each assistant message's tool
  * calls answered, in order, by the tool results right after it, and no other tool result. (Answers
- * out of order are well formed too; the full pass keeps them as they are.) One pass, no copies: a
- * long session's history is checked on every model call.
+ * out of order are well formed too; the full pass keeps them as they are.) A long session's history
+ * is checked on every model call: a list is laid beside the well-formed ones checked last
+ * (aligned.ts), and a message with its tool results that stands there whole, ended where it ended
+ * there, is not read again (reading each message's fields was ~5% of a long session's turn).
  */
+const checked = keptLists<Uint8Array>(4);
+
 function wellFormed(messages: ChatMessage[]): boolean {
-  let calls: Array<{ id: string }> = [];
-  let answered = 0;
-  for (const m of messages) {
-    if (m.role === "tool") {
-      if (answered >= calls.length || calls[answered]!.id !== m.tool_call_id) return false;
-      answered++;
-      continue;
-    }
-    if (answered < calls.length) return false;
-    calls = m.role === "assistant" && m.tool_calls?.length ? m.tool_calls : [];
-    answered = 0;
+  const n = messages.length;
+  const beside = checked.beside(messages);
+  const keptTools = beside.kept?.data;
+  const keptLength = beside.kept?.items.length ?? 0;
+  // Which are tool results, and where each stands in the kept list (-1: not there).
+  const isTool = new Uint8Array(n);
+  const at = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    const j = (at[i] = beside.at(i));
+    isTool[i] = j >= 0 ? keptTools![j]! : messages[i]!.role === "tool" ? 1 : 0;
   }
-  return answered === calls.length;
+  // A tool result before any message that could have asked for it.
+  if (n && isTool[0]) return false;
+  for (let s = 0; s < n; ) {
+    let e = s + 1;
+    while (e < n && isTool[e]) e++;
+    if (!standsWhole(at, s, e, keptTools, keptLength) && !answered(messages, s, e)) return false;
+    s = e;
+  }
+  checked.keep(messages, isTool);
+  return true;
+}
+
+/** Whether messages [s, e) (one message and its tool results) stand together in the kept (well-formed) list and end there where they end here. */
+function standsWhole(at: Int32Array, s: number, e: number, keptTools: Uint8Array | undefined, keptLength: number): boolean {
+  const j = at[s]!;
+  if (j < 0 || !keptTools) return false;
+  for (let k = s + 1; k < e; k++) if (at[k] !== j + (k - s)) return false;
+  const end = j + (e - s);
+  return e < at.length ? at[e] === end : end === keptLength || keptTools[end] === 0;
+}
+
+/** Whether the tool results [s + 1, e) answer the calls of message s, all of them, in order. */
+function answered(messages: ChatMessage[], s: number, e: number): boolean {
+  const m = messages[s]!;
+  const calls = m.role === "assistant" && m.tool_calls?.length ? m.tool_calls : [];
+  if (e - s - 1 !== calls.length) return false;
+  for (let k = s + 1; k < e; k++) {
+    const r = messages[k]!;
+    if (r.role !== "tool" || r.tool_call_id !== calls[k - s - 1]!.id) return false;
+  }
+  return true;
 }
 
 type UserContent = Extract<ChatMessage, { role: "user" }>["content"];

@@ -1,6 +1,7 @@
 /**
  * Runs of a message list, for what is worked out over a long history call after call (its request
- * bytes, its token counts): a session sends the same message objects again and again, its history
+ * bytes; token sums lay whole lists side by side instead: aligned.ts): a session sends the same
+ * message objects again and again, its history
  * growing at its end and cut at its start, so what was made of a run of them is reused while the
  * same objects follow one another again.
  *

@@ -7,12 +7,12 @@ import { createDaemon, type Daemon, type DaemonOptions } from "../../src/runtime
 import { writeHome } from "../helpers/daemon.js";
 
 /** The fake model in its own process, so its bookkeeping does not count against troupe. */
-export async function fakeModel(latencyMs: number, callsPerTurn = 2): Promise<{ url: string; stop: () => void }> {
+export async function fakeModel(latencyMs: number, callsPerTurn = 2): Promise<{ url: string; stop: () => void; pid?: number }> {
   const child = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "fake-model.ts"), String(latencyMs), String(callsPerTurn)], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   const url = await new Promise<string>((resolve) => child.stdout.once("data", (d: Buffer) => resolve(d.toString().trim())));
-  return { url, stop: () => child.kill("SIGTERM") };
+  return { url, stop: () => child.kill("SIGTERM"), pid: child.pid };
 }
 
 export async function daemonFor(url: string, defaults: Record<string, unknown>, opts: DaemonOptions = {}): Promise<{ daemon: Daemon; dir: string }> {

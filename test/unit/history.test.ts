@@ -82,4 +82,36 @@ describe("repairHistory on a history that needs nothing", () => {
       expect(repairHistory(messages)).toEqual(repairInFull(messages));
     }
   });
+
+  it("checks each list in full when it is laid beside the well-formed ones checked before: a result dropped, moved or added in a kept stretch is still repaired", () => {
+    // One long session's lists call after call: new head, window cut at its start, grown at its end, then damaged somewhere.
+    const made: ChatMessage[] = [];
+    const turn = (t: number) => {
+      made.push({ role: "user", content: `u${t}` });
+      made.push({ role: "assistant", content: null, tool_calls: [call(`a${t}`), call(`b${t}`)] });
+      made.push({ role: "tool", tool_call_id: `a${t}`, content: "1" });
+      made.push({ role: "tool", tool_call_id: `b${t}`, content: "2" });
+      made.push({ role: "assistant", content: `done ${t}` });
+    };
+    const damages: Array<(h: ChatMessage[]) => void> = [
+      () => undefined,
+      (h) => h.splice(h.findLastIndex((m) => m.role === "tool"), 1), // the newest call's last result lost
+      (h) => h.splice(h.findIndex((m) => m.role === "tool"), 1), // the oldest call's first result lost
+      (h) => h.splice(h.length >> 1, 0, { role: "tool", tool_call_id: "orphan", content: "x" }), // an orphan in the middle
+      (h) => h.splice(-2), // ends right after a result: the call's other result never came
+      (h) => h.splice(h.findIndex((m) => m.role === "assistant" && m.tool_calls) + 4, 0, { ...h[h.findIndex((m) => m.role === "tool")]! }), // a result twice
+      (h) => { const i = h.findLastIndex((m) => m.role === "tool"); [h[i - 1], h[i]] = [h[i]!, h[i - 1]!]; }, // answers swapped: well formed too (kept as they are)
+    ];
+    for (let t = 0; t < 60; t++) {
+      turn(t);
+      const list: ChatMessage[] = [{ role: "system", content: `s${t}` }, ...made.slice(Math.max(0, made.length - 40 - (t % 3) * 5))];
+      while (list[1]?.role !== "user") list.splice(1, 1);
+      // Well formed first (kept), then the same list damaged one way.
+      expect(repairHistory(list)).toEqual(list);
+      const damaged = list.slice();
+      damages[t % damages.length]!(damaged);
+      expect(repairHistory(damaged)).toEqual(repairInFull(damaged));
+      if (t % damages.length && t % damages.length < 6) expect(repairHistory(damaged), `damage ${t % damages.length}`).not.toEqual(damaged);
+    }
+  });
 });

@@ -146,4 +146,25 @@ describe("microcompact", () => {
     expect(out).toHaveLength(messages.length);
     expect(messages[1]).toMatchObject({ content: `0${big}` });
   });
+
+  it("clears the same results as a plain pass over each list, call after call as a long history moves, grows and changes", () => {
+    // What it clears, worked out afresh for each list (no lists kept from the calls before).
+    const reference = (messages: ChatMessage[], isReadOnly: (n: string) => boolean) => {
+      const at = messages.flatMap((m, i) => (m.role === "tool" && m.name && isReadOnly(m.name) ? [i] : []));
+      const old = new Set(at.slice(0, Math.max(0, at.length - 10)));
+      return messages.map((m, i) => (old.has(i) && m.role === "tool" && m.content.length > 200 ? `cleared ${i}` : "kept"));
+    };
+    const shape = (out: ChatMessage[], messages: ChatMessage[]) => out.map((m, i) => (m === messages[i] ? "kept" : `cleared ${i}`));
+    const isReadOnly = (name: string) => name === "read_file";
+    const made: ChatMessage[] = [];
+    for (let t = 0; t < 80; t++) {
+      made.push({ role: "user", content: `u${t}` });
+      made.push({ role: "tool", tool_call_id: `r${t}`, name: t % 4 === 0 ? "exec" : "read_file", content: t % 5 === 0 ? "short" : `${t}${"y".repeat(300)}` });
+      const list: ChatMessage[] = [{ role: "system", content: `s${t}` }, ...made.slice(Math.max(0, made.length - 60 - (t % 4) * 3))];
+      // A read-only result the previous lists held, moved, and a new one in the middle.
+      if (t % 3 === 1) list.splice(list.length >> 1, 0, { role: "tool", tool_call_id: `x${t}`, name: "read_file", content: "z".repeat(400) });
+      if (t % 5 === 2) list.splice(3, 2);
+      expect(shape(microcompact(list, isReadOnly), list)).toEqual(reference(list, isReadOnly));
+    }
+  });
 });
