@@ -13,7 +13,8 @@ import { KEY_END } from "../session-key.js";
 
 /** A record the cache knows is not stored (it wrote its deletion). */
 const ABSENT = Symbol("absent");
-type Entry = { seq: number; text: string | typeof ABSENT };
+/** `own`: the text is what this process wrote (not read from LevelDB), so it was made from a value its writer built. */
+type Entry = { seq: number; text: string | typeof ABSENT; own: boolean };
 
 type EncodedOp = { type: "put"; key: string; value: string } | { type: "del"; key: string };
 
@@ -40,11 +41,11 @@ export function createRecordCache(prefixes: string[], max = 2_048) {
   };
   return {
     cached,
-    /** The stored text, undefined for a record known to be absent, or `unknown`. */
-    lookup(key: string): { text: string | undefined } | "unknown" {
+    /** The stored text, undefined for a record known to be absent, or `unknown`; `own` when this process wrote it. */
+    lookup(key: string): { text: string | undefined; own: boolean } | "unknown" {
       const e = entries.get(key);
       if (!e) return "unknown";
-      return { text: e.text === ABSENT ? undefined : e.text };
+      return { text: e.text === ABSENT ? undefined : e.text, own: e.own };
     },
     /** Before reading a key from LevelDB: what `read` needs to tell whether the answer may be kept. */
     reading(key: string): number | undefined {
@@ -54,7 +55,7 @@ export function createRecordCache(prefixes: string[], max = 2_048) {
     read(key: string, ticket: number | undefined, text: string | undefined): void {
       if (ticket === undefined || ticket !== generation || pending.has(key) || entries.has(key)) return;
       // Seq 0: any write of the key, however late it finishes, is newer.
-      set(key, { seq: 0, text: text ?? ABSENT });
+      set(key, { seq: 0, text: text ?? ABSENT, own: false });
     },
     /** A write is handed to LevelDB. */
     writing(ops: EncodedOp[]): void {
@@ -71,7 +72,7 @@ export function createRecordCache(prefixes: string[], max = 2_048) {
         const e = entries.get(op.key);
         // A later write of the key finished first: it holds the newer value.
         if (e && e.seq > seq) continue;
-        set(op.key, { seq, text: op.type === "put" ? op.value : ABSENT });
+        set(op.key, { seq, text: op.type === "put" ? op.value : ABSENT, own: true });
       }
     },
     clear(): void {
@@ -84,6 +85,9 @@ export function createRecordCache(prefixes: string[], max = 2_048) {
   };
 }
 
+/** A mirrored record's stored text, and whether this process wrote it. */
+type MirroredText = [text: string, own: boolean];
+
 /** LevelDB's key order: by UTF-8 bytes, that is by code point (JS compares UTF-16 code units). */
 const byBytes = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
@@ -94,26 +98,29 @@ const byBytes = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.
  * every successful write.
  */
 export function createRangeMirror(prefixes: string[]) {
-  /** Records by owner prefix (`<prefix><owner>KEY_END`), key → stored text; undefined while not built. */
-  let owners: Map<string, Map<string, string>> | undefined;
+  /**
+   * Records by owner prefix (`<prefix><owner>KEY_END`), key → stored text and whether this process
+   * wrote it (true) or it was read from LevelDB (false); undefined while not built.
+   */
+  let owners: Map<string, Map<string, MirroredText>> | undefined;
   const ownerOf = (key: string): string | undefined => {
     const prefix = prefixes.find((p) => key.startsWith(p));
     if (prefix === undefined) return undefined;
     const end = key.indexOf(KEY_END, prefix.length);
     return end < 0 ? undefined : key.slice(0, end + 1);
   };
-  const put = (map: Map<string, Map<string, string>>, key: string, text: string) => {
+  const put = (map: Map<string, Map<string, MirroredText>>, key: string, text: string, own: boolean) => {
     const owner = ownerOf(key);
     if (owner === undefined) return;
     let records = map.get(owner);
     if (!records) map.set(owner, (records = new Map()));
-    records.set(key, text);
+    records.set(key, [text, own]);
   };
   return {
     /** Built from every record LevelDB holds in the ranges. */
     build(rows: Iterable<[string, string]>): void {
-      const map = new Map<string, Map<string, string>>();
-      for (const [key, text] of rows) put(map, key, text);
+      const map = new Map<string, Map<string, MirroredText>>();
+      for (const [key, text] of rows) put(map, key, text, false);
       owners = map;
     },
     /** Stops answering until built again (a write failed: what reached the disk is unknown). */
@@ -123,7 +130,7 @@ export function createRangeMirror(prefixes: string[]) {
     written(ops: EncodedOp[]): void {
       if (!owners) return;
       for (const op of ops) {
-        if (op.type === "put") put(owners, op.key, op.value);
+        if (op.type === "put") put(owners, op.key, op.value, true);
         else {
           const owner = ownerOf(op.key);
           const records = owner === undefined ? undefined : owners.get(owner);
@@ -136,14 +143,16 @@ export function createRangeMirror(prefixes: string[]) {
     /**
      * The records of the listing `[gte, lt)` in key order when it is exactly one owner's range
      * (`gte` its owner prefix, `lt` the key after every key under it); undefined when the mirror
-     * cannot answer it (another range, or not built).
+     * cannot answer it (another range, or not built). Each row's third element: this process wrote it.
      */
-    rows(gte: string, lt: string): Array<[string, string]> | undefined {
+    rows(gte: string, lt: string): Array<[string, string, boolean]> | undefined {
       if (!owners || !gte.endsWith(KEY_END) || ownerOf(gte) !== gte) return undefined;
       if (lt !== gte.slice(0, -1) + String.fromCharCode(KEY_END.charCodeAt(0) + 1)) return undefined;
       const records = owners.get(gte);
       if (!records) return [];
-      return [...records].sort((a, b) => byBytes(a[0], b[0]));
+      const rows: Array<[string, string, boolean]> = [];
+      for (const [key, [text, own]] of records) rows.push([key, text, own]);
+      return rows.sort((a, b) => byBytes(a[0], b[0]));
     },
     /** How many owners have records (for tests and the bench). */
     get owners(): number {

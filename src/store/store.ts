@@ -364,8 +364,16 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
       throw err;
     }
   }
-  /** Values are read as text and decoded here, so an undecodable one is a corrupt record, not a LEVEL_DECODE_ERROR. */
-  function parse<S extends z.ZodType>(sublevel: SublevelName, key: string, text: string, schema: S): { value: z.infer<S> } | { corrupt: CorruptRecord } {
+  /**
+   * Values are read as text and decoded here, so an undecodable one is a corrupt record, not a
+   * LEVEL_DECODE_ERROR. Text this process wrote itself (`own`: answered from the record cache or the
+   * range mirror, see known.ts) is JSON text of a value its writer built as the record's type, so it
+   * is parsed but not checked against the schema again (the issue's "no zod parse of data we just
+   * wrote": a session's meta read back at each turn, its inbox rows); whatever comes from LevelDB
+   * (another run's records, at open or after a reopen) is checked.
+   */
+  function parse<S extends z.ZodType>(sublevel: SublevelName, key: string, text: string, schema: S, own = false): { value: z.infer<S> } | { corrupt: CorruptRecord } {
+    if (own) return { value: JSON.parse(text) as z.infer<S> };
     let value: unknown;
     try {
       value = JSON.parse(text);
@@ -379,12 +387,12 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
     return { corrupt: { sublevel, key, problem: `${where}${issue?.message ?? "does not match its schema"}` } };
   }
   /** Listed rows (root keys, stored text) as records of the sublevel. */
-  function decodeRows<S extends z.ZodType>(sublevel: SublevelName, rows: Array<[string, string]>, schema: S, opts: ListOptions): Array<{ key: string; value: z.infer<S> }> {
+  function decodeRows<S extends z.ZodType>(sublevel: SublevelName, rows: Array<[string, string, boolean?]>, schema: S, opts: ListOptions): Array<{ key: string; value: z.infer<S> }> {
     const at = SUB_PREFIX[sublevel];
     const out: Array<{ key: string; value: z.infer<S> }> = [];
-    for (const [prefixed, text] of rows) {
+    for (const [prefixed, text, own] of rows) {
       const key = prefixed.slice(at.length);
-      const parsed = parse(sublevel, key, text, schema);
+      const parsed = parse(sublevel, key, text, schema, own);
       if ("value" in parsed) out.push({ key, value: parsed.value });
       else if (opts.onCorrupt) opts.onCorrupt(parsed.corrupt);
       else throw raise(parsed.corrupt);
@@ -405,8 +413,9 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
     },
     async get(sublevel, key, schema) {
       const rootKey = SUB_PREFIX[sublevel] + key;
-      const known = closed || reopening ? "unknown" : absence.absent(rootKey) ? { text: undefined } : cache.lookup(rootKey);
+      const known = closed || reopening ? "unknown" : absence.absent(rootKey) ? { text: undefined, own: true } : cache.lookup(rootKey);
       let text: string | undefined;
+      let own = false;
       if (known === "unknown") {
         readStats.gets[sublevel] = (readStats.gets[sublevel] ?? 0) + 1;
         const ticket = cache.reading(SUB_PREFIX[sublevel] + key);
@@ -415,9 +424,10 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
       } else {
         readStats.fromMemory++;
         text = known.text;
+        own = known.own;
       }
       if (text === undefined) return undefined;
-      const parsed = parse(sublevel, key, text, schema);
+      const parsed = parse(sublevel, key, text, schema, own);
       if ("corrupt" in parsed) throw raise(parsed.corrupt);
       return parsed.value;
     },

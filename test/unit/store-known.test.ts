@@ -1,6 +1,8 @@
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
+import { CorruptRecordError } from "../../src/errors.js";
+import { KEY_END } from "../../src/session-key.js";
 import { inboxDeleteOps, inboxPutOps, sessionInbox, type InboxRecord } from "../../src/store/inbox.js";
 import { createAbsenceFilter, createRangeMirror, createRecordCache } from "../../src/store/known.js";
 import { appendMessagesOps, getSessionMeta, newSessionMeta } from "../../src/store/sessions.js";
@@ -30,6 +32,37 @@ describe("the store's reads of what it wrote (src/store/known.ts)", () => {
       expect(await getSessionMeta(store, "api:a")).toBeUndefined();
       expect(leveldbReads(store)).toBe(reads);
       expect(store.readStats.fromMemory).toBe(3);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("checks a record against its schema only when it comes from LevelDB, not when it is what this process wrote", async () => {
+    const dir = join(await tmp(), "store");
+    let store = await openStore(dir);
+    const metaSchema = z.object({ key: z.string(), n: z.number().int() });
+    const checks = vi.spyOn(metaSchema, "safeParse");
+    const inboxSchema = z.object({ id: z.string(), at: z.number() });
+    const inboxChecks = vi.spyOn(inboxSchema, "safeParse");
+    try {
+      await store.batch([{ type: "put", sublevel: "sessions", key: "meta:api:a", value: { key: "api:a", n: 1 } }, ...inboxPutOps(message("api:a", "m1", 1))], { sync: true });
+      // Answered from the record cache and the inbox mirror: parsed, not checked again.
+      expect(await store.get("sessions", "meta:api:a", metaSchema)).toEqual({ key: "api:a", n: 1 });
+      expect((await store.list("inbox", inboxSchema, { prefix: `api:a${KEY_END}` })).map((r) => r.value.id)).toEqual(["m1"]);
+      expect(checks).not.toHaveBeenCalled();
+      expect(inboxChecks).not.toHaveBeenCalled();
+      // Each read hands out its own copy: a caller changing it changes nothing stored.
+      (await store.get("sessions", "meta:api:a", metaSchema))!.n = 99;
+      expect((await store.get("sessions", "meta:api:a", metaSchema))?.n).toBe(1);
+      // A record another run left behind (here: one that no longer matches) is checked when read.
+      await store.batch([{ type: "put", sublevel: "sessions", key: "meta:api:bad", value: { key: "api:bad", n: 1.5 } }], { sync: true });
+      await store.close();
+      store = await openStore(dir);
+      expect(await store.get("sessions", "meta:api:a", metaSchema)).toEqual({ key: "api:a", n: 1 });
+      expect((await store.list("inbox", inboxSchema, { prefix: `api:a${KEY_END}` })).map((r) => r.value.id)).toEqual(["m1"]);
+      expect(checks).toHaveBeenCalledTimes(1);
+      expect(inboxChecks).toHaveBeenCalledTimes(1);
+      await expect(store.get("sessions", "meta:api:bad", metaSchema)).rejects.toBeInstanceOf(CorruptRecordError);
     } finally {
       await store.close();
     }
@@ -168,12 +201,12 @@ describe("createRecordCache / createRangeMirror", () => {
     const cache = createRecordCache(["!sessions!meta:"], 2);
     cache.written([{ type: "put", key: "!sessions!meta:a", value: "2" }], 2);
     cache.written([{ type: "put", key: "!sessions!meta:a", value: "1" }], 1);
-    expect(cache.lookup("!sessions!meta:a")).toEqual({ text: "2" });
+    expect(cache.lookup("!sessions!meta:a")).toEqual({ text: "2", own: true });
     expect(cache.lookup("!sessions!msg:a")).toBe("unknown");
     cache.written([{ type: "put", key: "!sessions!meta:b", value: "b" }, { type: "del", key: "!sessions!meta:c" }], 3);
     // At most 2: the oldest went.
     expect(cache.lookup("!sessions!meta:a")).toBe("unknown");
-    expect(cache.lookup("!sessions!meta:c")).toEqual({ text: undefined });
+    expect(cache.lookup("!sessions!meta:c")).toEqual({ text: undefined, own: true });
     cache.clear();
     expect(cache.lookup("!sessions!meta:b")).toBe("unknown");
   });
@@ -183,7 +216,8 @@ describe("createRecordCache / createRangeMirror", () => {
     const key = "!meta!c:a";
     // Nothing under way: kept (an absent record too).
     cache.read(key, cache.reading(key), undefined);
-    expect(cache.lookup(key)).toEqual({ text: undefined });
+    // Read from LevelDB, not written here: a reader checks it against its schema.
+    expect(cache.lookup(key)).toEqual({ text: undefined, own: false });
     cache.clear();
     // A write under way when the read begins: not kept.
     const w1 = [{ type: "put" as const, key, value: "1" }];
@@ -191,7 +225,7 @@ describe("createRecordCache / createRangeMirror", () => {
     cache.read(key, cache.reading(key), "0");
     expect(cache.lookup(key)).toBe("unknown");
     cache.written(w1, 1);
-    expect(cache.lookup(key)).toEqual({ text: "1" });
+    expect(cache.lookup(key)).toEqual({ text: "1", own: true });
     // A write that began and ended during the read: its value stays, the read's older answer is dropped.
     cache.clear();
     const ticket = cache.reading(key);
@@ -199,7 +233,7 @@ describe("createRecordCache / createRangeMirror", () => {
     cache.writing(w2);
     cache.written(w2, 2);
     cache.read(key, ticket, "1");
-    expect(cache.lookup(key)).toEqual({ text: "2" });
+    expect(cache.lookup(key)).toEqual({ text: "2", own: true });
     // A write that failed during the read (what reached the disk is unknown: the store clears): not kept.
     cache.clear();
     const late = cache.reading(key);
@@ -211,18 +245,20 @@ describe("createRecordCache / createRangeMirror", () => {
     // A read's answer is older than any write that finishes after it.
     cache.read(key, cache.reading(key), "old");
     cache.written(w1, 4);
-    expect(cache.lookup(key)).toEqual({ text: "1" });
+    expect(cache.lookup(key)).toEqual({ text: "1", own: true });
   });
 
   it("answers only one owner's exact range, and nothing once invalidated until built again", () => {
     const mirror = createRangeMirror(["!inbox!"]);
     expect(mirror.rows("!inbox!a\u0000", "!inbox!a\u0001")).toBeUndefined();
     mirror.build([["!inbox!a\u0000x", "1"]]);
-    expect(mirror.rows("!inbox!a\u0000", "!inbox!a\u0001")).toEqual([["!inbox!a\u0000x", "1"]]);
+    // Built from LevelDB: not this process's writes (the third element).
+    expect(mirror.rows("!inbox!a\u0000", "!inbox!a\u0001")).toEqual([["!inbox!a\u0000x", "1", false]]);
     expect(mirror.rows("!inbox!a", "!inbox!b")).toBeUndefined();
     expect(mirror.rows("!inbox!a\u0000x", "!inbox!a\u0000y")).toBeUndefined();
     mirror.written([{ type: "del", key: "!inbox!a\u0000x" }, { type: "put", key: "!inbox!b\u0000y", value: "2" }]);
     expect(mirror.rows("!inbox!a\u0000", "!inbox!a\u0001")).toEqual([]);
+    expect(mirror.rows("!inbox!b\u0000", "!inbox!b\u0001")).toEqual([["!inbox!b\u0000y", "2", true]]);
     expect(mirror.owners).toBe(1);
     mirror.invalidate();
     mirror.written([{ type: "put", key: "!inbox!a\u0000z", value: "3" }]);
