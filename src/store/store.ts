@@ -104,6 +104,24 @@ export interface ReadStats {
  */
 const CACHED_PREFIXES = [`${SUB_PREFIX.sessions}meta:`, `${SUB_PREFIX.meta}consolidated:`];
 const MIRRORED_PREFIXES = [SUB_PREFIX.inbox, `${SUB_PREFIX.meta}open:`];
+const KNOWN_PREFIXES = [...CACHED_PREFIXES, ...MIRRORED_PREFIXES];
+
+/**
+ * The ops of a write under the prefixes the record cache, the range mirror and the absence filter
+ * keep (a few of a turn's ~34): picked once per write, so each of them goes through those alone.
+ */
+function knownOps(ops: EncodedOps): EncodedOps {
+  const known: EncodedOps = [];
+  for (const op of ops) {
+    for (const p of KNOWN_PREFIXES) {
+      if (op.key.startsWith(p)) {
+        known.push(op);
+        break;
+      }
+    }
+  }
+  return known;
+}
 
 export interface StoreOptions {
   /** `troupe doctor`: a missing store is not created, no holder file is written and writes are refused. */
@@ -139,6 +157,9 @@ function isLocked(err: unknown): boolean {
  * raised by one. (`prefix + "\xff"` would miss keys whose next character is above U+00FF.)
  */
 export function prefixEnd(prefix: string): string | undefined {
+  // The usual case (a last character below the surrogates, raised to one below them too) without splitting the string.
+  const last = prefix.charCodeAt(prefix.length - 1);
+  if (last < 0xd7ff) return prefix.slice(0, -1) + String.fromCharCode(last + 1);
   const chars = [...prefix];
   while (chars.length > 0) {
     const c = chars.pop()!.codePointAt(0)!;
@@ -322,19 +343,20 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
       const injected = injectedDiskFull(path);
       if (injected) throw injected;
       const seq = ++writeSeq;
-      absence.writing(encoded);
-      cache.writing(encoded);
+      const known = knownOps(encoded);
+      absence.writing(known);
+      cache.writing(known);
       try {
         await batchEncoded(db, encoded, sync);
       } catch (err) {
         // What of it reached the disk is unknown until LevelDB is read again.
-        cache.written(encoded, seq, false);
+        cache.written(known, seq, false);
         cache.clear();
         mirror.invalidate();
         throw err;
       }
-      cache.written(encoded, seq);
-      mirror.written(encoded);
+      cache.written(known, seq);
+      mirror.written(known);
     } catch (err) {
       const failure = classifyStoreError(err);
       if (!failure) throw err;

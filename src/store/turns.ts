@@ -279,14 +279,18 @@ export function checkpointOps(
   opts: { withInput?: boolean; newMessages?: { from: number; messages: ChatMessage[] } } = {},
 ): StoreOp[] {
   const tokens = (record.snapshot as { context?: { usage?: { totalTokens?: unknown } } }).context?.usage?.totalTokens;
-  const { input, ...withoutInput } = record;
-  const added = opts.newMessages;
-  return [
+  const input = record.input;
+  // The record without its input (stored once, below), copied key by key: a rest destructuring costs several times more.
+  const withoutInput: Record<string, unknown> = {};
+  for (const key in record) if (key !== "input") withoutInput[key] = record[key as keyof TurnRecord];
+  const ops: StoreOp[] = [
     { type: "put", sublevel: "turns", key: record.turnId, value: withoutInput },
     stateJournalOp(record.turnId, { seq: record.seq, state: record.state, iteration, at: record.updatedAt, tokens }),
-    ...(opts.withInput && input ? [{ type: "put" as const, sublevel: "journal" as const, key: inputKey(record.turnId), value: { input: storedInput(input) } }] : []),
-    ...(added?.messages ?? []).map((message, i): StoreOp => ({ type: "put", sublevel: "journal", key: messageKey(record.turnId, added!.from + i), value: { message } })),
   ];
+  if (opts.withInput && input) ops.push({ type: "put", sublevel: "journal", key: inputKey(record.turnId), value: { input: storedInput(input) } });
+  const added = opts.newMessages;
+  if (added) for (let i = 0; i < added.messages.length; i++) ops.push({ type: "put", sublevel: "journal", key: messageKey(record.turnId, added.from + i), value: { message: added.messages[i] } });
+  return ops;
 }
 
 /** A checkpoint's entry in the state journal (the inspector's timeline). */

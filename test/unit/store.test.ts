@@ -13,7 +13,7 @@ import { pruneMarkers } from "../../src/store/markers.js";
 import { outboxDeliveredOps, wasDelivered } from "../../src/store/outbox.js";
 import { sessionDetail, sessionsOverview } from "../../src/store/session-view.js";
 import { appendMessagesOps, listSessions, newSessionMeta, sessionMessages } from "../../src/store/sessions.js";
-import { openStore, type CorruptRecord, type Store } from "../../src/store/store.js";
+import { openStore, prefixEnd, type CorruptRecord, type Store } from "../../src/store/store.js";
 import { listOpenTurns, openTurnOp, TURN_FORMAT, turnSummaryOps } from "../../src/store/turns.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
@@ -210,6 +210,24 @@ describe("store", () => {
     expect(rows[59]?.value.text).toBe("é".repeat(59));
     expect(await b.get("cron", "gone", rec)).toBeUndefined();
     await b.close();
+  });
+
+  it("prefixEnd is the least key above every key under the prefix, in LevelDB's order (code points)", () => {
+    // By code points, as LevelDB orders UTF-8 bytes: the prefix with its last code point raised by one.
+    const reference = (prefix: string) => {
+      const chars = [...prefix];
+      while (chars.length > 0) {
+        const c = chars.pop()!.codePointAt(0)!;
+        if (c < 0x10ffff) return chars.join("") + String.fromCodePoint(c + 1 >= 0xd800 && c + 1 <= 0xdfff ? 0xe000 : c + 1);
+      }
+      return undefined;
+    };
+    const cases = ["", "a", "meta:", "api:x\x00", "open:api:a\x00", "\ud7fe", "x\ud7ff", "x\uffff", "x\u{1F600}", "x\u{10FFFF}", "\u{10FFFF}", "é"];
+    for (const prefix of cases) expect([prefix, prefixEnd(prefix)]).toEqual([prefix, reference(prefix)]);
+    expect(prefixEnd("api:x\x00")).toBe("api:x\x01");
+    expect(prefixEnd("x\ud7ff")).toBe("x\ue000");
+    expect(prefixEnd("x\u{1F600}")).toBe("x\u{1F601}");
+    expect(prefixEnd("\u{10FFFF}")).toBeUndefined();
   });
 
   it("keeps data across close and reopen", async () => {
