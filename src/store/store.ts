@@ -104,7 +104,9 @@ export interface ReadStats {
  */
 const CACHED_PREFIXES = [`${SUB_PREFIX.sessions}meta:`, `${SUB_PREFIX.meta}consolidated:`];
 const MIRRORED_PREFIXES = [SUB_PREFIX.inbox, `${SUB_PREFIX.meta}open:`];
-const KNOWN_PREFIXES = [...CACHED_PREFIXES, ...MIRRORED_PREFIXES];
+/** Those prefixes by the character after the leading "!" (the sublevel name's first): most ops' keys match none and are told so by it. */
+const KNOWN_BY_CHAR = new Map<number, string[]>();
+for (const p of [...CACHED_PREFIXES, ...MIRRORED_PREFIXES]) KNOWN_BY_CHAR.set(p.charCodeAt(1), [...(KNOWN_BY_CHAR.get(p.charCodeAt(1)) ?? []), p]);
 
 /**
  * The ops of a write under the prefixes the record cache, the range mirror and the absence filter
@@ -113,7 +115,9 @@ const KNOWN_PREFIXES = [...CACHED_PREFIXES, ...MIRRORED_PREFIXES];
 function knownOps(ops: EncodedOps): EncodedOps {
   const known: EncodedOps = [];
   for (const op of ops) {
-    for (const p of KNOWN_PREFIXES) {
+    const candidates = KNOWN_BY_CHAR.get(op.key.charCodeAt(1));
+    if (candidates === undefined) continue;
+    for (const p of candidates) {
       if (op.key.startsWith(p)) {
         known.push(op);
         break;
