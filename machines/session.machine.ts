@@ -32,6 +32,11 @@ export interface SessionInput {
   idleMs: number;
   /** Messages waiting from before a restart (the inbox). */
   queue?: SessionMessage[];
+  /**
+   * The message that started the session, handed in with its start (the supervisor's route) rather
+   * than sent as an event once it runs: taken as a `message` that came while loading would be.
+   */
+  first?: SessionMessage;
 }
 
 export interface SessionContext {
@@ -225,17 +230,23 @@ export const sessionMachine = setup({
   },
 }).createMachine({
   id: "session",
-  context: ({ input }) => ({
-    sessionKey: input.sessionKey,
-    idleMs: input.idleMs,
-    queue: input.queue ?? [],
-    current: [],
-    resume: null,
-    turnId: null,
-    stopRequested: false,
-    stopMessage: null,
-    crash: null,
-  }),
+  context: ({ input }) => {
+    // The first message as `message` in `loading` takes it: a /stop is remembered, anything else queued.
+    const first = input.first;
+    const stop = first && word(first) === "/stop" ? first : null;
+    const queue = input.queue ?? [];
+    return {
+      sessionKey: input.sessionKey,
+      idleMs: input.idleMs,
+      queue: first && !stop && !queue.some((m) => m.id === first.id) ? [...queue, first] : queue,
+      current: [],
+      resume: null,
+      turnId: null,
+      stopRequested: false,
+      stopMessage: stop,
+      crash: null,
+    };
+  },
   output: ({ context }) => ({ error: context.crash }),
   initial: "loading",
   states: {
