@@ -182,6 +182,8 @@ export const sessionMachine = setup({
       const resume = loaded.resumeTurnId;
       // Stored messages first (older), then any that came only as events; a /stop is not a message for the model.
       const stop = context.stopMessage;
+      // Nothing stored and no /stop (a fresh session, its first message handed in with its start): nothing changes, no context copy.
+      if (!stop && resume === null && loaded.queue.length === 0 && !context.stopRequested) return;
       const stored = new Set(loaded.queue.map((q) => q.id));
       const queue = [...loaded.queue, ...context.queue.filter((m) => !stored.has(m.id))].filter((m) => m.id !== stop?.id);
       enqueue.assign({ resume, queue, stopRequested: Boolean(stop && resume), stopMessage: null });
