@@ -32,6 +32,11 @@ export interface SessionInput {
   idleMs: number;
   /** Messages waiting from before a restart (the inbox). */
   queue?: SessionMessage[];
+  /**
+   * The message that started the session, handed in with its start (the supervisor's route) rather
+   * than sent as an event once it runs: taken as a `message` that came while loading would be.
+   */
+  first?: SessionMessage;
 }
 
 export interface SessionContext {
@@ -177,6 +182,8 @@ export const sessionMachine = setup({
       const resume = loaded.resumeTurnId;
       // Stored messages first (older), then any that came only as events; a /stop is not a message for the model.
       const stop = context.stopMessage;
+      // Nothing stored and no /stop (a fresh session, its first message handed in with its start): nothing changes, no context copy.
+      if (!stop && resume === null && loaded.queue.length === 0 && !context.stopRequested) return;
       const stored = new Set(loaded.queue.map((q) => q.id));
       const queue = [...loaded.queue, ...context.queue.filter((m) => !stored.has(m.id))].filter((m) => m.id !== stop?.id);
       enqueue.assign({ resume, queue, stopRequested: Boolean(stop && resume), stopMessage: null });
@@ -225,17 +232,23 @@ export const sessionMachine = setup({
   },
 }).createMachine({
   id: "session",
-  context: ({ input }) => ({
-    sessionKey: input.sessionKey,
-    idleMs: input.idleMs,
-    queue: input.queue ?? [],
-    current: [],
-    resume: null,
-    turnId: null,
-    stopRequested: false,
-    stopMessage: null,
-    crash: null,
-  }),
+  context: ({ input }) => {
+    // The first message as `message` in `loading` takes it: a /stop is remembered, anything else queued.
+    const first = input.first;
+    const stop = first && word(first) === "/stop" ? first : null;
+    const queue = input.queue ?? [];
+    return {
+      sessionKey: input.sessionKey,
+      idleMs: input.idleMs,
+      queue: first && !stop && !queue.some((m) => m.id === first.id) ? [...queue, first] : queue,
+      current: [],
+      resume: null,
+      turnId: null,
+      stopRequested: false,
+      stopMessage: stop,
+      crash: null,
+    };
+  },
   output: ({ context }) => ({ error: context.crash }),
   initial: "loading",
   states: {

@@ -146,11 +146,14 @@ export const supervisorMachine = setup({
       }
       if (!check({ type: "sessionActive", params: { id } })) {
         // First message, or the session passivated an instant ago: a fresh actor (replacing any stopped one).
+        // The message comes with the start (no event to a session just started); the record keeps the
+        // input without it, so a restart reads the message from the inbox, where it is until answered.
         const input: SessionInput = { sessionKey: event.sessionKey, idleMs: context.sessionIdleMs };
-        enqueue({ type: "startSession", params: { id, input } } as never);
+        enqueue({ type: "startSession", params: { id, input: message ? { ...input, first: message } : input } } as never);
         enqueue.assign({
           children: withChild(context.children, { id, kind: "session", input, status: "running", failures: record?.failures ?? [], lastError: null, since: Date.now(), pending: [] }),
         });
+        return;
       }
       if (message) enqueue({ type: "deliverToSession", params: { id, message } } as never);
     }),

@@ -7,7 +7,7 @@ import type { CronJob } from "./cron/jobs.js";
 import type { CronService } from "./cron/service.js";
 import { listSessions } from "./store/sessions.js";
 import { createDreamRuntime, type DreamRuntime } from "../actors/dream.js";
-import { createLoadSession } from "../actors/load-session.js";
+import { createFreshSessions, createLoadSession } from "../actors/load-session.js";
 import { createSessionTurns, replyRecord } from "../actors/session-turn.js";
 import type { SubagentPool } from "../actors/subagents.js";
 import { userMessageWithMedia } from "./context/media.js";
@@ -337,6 +337,8 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   });
   const storeDown = () => store.health.state === "failing";
   const slots = createSlots(limiter);
+  // Sessions started for the first time with nothing stored skip their load's read (see createFreshSessions).
+  const fresh = createFreshSessions();
   const session = sessionMachine.provide({
     guards: { storeDown, ...slots.guards },
     actors: {
@@ -345,7 +347,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     },
     actions: {
       ...slots.actions,
-      load: createLoadSession(store),
+      load: createLoadSession(store, fresh),
       prepareTurn: sessionTurns.prepareTurn,
       watchTurn: sessionTurns.watchTurn,
       notify: (_, { sessionKey, message, text }) => void notice(sessionKey, message, text),
@@ -511,7 +513,8 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   }
   // Recovery: sessions with an interrupted turn or unanswered messages start now, not at their next message.
   // A cron job with no chat to report to runs on the pseudo-channel NO_CHAT (its reply is never sent): this daemon serves it.
-  const { wake, left } = await sessionsToRecover(store, (channel) => channels.has(channel) || channel === NO_CHAT.channel);
+  const { wake, left, stored } = await sessionsToRecover(store, (channel) => channels.has(channel) || channel === NO_CHAT.channel);
+  fresh.known(stored);
   const openTurns = (await listOpenTurns(store, undefined, { onCorrupt: () => {} })).filter((t) => wake.includes(t.sessionKey)).length;
   if (wake.length) logger.info({ turnsToResume: openTurns, sessions: wake.length, sessionKeys: wake }, `recovering interrupted work: ${openTurns} turn(s) to resume, ${wake.length} session(s) with work waiting`);
   else logger.info({ turnsToResume: 0 }, "recovery at start: nothing was interrupted");
@@ -538,6 +541,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
 
   // The store came back after a disk failure: what it interrupted resumes as after a restart.
   store.onRecovered(async () => {
+    fresh.distrust();
     supervisor.send({ type: "store.recovered" });
     const again = await sessionsToRecover(store, (channel) => channels.has(channel) || channel === NO_CHAT.channel);
     if (again.wake.length) logger.info({ sessions: again.wake }, "store recovered; resuming interrupted work");

@@ -9,7 +9,7 @@ const msg = (content: string, id = content): SessionMessage => ({ id, channel: "
  * The session machine with stand-ins: the turn records what reaches it, prepareTurn waits until
  * the test lets it go, and the test settles the turn as the composition would.
  */
-function session(opts: { loadError?: string; stored?: SessionMessage[]; slotFree?: boolean } = {}) {
+function session(opts: { loadError?: string; stored?: SessionMessage[]; slotFree?: boolean; first?: SessionMessage } = {}) {
   const reached: string[] = [];
   const injected: string[] = [];
   /** The texts /stop answered with. */
@@ -54,7 +54,7 @@ function session(opts: { loadError?: string; stored?: SessionMessage[]; slotFree
         answerCommand: () => {},
       },
     }),
-    { input: { sessionKey: "test:1", idleMs: 60_000 } },
+    { input: { sessionKey: "test:1", idleMs: 60_000, first: opts.first } },
   ).start();
   const until = async (what: () => boolean) => {
     for (let i = 0; i < 200 && !what(); i++) await new Promise((r) => setTimeout(r, 5));
@@ -154,6 +154,31 @@ describe("the session machine", () => {
       expect(s.actor.getSnapshot().context.queue.map((m) => m.id)).toEqual(["both", "new"]);
       s.actor.stop();
     }
+  });
+
+  it("the message handed in with its start is answered as one sent while loading: stored ones first, each once", async () => {
+    for (const slotFree of [true, false]) {
+      // Its inbox row is read back too (a session that is not fresh): it is answered once, after older stored messages.
+      const s = session({ first: msg("hello"), stored: [msg("old"), msg("hello")], slotFree });
+      s.actor.send({ type: "message", message: msg("new") });
+      await s.until(() => s.state().includes("preparing"));
+      expect(s.preparedFor).toEqual(["old"]);
+      expect(s.actor.getSnapshot().context.queue.map((m) => m.id)).toEqual(["hello", "new"]);
+      s.actor.stop();
+    }
+    const fresh = session({ first: msg("hello"), slotFree: true });
+    fresh.letPrepare();
+    await fresh.until(() => fresh.state().includes("running"));
+    expect(fresh.preparedFor).toEqual(["hello"]);
+    fresh.settle();
+    await fresh.until(() => fresh.state() === '"idle"');
+  });
+
+  it("a /stop handed in with the start is answered, not queued for the model", async () => {
+    const s = session({ first: msg("/stop"), slotFree: true });
+    await s.until(() => s.state() === '"idle"');
+    expect(s.stops).toEqual(["Nothing is running."]);
+    expect(s.preparedFor).toEqual([]);
   });
 
   it("a /stop while the turn runs cancels it; once the session moves on, the turn's id is gone", async () => {

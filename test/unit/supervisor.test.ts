@@ -7,16 +7,18 @@ import { restartDelay, supervisorMachine, type SupervisorEvent } from "../../mac
 const msg = (content: string, id = content): SessionMessage => ({ id, channel: "test", chatId: "1", content, at: 0 });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** A stand-in session: records each start and what it receives; "crash" makes it fail. */
+/** A stand-in session: records each start and what it receives (its first message comes with its start); "crash" makes it fail. */
 function fakeSessions() {
-  const starts: Array<{ key: string; at: number; queue: string[] }> = [];
+  const starts: Array<{ key: string; at: number; queue: string[]; first?: string }> = [];
   const received: string[] = [];
   const logic = fromCallback<{ type: "message"; message: SessionMessage }, SessionInput>(({ input, receive }) => {
-    starts.push({ key: input.sessionKey, at: Date.now(), queue: (input.queue ?? []).map((m) => m.content) });
-    receive((e) => {
-      received.push(`${input.sessionKey}:${e.message.content}`);
-      if (e.message.content === "crash") throw new Error("session blew up");
-    });
+    starts.push({ key: input.sessionKey, at: Date.now(), queue: (input.queue ?? []).map((m) => m.content), first: input.first?.content });
+    const take = (message: SessionMessage) => {
+      received.push(`${input.sessionKey}:${message.content}`);
+      if (message.content === "crash") throw new Error("session blew up");
+    };
+    receive((e) => take(e.message));
+    if (input.first) take(input.first);
   });
   return { starts, received, logic };
 }
@@ -124,10 +126,18 @@ describe("supervisor", () => {
   it("a session that passivates leaves: its record goes, and its next message starts a fresh actor", () => {
     const starts: string[] = [];
     const session = createMachine({
-      types: {} as { input: SessionInput; events: { type: "message"; message: SessionMessage } },
+      types: {} as { input: SessionInput; context: { first: string | undefined }; events: { type: "message"; message: SessionMessage } },
+      // The first message comes with the start (the input), later ones as events.
+      context: ({ input }) => ({ first: input.first?.content }),
       initial: "idle",
       entry: ({ self }) => void starts.push(self.id),
-      states: { idle: { on: { message: { guard: ({ event }) => event.message.content === "bye", target: "passivated" } } }, passivated: { type: "final" } },
+      states: {
+        idle: {
+          always: { guard: ({ context }) => context.first === "bye", target: "passivated" },
+          on: { message: { guard: ({ event }) => event.message.content === "bye", target: "passivated" } },
+        },
+        passivated: { type: "final" },
+      },
       output: { error: null },
     });
     const host = createSessionHost({ logic: session, onEnd: (end) => actor.send(end) });
