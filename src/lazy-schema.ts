@@ -6,9 +6,9 @@
  * safeParse, .optional(), .extend(), inside another schema, instanceof): it forwards to the schema,
  * built on the first touch and kept.
  *
- * Use it for a module's top-level schemas; a schema built inside a function is already built when used.
- * Metadata registries (z.globalRegistry, .meta()) key by object and would see the schema, not this
- * stand-in: leave schemas that carry metadata or are turned into JSON Schema as they are.
+ * Use it for a module's top-level schemas, and for the built-in tools' parameters (their JSON Schema is
+ * made ahead, so a tool's zod schema is built at its first call). Metadata (.describe(), .meta()) goes
+ * inside the builder: registries key by object, and the stand-in is not the schema itself.
  */
 export function lazySchema<T extends object>(build: () => T): T {
   let built: T | undefined;

@@ -47,8 +47,9 @@ export class ToolError extends Error {}
 export const TOOL_ERROR_HINT = "[Analyze the error above and try a different approach.]";
 
 export function jsonSchemaOf(tool: Tool): Record<string, unknown> {
-  if ("jsonSchema" in tool.parameters) return tool.parameters.jsonSchema;
-  return tool.parametersJsonSchema ?? zodJsonSchema(tool.parameters);
+  // Asked first: a built-in tool's zod parameters are built at first use (lazySchema), its first call's.
+  if (tool.parametersJsonSchema) return tool.parametersJsonSchema;
+  return "jsonSchema" in tool.parameters ? tool.parameters.jsonSchema : zodJsonSchema(tool.parameters);
 }
 
 /** A zod schema of arguments as JSON Schema for the model (costly: ~2 ms for the built-in tools at a cold start). */

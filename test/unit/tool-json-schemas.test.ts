@@ -4,7 +4,9 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { parseConfig } from "../../src/config/index.js";
 import { BUILTIN_JSON_SCHEMAS } from "../../src/tools/builtin-json-schemas.js";
-import { jsonSchemaOf, zodJsonSchema, type Tool } from "../../src/tools/contract.js";
+import { lazySchema } from "../../src/lazy-schema.js";
+import { defineTool, jsonSchemaOf, zodJsonSchema, type Tool } from "../../src/tools/contract.js";
+import { createToolRegistry } from "../../src/tools/registry.js";
 import { createBuiltinTools } from "../../src/tools/builtin/index.js";
 import { cronTool } from "../../src/tools/builtin/cron.js";
 import { spawnTool, subagentsTool } from "../../src/tools/builtin/spawn.js";
@@ -43,6 +45,23 @@ describe("the built-in tools' JSON Schemas made ahead (src/tools/builtin-json-sc
       expect(BUILTIN_JSON_SCHEMAS[tool.name], `${tool.name}: ${stale}`).toEqual(live[tool.name]);
       expect(jsonSchemaOf(tool)).toBe(BUILTIN_JSON_SCHEMAS[tool.name]);
     }
+  });
+
+  it("are what the model is shown, the zod parameters built only when a call is checked", async () => {
+    let builds = 0;
+    const tool = defineTool({
+      name: "list_dir",
+      description: "d",
+      parameters: lazySchema(() => (builds++, z.object({ path: z.string() }))),
+      execute: async ({ path }) => `listed ${path}`,
+    });
+    const registry = createToolRegistry([tool]);
+    expect(registry.schemas()[0]).toMatchObject({ function: { name: "list_dir", parameters: BUILTIN_JSON_SCHEMAS.list_dir } });
+    expect(builds).toBe(0);
+    const ctx = { workspace: "/w", sessionKey: "s", turnId: "t", callId: "c", idempotencyKey: "k", signal: new AbortController().signal };
+    expect(await registry.execute("list_dir", { path: "." }, ctx)).toBe("listed .");
+    expect(await registry.execute("list_dir", {}, ctx)).toMatch(/^Error: invalid arguments for list_dir: path: /);
+    expect(builds).toBe(1);
   });
 
   it("leave other tools' schemas to zod, and MCP tools' to their server", () => {

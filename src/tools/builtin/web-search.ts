@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { lazySchema } from "../../lazy-schema.js";
 import { defineTool, ToolError } from "../contract.js";
 import { httpText } from "../web-proxy.js";
 
@@ -219,10 +220,10 @@ export function webSearchTool(opts: WebSearchOptions) {
     description:
       "Search the web. Returns titles, URLs, and snippets. " +
       `count defaults to ${clamp(opts.maxResults)} (max 10). Use web_fetch to read a specific page in full.`,
-    parameters: z.object({
+    parameters: lazySchema(() => z.object({
       query: z.string().min(1).describe("Search query"),
       count: z.number().int().min(1).max(10).optional().describe("Results (1-10)"),
-    }),
+    })),
     readOnly: true,
     async execute({ query, count }, ctx) {
       const n = clamp(count ?? opts.maxResults);
