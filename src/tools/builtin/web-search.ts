@@ -83,10 +83,10 @@ export function formatResults(query: string, items: SearchItem[], n: number): st
   return lines.join("\n");
 }
 
-const str = z.string().nullish().transform((s) => s ?? "");
-const braveAnswer = z.object({ web: z.object({ results: z.array(z.object({ title: str, url: str, description: str })).default([]) }).optional() });
-const itemsAnswer = z.object({ results: z.array(z.object({ title: str, url: str, content: str })).default([]) });
-const jinaAnswer = z.object({ data: z.array(z.object({ title: str, url: str, content: str })).default([]) });
+const str = lazySchema(() => z.string().nullish().transform((s) => s ?? ""));
+const braveAnswer = lazySchema(() => z.object({ web: z.object({ results: z.array(z.object({ title: str, url: str, description: str })).default([]) }).optional() }));
+const itemsAnswer = lazySchema(() => z.object({ results: z.array(z.object({ title: str, url: str, content: str })).default([]) }));
+const jinaAnswer = lazySchema(() => z.object({ data: z.array(z.object({ title: str, url: str, content: str })).default([]) }));
 
 /** A provider that did not answer as it should: the search falls back to DuckDuckGo. */
 class ProviderFailed extends Error {}
