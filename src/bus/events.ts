@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { lazySchema } from "../lazy-schema.js";
 
 /**
  * Every event that crosses the bus, as one zod discriminated union. Events from outside the
@@ -7,7 +8,7 @@ import { z } from "zod";
 
 const at = z.number().int().nonnegative();
 
-export const inboundEvent = z.object({
+export const inboundEvent = lazySchema(() => z.object({
   type: z.literal("inbound"),
   channel: z.string().min(1),
   chatId: z.string().min(1),
@@ -19,9 +20,9 @@ export const inboundEvent = z.object({
   /** Overrides the default `channel:chatId` session key. */
   sessionKey: z.string().optional(),
   at,
-});
+}));
 
-export const outboundEvent = z.object({
+export const outboundEvent = lazySchema(() => z.object({
   type: z.literal("outbound"),
   channel: z.string().min(1),
   chatId: z.string().min(1),
@@ -38,37 +39,37 @@ export const outboundEvent = z.object({
    */
   alreadySent: z.boolean().optional(),
   at,
-});
+}));
 
-export const progressEvent = z.object({
+export const progressEvent = lazySchema(() => z.object({
   type: z.literal("progress"),
   sessionKey: z.string(),
   turnId: z.string(),
   /** A streamed piece of the reply. */
   delta: z.string(),
   at,
-});
+}));
 
-export const toolHintEvent = z.object({
+export const toolHintEvent = lazySchema(() => z.object({
   type: z.literal("tool_hint"),
   sessionKey: z.string(),
   turnId: z.string(),
   tool: z.string(),
   hint: z.string(),
   at,
-});
+}));
 
 /** The text a model response gave with its tool calls ("Let me look at the tests."), think blocks removed: nanobot's progress message. */
-export const thoughtEvent = z.object({
+export const thoughtEvent = lazySchema(() => z.object({
   type: z.literal("thought"),
   sessionKey: z.string(),
   turnId: z.string(),
   text: z.string(),
   at,
-});
+}));
 
 /** A model call failed and is retried after a backoff. */
-export const modelRetryEvent = z.object({
+export const modelRetryEvent = lazySchema(() => z.object({
   type: z.literal("model_retry"),
   sessionKey: z.string(),
   turnId: z.string(),
@@ -76,10 +77,10 @@ export const modelRetryEvent = z.object({
   delayMs: z.number().nonnegative(),
   status: z.number().int().nullable(),
   at,
-});
+}));
 
 /** A model failed for good and the next fallback model (agents.defaults.fallbackModels) takes over. */
-export const modelFallbackEvent = z.object({
+export const modelFallbackEvent = lazySchema(() => z.object({
   type: z.literal("model_fallback"),
   sessionKey: z.string(),
   turnId: z.string(),
@@ -88,16 +89,16 @@ export const modelFallbackEvent = z.object({
   to: z.string(),
   error: z.string(),
   at,
-});
+}));
 
-export const turnStateEvent = z.object({
+export const turnStateEvent = lazySchema(() => z.object({
   type: z.literal("turn_state"),
   sessionKey: z.string(),
   turnId: z.string(),
   state: z.string(),
   iteration: z.number().int().nonnegative(),
   at,
-});
+}));
 
 const actorFields = {
   /** Readable and unique: session:<key>, turn:<session>:<turnId>, subagent:<id>, … */
@@ -109,29 +110,29 @@ const actorFields = {
   at,
 };
 
-export const actorEvent = z.object({ type: z.enum(["actor_spawned", "actor_stopped"]), ...actorFields });
+export const actorEvent = lazySchema(() => z.object({ type: z.enum(["actor_spawned", "actor_stopped"]), ...actorFields }));
 
 /** A state change: from which state, on which event, and the snapshot after it (redacted: no secrets, long contents cut). */
-export const actorStateEvent = z.object({
+export const actorStateEvent = lazySchema(() => z.object({
   type: z.literal("actor_state"),
   ...actorFields,
   from: z.string().optional(),
   event: z.string().nullable().optional(),
   snapshot: z.object({ status: z.string().nullable(), context: z.unknown() }).nullable().optional(),
   error: z.string().nullable().optional(),
-});
+}));
 
 /** An event an actor's machine received, and which actor sent it. */
-export const actorEventEvent = z.object({ type: z.literal("actor_event"), ...actorFields, event: z.string(), source: z.string().nullable() });
+export const actorEventEvent = lazySchema(() => z.object({ type: z.literal("actor_event"), ...actorFields, event: z.string(), source: z.string().nullable() }));
 
 /**
  * Nobody watched the actors (no /api/events client) from `from` until `at`: their changes in between
  * were not recorded, so a replay across that time is incomplete. The `tree` that follows a replay is
  * the truth as it is now.
  */
-export const actorGapEvent = z.object({ type: z.literal("actor_gap"), from: at, at });
+export const actorGapEvent = lazySchema(() => z.object({ type: z.literal("actor_gap"), from: at, at }));
 
-export const busEvent = z.discriminatedUnion("type", [
+export const busEvent = lazySchema(() => z.discriminatedUnion("type", [
   inboundEvent,
   outboundEvent,
   progressEvent,
@@ -144,7 +145,7 @@ export const busEvent = z.discriminatedUnion("type", [
   actorStateEvent,
   actorEventEvent,
   actorGapEvent,
-]);
+]));
 
 export type BusEvent = z.infer<typeof busEvent>;
 export type BusEventType = BusEvent["type"];

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { mkdir, writeFile } from "node:fs/promises";
 import { extname, join } from "node:path";
 import { z } from "zod";
+import { lazySchema } from "../lazy-schema.js";
 import { isAudio, type Transcriber } from "./transcription.js";
 
 /**
@@ -10,14 +11,14 @@ import { isAudio, type Transcriber } from "./transcription.js";
  * as Telegram's are; audio is transcribed as on every channel.
  */
 
-export const apiAttachmentSchema = z
+export const apiAttachmentSchema = lazySchema(() => z
   .object({
     name: z.string().min(1).max(200).optional(),
     /** MIME type; a data: URL's own type is used when this is missing. */
     type: z.string().min(1).max(100).optional(),
     data: z.string().min(1, "media data must not be empty"),
   })
-  .strict();
+  .strict());
 export type ApiAttachment = z.infer<typeof apiAttachmentSchema>;
 
 const EXT_BY_TYPE: Record<string, string> = {

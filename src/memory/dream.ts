@@ -4,6 +4,7 @@ import { readFile } from "node:fs/promises";
 import { join, relative, resolve, sep } from "node:path";
 import type { Logger } from "pino";
 import { z } from "zod";
+import { lazySchema } from "../lazy-schema.js";
 import { loadSkills } from "../context/skills.js";
 import { TEMPLATES_DIR } from "../context/templates.js";
 import { fault } from "../fault.js";
@@ -31,10 +32,10 @@ import { changeSummary, commitMemory, ensureMemoryRepo } from "./git.js";
  * files as they are now with the analysis already made. The deadline is stored too.
  */
 
-export const dreamPhaseSchema = z.enum(["analysing", "editing", "committing"]);
+export const dreamPhaseSchema = lazySchema(() => z.enum(["analysing", "editing", "committing"]));
 export type DreamPhase = z.infer<typeof dreamPhaseSchema>;
 
-export const dreamRunSchema = z.object({
+export const dreamRunSchema = lazySchema(() => z.object({
   id: z.string(),
   phase: dreamPhaseSchema,
   /** The batch: history entries with fromCursor < cursor ≤ toCursor. */
@@ -44,16 +45,16 @@ export const dreamRunSchema = z.object({
   startedAt: z.number(),
   analysis: z.string().optional(),
   summary: z.string().optional(),
-});
+}));
 export type DreamRun = z.infer<typeof dreamRunSchema>;
 
-export const dreamRecordSchema = z.object({
+export const dreamRecordSchema = lazySchema(() => z.object({
   version: z.literal(1),
   /** When the next scheduled run is due (ms since the epoch). */
   nextAt: z.number(),
   run: dreamRunSchema.nullable(),
   lastRun: z.object({ at: z.number(), result: z.string(), sha: z.string().nullable() }).nullable(),
-});
+}));
 export type DreamRecord = z.infer<typeof dreamRecordSchema>;
 
 const RECORD_KEY = "dream";

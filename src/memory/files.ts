@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { mkdir, open, readFile, rename, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
+import { lazySchema } from "../lazy-schema.js";
 
 /**
  * nanobot's memory files, in the same places and formats, so a nanobot workspace works unchanged:
@@ -14,7 +15,7 @@ export const MAX_HISTORY_ENTRIES = 1000;
 /** A history entry longer than this is cut: a summary echoing its input must not bloat every prompt. */
 export const HISTORY_ENTRY_MAX_CHARS = 64_000;
 
-export const historyEntrySchema = z
+export const historyEntrySchema = lazySchema(() => z
   .object({
     cursor: z.number().int().nonnegative(),
     timestamp: z.string(),
@@ -25,7 +26,7 @@ export const historyEntrySchema = z
       .object({ epoch: z.number().int().nonnegative(), from: z.number().int().nonnegative(), to: z.number().int().nonnegative(), createdAt: z.number() })
       .optional(),
   })
-  .loose();
+  .loose());
 export type HistoryEntry = z.infer<typeof historyEntrySchema>;
 
 export interface MemoryPaths {

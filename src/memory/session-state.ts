@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { lazySchema } from "../lazy-schema.js";
 import type { Store, StoreOp } from "../store/store.js";
 
 /**
@@ -6,12 +7,12 @@ import type { Store, StoreOp } from "../store/store.js";
  * the session's current epoch (from its start) that the Consolidator has archived. The model is
  * sent only the messages after it. Kept in LevelDB beside the session, under its own key.
  */
-export const consolidationStateSchema = z.object({
+export const consolidationStateSchema = lazySchema(() => z.object({
   epoch: z.number().int().nonnegative(),
   lastConsolidated: z.number().int().nonnegative(),
   /** The session's createdAt: a deleted and recreated session under the same key starts afresh. */
   createdAt: z.number(),
-});
+}));
 export type ConsolidationState = z.infer<typeof consolidationStateSchema>;
 
 const stateKey = (sessionKey: string) => `consolidated:${sessionKey}`;

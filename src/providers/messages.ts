@@ -1,20 +1,21 @@
 import { z } from "zod";
+import { lazySchema } from "../lazy-schema.js";
 
 /** Chat messages in the OpenAI wire shape; stored in sessions and turn checkpoints as is. */
 
-export const toolCallSchema = z.object({
+export const toolCallSchema = lazySchema(() => z.object({
   id: z.string(),
   type: z.literal("function").default("function"),
   function: z.object({ name: z.string(), arguments: z.string() }),
-});
+}));
 export type ToolCallWire = z.infer<typeof toolCallSchema>;
 
-const contentPart = z.union([
+const contentPart = lazySchema(() => z.union([
   z.object({ type: z.literal("text"), text: z.string() }),
   z.object({ type: z.literal("image_url"), image_url: z.object({ url: z.string() }) }),
-]);
+]));
 
-export const chatMessageSchema = z.discriminatedUnion("role", [
+export const chatMessageSchema = lazySchema(() => z.discriminatedUnion("role", [
   z.object({ role: z.literal("system"), content: z.string() }),
   z.object({ role: z.literal("user"), content: z.union([z.string(), z.array(contentPart)]) }),
   z.object({
@@ -25,14 +26,14 @@ export const chatMessageSchema = z.discriminatedUnion("role", [
     reasoning_content: z.string().optional(),
   }),
   z.object({ role: z.literal("tool"), tool_call_id: z.string(), name: z.string().optional(), content: z.string() }),
-]);
+]));
 export type ChatMessage = z.infer<typeof chatMessageSchema>;
 
-export const usageSchema = z.object({
+export const usageSchema = lazySchema(() => z.object({
   promptTokens: z.number().int().nonnegative(),
   completionTokens: z.number().int().nonnegative(),
   totalTokens: z.number().int().nonnegative(),
-});
+}));
 export type Usage = z.infer<typeof usageSchema>;
 export const ZERO_USAGE: Usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
 /** Running totals stay safe integers however long a session lives (the schema above rejects anything else). */
@@ -44,16 +45,16 @@ export const addUsage = (a: Usage, b: Usage): Usage => ({
 });
 
 /** A tool call as the model asked for it, its arguments parsed (or the reason they could not be). */
-export const parsedToolCallSchema = z.object({
+export const parsedToolCallSchema = lazySchema(() => z.object({
   id: z.string(),
   name: z.string(),
   rawArguments: z.string(),
   arguments: z.record(z.string(), z.unknown()).nullable(),
   argumentsError: z.string().optional(),
-});
+}));
 export type ParsedToolCall = z.infer<typeof parsedToolCallSchema>;
 
-export const modelResponseSchema = z.object({
+export const modelResponseSchema = lazySchema(() => z.object({
   content: z.string(),
   toolCalls: z.array(parsedToolCallSchema),
   reasoningContent: z.string().optional(),
@@ -61,7 +62,7 @@ export const modelResponseSchema = z.object({
   usage: usageSchema,
   /** Who answered, as "<provider>/<model sent>" (with fallback models, not always the configured one). */
   model: z.string().optional(),
-});
+}));
 export type ModelResponse = z.infer<typeof modelResponseSchema>;
 
 /** The assistant message to append to the conversation for a model response. */

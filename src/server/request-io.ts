@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
+import { lazySchema } from "../lazy-schema.js";
 import { apiAttachmentSchema } from "../channels/api-media.js";
 import { InvalidSessionKeyError, parseSessionKey } from "../session-key.js";
 
@@ -23,12 +24,12 @@ export class HttpError extends Error {
   }
 }
 
-export const messageBody = z.object({ content: z.string().trim().min(1, "content must not be empty") }).strict();
+export const messageBody = lazySchema(() => z.object({ content: z.string().trim().min(1, "content must not be empty") }).strict());
 /** The daemon's messages also take files (`media`); audio among them is transcribed. */
-export const apiMessageBody = z
+export const apiMessageBody = lazySchema(() => z
   .object({ content: z.string().trim().default(""), media: z.array(apiAttachmentSchema).max(10, "at most 10 media files per message").default([]) })
   .strict()
-  .refine((b) => b.content || b.media.length, "content must not be empty (or send media)");
+  .refine((b) => b.content || b.media.length, "content must not be empty (or send media)"));
 const MAX_BODY_BYTES = 1024 * 1024;
 /** How long the rest of a refused body is read (and dropped) before the connection is cut. */
 const LINGER_MS = 5_000;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { lazySchema } from "../lazy-schema.js";
 import { compareNames } from "../compare-names.js";
 import { KEY_END } from "../session-key.js";
 import type { Store, StoreOp } from "./store.js";
@@ -8,7 +9,7 @@ import type { Store, StoreOp } from "./store.js";
  * the channel acknowledges it, and leaves in the same atomic batch that stores its answer, so a
  * crash in between loses nothing: the session finds it here at its next start.
  */
-export const inboxRecordSchema = z.object({
+export const inboxRecordSchema = lazySchema(() => z.object({
   id: z.string().min(1),
   sessionKey: z.string().min(1),
   channel: z.string().min(1),
@@ -17,7 +18,7 @@ export const inboxRecordSchema = z.object({
   content: z.string(),
   media: z.array(z.string()).default([]),
   at: z.number(),
-});
+}));
 export type InboxRecord = z.infer<typeof inboxRecordSchema>;
 
 /** KEY_END (never in a valid key) ends the session key, so one session's listing holds no other's messages. */

@@ -1,10 +1,11 @@
 import { z } from "zod";
+import { lazySchema } from "../lazy-schema.js";
 import { outboundEvent } from "../bus/events.js";
 import type { Bus } from "../bus/index.js";
 import type { Store, StoreOp } from "./store.js";
 
 /** A message waiting for its channel to deliver it (an outbound event, stored). Deleted only once the platform accepted it. */
-export const outboxRecordSchema = outboundEvent.omit({ type: true, at: true }).extend({
+export const outboxRecordSchema = lazySchema(() => outboundEvent.omit({ type: true, at: true }).extend({
   createdAt: z.number(),
   /** Failed delivery attempts so far, and when to try again: a durable timer, re-armed at start. */
   attempts: z.number().int().nonnegative().default(0),
@@ -14,7 +15,7 @@ export const outboxRecordSchema = outboundEvent.omit({ type: true, at: true }).e
    * accepted, each written as soon as it is: a retry or a restart sends only the others.
    */
   deliveredParts: z.array(z.number().int().nonnegative()).optional(),
-});
+}));
 export type OutboxRecord = z.infer<typeof outboxRecordSchema>;
 
 /** The record with one more part accepted. */
@@ -23,7 +24,7 @@ export const withDeliveredPart = (record: OutboxRecord, index: number): OutboxRe
   deliveredParts: [...new Set([...(record.deliveredParts ?? []), index])].sort((a, b) => a - b),
 });
 
-const sentMarkerSchema = z.object({ at: z.number() });
+const sentMarkerSchema = lazySchema(() => z.object({ at: z.number() }));
 const sentKey = (deliveryId: string) => `sent:${deliveryId}`;
 
 export const outboxPutOp = (record: OutboxRecord): StoreOp => ({ type: "put", sublevel: "outbox", key: record.deliveryId, value: record });

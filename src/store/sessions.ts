@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { lazySchema } from "../lazy-schema.js";
 import { addUsage, chatMessageSchema, usageSchema, ZERO_USAGE, type ChatMessage, type Usage } from "../providers/messages.js";
 import { deleteConsolidationStateOp } from "../memory/session-state.js";
 import { KEY_END } from "../session-key.js";
@@ -11,7 +12,7 @@ import { closeTurnOp, listOpenTurns, listTurns, turnSummaryKeys } from "./turns.
  * `/new` starts a new epoch and keeps the old messages.
  */
 
-export const sessionMetaSchema = z.object({
+export const sessionMetaSchema = lazySchema(() => z.object({
   key: z.string(),
   epoch: z.number().int().nonnegative(),
   nextSeq: z.number().int().nonnegative(),
@@ -19,16 +20,16 @@ export const sessionMetaSchema = z.object({
   updatedAt: z.number(),
   usage: usageSchema,
   turns: z.number().int().nonnegative(),
-});
+}));
 export type SessionMeta = z.infer<typeof sessionMetaSchema>;
 
-export const storedMessageSchema = z.object({
+export const storedMessageSchema = lazySchema(() => z.object({
   message: chatMessageSchema,
   turnId: z.string().nullable(),
   at: z.number(),
   /** Shown to the user but never sent to the model (a failed turn's apology is troupe's words, not the model's). */
   shownOnly: z.boolean().optional(),
-});
+}));
 export type StoredMessage = z.infer<typeof storedMessageSchema>;
 
 /** Tool results are kept whole in the turn journal; the session keeps a bounded copy. */

@@ -1,8 +1,9 @@
 import { z } from "zod";
+import { lazySchema } from "../lazy-schema.js";
 import type { ListOptions, Store, StoreOp } from "./store.js";
 
 /** A subagent: a task handed off by a session's turn, run as its own checkpointed turn. */
-export const subagentRecordSchema = z.object({
+export const subagentRecordSchema = lazySchema(() => z.object({
   id: z.string(),
   label: z.string(),
   task: z.string(),
@@ -15,7 +16,7 @@ export const subagentRecordSchema = z.object({
   result: z.string().nullable(),
   createdAt: z.number(),
   finishedAt: z.number().nullable(),
-});
+}));
 export type SubagentRecord = z.infer<typeof subagentRecordSchema>;
 
 export const FINISHED = ["responded", "failed", "cancelled", "max_iterations"] as const;

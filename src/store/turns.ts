@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { lazySchema } from "../lazy-schema.js";
 import { CorruptRecordError } from "../errors.js";
 import { chatMessageSchema, type ChatMessage } from "../providers/messages.js";
 import { KEY_END } from "../session-key.js";
@@ -24,7 +25,7 @@ import type { ListOptions, Store, StoreOp } from "./store.js";
 export const TURN_FORMAT = 5;
 
 /** What a turn is started with (system prompt, history, the new user message). */
-export const turnInputSchema = z.object({
+export const turnInputSchema = lazySchema(() => z.object({
   turnId: z.string(),
   sessionKey: z.string(),
   channel: z.string(),
@@ -35,10 +36,10 @@ export const turnInputSchema = z.object({
   history: z.object({ epoch: z.number().int().nonnegative(), fromSeq: z.number().int().nonnegative(), toSeq: z.number().int().nonnegative(), count: z.number().int().nonnegative() }).optional(),
   /** Format 4: the system prompt (messages[0]) is stored as these blobs, in order (blobs.ts); its stored content is empty. */
   systemBlobs: z.array(z.string()).optional(),
-});
+}));
 
 /** A persisted turn-machine snapshot: checked for the parts recovery relies on, the rest kept as is. */
-export const turnSnapshotSchema = z.looseObject({
+export const turnSnapshotSchema = lazySchema(() => z.looseObject({
   status: z.enum(["active", "done", "error", "stopped"]),
   value: z.unknown(),
   context: z.looseObject({
@@ -48,9 +49,9 @@ export const turnSnapshotSchema = z.looseObject({
     seq: z.number().int().nonnegative(),
     takenIds: z.array(z.string()).default([]),
   }),
-});
+}));
 
-export const turnRecordSchema = z.object({
+export const turnRecordSchema = lazySchema(() => z.object({
   format: z.number().int().positive().default(1),
   turnId: z.string(),
   sessionKey: z.string(),
@@ -67,11 +68,11 @@ export const turnRecordSchema = z.object({
   resumes: z.number().int().nonnegative().default(0),
   /** Format 3: how many messages the snapshot's context holds (input and the turn's, each stored once). */
   messageCount: z.number().int().nonnegative().optional(),
-});
+}));
 export type TurnRecord = z.infer<typeof turnRecordSchema>;
 type TurnInput = z.infer<typeof turnInputSchema>;
 
-export const journalRecordSchema = z.discriminatedUnion("kind", [
+export const journalRecordSchema = lazySchema(() => z.discriminatedUnion("kind", [
   z.object({
     kind: z.literal("state"),
     turnId: z.string(),
@@ -107,7 +108,7 @@ export const journalRecordSchema = z.discriminatedUnion("kind", [
     content: z.string().optional(),
     at: z.number(),
   }),
-]);
+]));
 export type JournalRecord = z.infer<typeof journalRecordSchema>;
 export type ToolJournalRecord = Extract<JournalRecord, { kind: "tool" }>;
 export type FinalizeJournalRecord = Extract<JournalRecord, { kind: "finalize" }>;
@@ -125,13 +126,13 @@ export async function finalizeJournal(store: Store, turnId: string, seq: number)
 const pad = (n: number) => String(n).padStart(6, "0");
 
 const inputKey = (turnId: string) => `${turnId}:input`;
-const storedInputSchema = z.object({ input: turnInputSchema });
+const storedInputSchema = lazySchema(() => z.object({ input: turnInputSchema }));
 
 /** A tool call's journal key within its turn: its position, never the model's id (providers omit and reuse ids). */
 export const toolCallKey = (iteration: number, index: number) => `${pad(iteration)}:${pad(index)}`;
 
 const messageKey = (turnId: string, index: number) => `${turnId}:msg:${pad(index)}`;
-const storedMessageSchema = z.object({ message: chatMessageSchema });
+const storedMessageSchema = lazySchema(() => z.object({ message: chatMessageSchema }));
 
 /** Marks a child's input whose `messages` were the context's (the model call's), left out of the stored snapshot. */
 const MESSAGES_FROM_CONTEXT = "messagesFromContext";
@@ -428,7 +429,7 @@ export async function stateJournal(store: Store, turnId: string): Promise<Array<
  * only these, not every turn ever run. Written with a turn's first checkpoint, removed with its last.
  */
 const openKey = (sessionKey: string, turnId: string) => `open:${sessionKey}${KEY_END}${turnId}`;
-const openTurnSchema = z.object({ turnId: z.string(), sessionKey: z.string() });
+const openTurnSchema = lazySchema(() => z.object({ turnId: z.string(), sessionKey: z.string() }));
 
 export const openTurnOp = (turnId: string, sessionKey: string): StoreOp => ({ type: "put", sublevel: "meta", key: openKey(sessionKey, turnId), value: { turnId, sessionKey } });
 export const closeTurnOp = (turnId: string, sessionKey: string): StoreOp => ({ type: "del", sublevel: "meta", key: openKey(sessionKey, turnId) });
@@ -447,8 +448,8 @@ export async function listOpenTurns(store: Store, sessionKey?: string, opts: Lis
  */
 const lastTurnKey = (sessionKey: string) => `lastturn:${sessionKey}`;
 const resumedPrefix = (sessionKey: string) => `resumed:${sessionKey}${KEY_END}`;
-export const lastTurnSchema = z.object({ sessionKey: z.string(), turnId: z.string(), state: z.string(), createdAt: z.number() });
-const resumedSchema = z.object({ sessionKey: z.string(), turnId: z.string() });
+export const lastTurnSchema = lazySchema(() => z.object({ sessionKey: z.string(), turnId: z.string(), state: z.string(), createdAt: z.number() }));
+const resumedSchema = lazySchema(() => z.object({ sessionKey: z.string(), turnId: z.string() }));
 
 /**
  * A checkpoint's summary ops. `first: false` (a checkpoint after the turn's first, not its final

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
+import { lazySchema } from "../../lazy-schema.js";
 import type { CronJob } from "../../cron/jobs.js";
 import { describeSchedule, formatInTz, ScheduleError } from "../../cron/schedule.js";
 import type { CronService } from "../../cron/service.js";
@@ -32,7 +33,7 @@ export function cronTool(deps: { service: CronService; defaultTz: string }) {
       "Schedule reminders and recurring tasks. Actions: add, list, remove. add needs a message and one schedule: " +
       `every_seconds, cron_expr (5 fields, with optional tz) or at (ISO time, once). Without tz, times are in ${deps.defaultTz}. ` +
       "Each run's reply is sent to this chat.",
-    parameters: z.object({
+    parameters: lazySchema(() => z.object({
       action: z.enum(["add", "list", "remove"]).describe("Action to perform"),
       name: z.string().optional().describe("Optional short label for the job; defaults to the first 30 characters of message"),
       message: z.string().optional().describe("REQUIRED for add: what the agent should do (or remind of) when the job runs"),
@@ -43,7 +44,7 @@ export function cronTool(deps: { service: CronService; defaultTz: string }) {
       deliver: z.boolean().optional().describe("Send each run's reply to this chat (default true)"),
       catch_up: z.enum(["once", "skip", "all"]).optional().describe("Runs missed while troupe was down: once (default), skip, or all (at most 10)"),
       job_id: z.string().optional().describe("REQUIRED for remove: the job's id (see action=list)"),
-    }),
+    })),
     // add derives the job's id from the call: repeated after a crash, it finds the job it made.
     idempotent: true,
     async execute(args, ctx: ToolContext) {

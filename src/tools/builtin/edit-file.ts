@@ -2,13 +2,14 @@ import { mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { basename, dirname, extname } from "node:path";
 import { distance } from "fastest-levenshtein";
 import { z } from "zod";
+import { lazySchema } from "../../lazy-schema.js";
 import { defineTool, ToolError, type ToolContext } from "../contract.js";
 import type { FileReads } from "../file-reads.js";
 import { displayPath, resolveToolPath, type Sandbox } from "../sandbox.js";
 import { coversLine, findMatches, keepIndentation, keepQuoteStyle, nearMissReasons, type Match } from "./edit-match.js";
 import { assertReadableFile } from "./read-file.js";
 
-const params = z.object({
+const params = lazySchema(() => z.object({
   path: z.string().describe("File path, relative to the workspace or absolute"),
   old_text: z
     .string()
@@ -23,7 +24,7 @@ const params = z.object({
     .describe("The 1-based line (from read_file's numbering) the match must cover; picks among several matches"),
   replace_all: z.boolean().nullish().describe("Replace every occurrence"),
   expected_replacements: z.number().int().min(1).nullish().describe("The number of replacements that must be made; the edit is refused otherwise"),
-});
+}));
 
 /** Markdown keeps trailing spaces (two of them are a line break); elsewhere they are trimmed from new_text. */
 const MARKDOWN = new Set([".md", ".mdx", ".markdown"]);

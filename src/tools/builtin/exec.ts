@@ -2,6 +2,7 @@ import type * as ChildProcess from "node:child_process";
 import { existsSync } from "node:fs";
 import { delimiter } from "node:path";
 import { z } from "zod";
+import { lazySchema } from "../../lazy-schema.js";
 import { lazyBuiltin } from "../../builtin.js";
 import { bwrapArgs, sandboxedCommand, type ExecIsolation } from "../bwrap.js";
 import { defineTool, ToolError } from "../contract.js";
@@ -89,11 +90,11 @@ export function execTool(opts: ExecOptions) {
       (opts.isolation.kind === "bwrap"
         ? " Commands run in a sandbox: only the workspace is writable, the rest of the system is read-only, /tmp and the home directory are empty and private to the command."
         : ""),
-    parameters: z.object({
+    parameters: lazySchema(() => z.object({
       command: z.string().min(1),
       working_dir: z.string().optional().describe("Directory to run in (default: the workspace)"),
       timeout: z.number().int().min(1).max(MAX_EXEC_TIMEOUT_S).optional(),
-    }),
+    })),
     exclusive: true,
     async execute({ command, working_dir, timeout }, ctx) {
       const cwd = working_dir ? resolveToolPath(opts.sandbox, working_dir, "write") : opts.sandbox.workspace;

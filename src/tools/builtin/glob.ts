@@ -1,18 +1,19 @@
 import { stat } from "node:fs/promises";
 import { z } from "zod";
+import { lazySchema } from "../../lazy-schema.js";
 import { defineTool } from "../contract.js";
 import { displayPath, resolveToolPath, type Sandbox } from "../sandbox.js";
 import { anyDepth, limitOf, paginate, paginationNote } from "./search-common.js";
 import { assertDirectory, findFiles } from "./walk.js";
 
-const params = z.object({
+const params = lazySchema(() => z.object({
   pattern: z.string().min(1).describe("Glob pattern, e.g. '*.py' (any depth) or 'tests/**/test_*.py'"),
   path: z.string().default(".").describe("Directory to search from (default '.')"),
   head_limit: z.number().int().min(0).max(1_000).optional().describe("Most paths to return (default 250, 0 for all)"),
   offset: z.number().int().min(0).max(100_000).default(0).describe("Skip the first N matching paths before head_limit"),
   entry_type: z.enum(["files", "dirs", "both"]).default("files").describe("Match files, directories, or both (default files)"),
   max_results: z.number().int().min(1).max(1_000).optional().describe("Legacy alias for head_limit"),
-});
+}));
 
 export function globTool(sandbox: Sandbox) {
   return defineTool({

@@ -1,6 +1,7 @@
 import { readFile, stat } from "node:fs/promises";
 import { isBinaryFile } from "isbinaryfile";
 import { z } from "zod";
+import { lazySchema } from "../../lazy-schema.js";
 import { defineTool, ToolError } from "../contract.js";
 import { displayPath, isRefusedHardLink, resolveToolPath, type Sandbox } from "../sandbox.js";
 import { anyDepth, limitOf, matchesType, paginate, paginationNote } from "./search-common.js";
@@ -14,7 +15,7 @@ const MAX_EXPLICIT_FILE_BYTES = 50 * 1024 * 1024;
 const MAX_RESULT_CHARS = 128_000;
 
 const lines = (n: string) => z.number().int().min(0).max(20).optional().describe(n);
-const params = z.object({
+const params = lazySchema(() => z.object({
   pattern: z.string().min(1).describe("Regular expression (JavaScript syntax), or plain text with fixed_strings"),
   path: z.string().default(".").describe("File or directory to search (default '.')"),
   glob: z.string().optional().describe("Which files to search, e.g. '*.py' (any depth) or 'tests/**/test_*.py'"),
@@ -35,7 +36,7 @@ const params = z.object({
   offset: z.number().int().min(0).max(100_000).default(0).describe("Skip the first N results before head_limit"),
   max_matches: z.number().int().min(1).max(1_000).optional().describe("Legacy alias for head_limit in content mode"),
   max_results: z.number().int().min(1).max(1_000).optional().describe("Legacy alias for head_limit in the other modes"),
-});
+}));
 type Args = z.infer<typeof params>;
 
 type Searchable = { text: string; mtime: number } | "hard-link" | "large" | "binary" | undefined;

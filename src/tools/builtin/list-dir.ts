@@ -2,6 +2,7 @@ import { readdirSync, statSync, type Dirent, type Stats } from "node:fs";
 import { readdir } from "node:fs/promises";
 import { relative } from "node:path";
 import { z } from "zod";
+import { lazySchema } from "../../lazy-schema.js";
 import { defineTool } from "../contract.js";
 import { displayPath, resolveToolTarget, type Sandbox, type ToolTarget } from "../sandbox.js";
 import { assertDirectory, directoryError, findFiles, NOISE_DIRS } from "./walk.js";
@@ -40,11 +41,11 @@ export function listDirTool(sandbox: Sandbox) {
   return defineTool({
     name: "list_dir",
     description: "List a directory: sub-directories end with '/'. recursive lists the whole tree (skipping .git, node_modules and the like).",
-    parameters: z.object({
+    parameters: lazySchema(() => z.object({
       path: z.string().default(".").describe("Directory, relative to the workspace or absolute"),
       recursive: z.boolean().default(false),
       max_entries: z.number().int().min(1).max(2_000).default(200),
-    }),
+    })),
     readOnly: true,
     async execute({ path, recursive, max_entries }) {
       const target = resolveToolTarget(sandbox, path, "read");

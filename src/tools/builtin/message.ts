@@ -1,5 +1,6 @@
 import { stat } from "node:fs/promises";
 import { z } from "zod";
+import { lazySchema } from "../../lazy-schema.js";
 import type { Bus } from "../../bus/index.js";
 import { stripThink } from "../../providers/think.js";
 import { queueDelivery, wasDelivered, type OutboxRecord } from "../../store/outbox.js";
@@ -23,12 +24,12 @@ export function messageTool(opts: MessageToolOptions) {
     description:
       "Send a message to the user now, on the current chat or another channel/chat, optionally with files (media paths). " +
       "Use it for updates during long work or to reach another chat. Once it has written to the current chat, your final reply is not sent there again.",
-    parameters: z.object({
+    parameters: lazySchema(() => z.object({
       content: z.string().min(1),
       channel: z.string().optional().describe("Target channel (default: the current one)"),
       chat_id: z.string().optional().describe("Target chat (default: the current one)"),
       media: z.array(z.string()).optional().describe("Paths of files to attach"),
-    }),
+    })),
     // Keyed by the call's idempotency key: a repeat after a crash is the same delivery, never a second one.
     idempotent: true,
     async execute({ content: raw, channel, chat_id, media = [] }, ctx) {

@@ -3,6 +3,7 @@ import { readFile, stat } from "node:fs/promises";
 import { extname, isAbsolute, resolve } from "node:path";
 import { isBinaryFile } from "isbinaryfile";
 import { z } from "zod";
+import { lazySchema } from "../../lazy-schema.js";
 import { imagePart, MAX_IMAGE_BYTES, sniffImageMime } from "../../context/media.js";
 import { defineTool, ToolError } from "../contract.js";
 import { BUILTIN_SKILLS_DIR } from "../../context/templates.js";
@@ -19,13 +20,13 @@ const OFFICE = new Set([".docx", ".xlsx", ".pptx"]);
 /** Text whatever a byte sniffer says (a Latin-1 CSV looks binary to it), unless it holds a NUL byte. */
 const TEXT_EXTENSIONS = new Set([".txt", ".md", ".csv", ".tsv", ".json", ".xml", ".html", ".htm", ".log", ".yaml", ".yml", ".toml", ".ini", ".cfg"]);
 
-const params = z.object({
+const params = lazySchema(() => z.object({
   path: z.string().describe("File path, relative to the workspace or absolute"),
   offset: z.number().int().min(1).optional().describe("Line number to start from (1-based, default 1)"),
   limit: z.number().int().min(1).max(10_000).optional().describe(`Number of lines to read (default ${DEFAULT_LIMIT})`),
   pages: z.string().optional().describe("PDF only: pages to read, e.g. '1-5' or '1-3,7' (default all, at most 20 per call)"),
   force: z.boolean().optional().describe("Accepted for nanobot compatibility: troupe always returns the content"),
-});
+}));
 
 /** Regular files only: /dev/zero, FIFOs and sockets would block or never end. */
 export async function assertReadableFile(path: string, shown: string): Promise<number> {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { lazySchema } from "../../lazy-schema.js";
 import type { SubagentRecord } from "../../store/subagents.js";
 import { defineTool, ToolError, type ToolContext } from "../contract.js";
 
@@ -29,11 +30,11 @@ export function spawnTool(control: SubagentControl) {
       "Hand a self-contained task to a subagent that works in parallel with its own tools (files, search, exec, web). " +
       "By default it returns at once and the subagent's report arrives later as a message; wait=true waits and returns the report. " +
       "Give the task everything it needs: the subagent does not see this conversation.",
-    parameters: z.object({
+    parameters: lazySchema(() => z.object({
       task: z.string().min(1).describe("The complete task, with all the context it needs"),
       label: z.string().min(1).max(60).optional().describe("A short name for the task"),
       wait: z.boolean().default(false).describe("Wait for the result instead of returning at once"),
-    }),
+    })),
     // Keyed by the call's idempotency key: a call repeated after a crash finds the subagent it started.
     idempotent: true,
     async execute({ task, label, wait }, ctx) {
@@ -53,10 +54,10 @@ export function subagentsTool(control: SubagentControl) {
   return defineTool({
     name: "subagents",
     description: "List this session's subagents with their status and phase, or cancel one by id.",
-    parameters: z.object({
+    parameters: lazySchema(() => z.object({
       action: z.enum(["list", "cancel"]).default("list"),
       id: z.string().optional().describe("The subagent to cancel"),
-    }),
+    })),
     async execute({ action, id }, ctx) {
       if (action === "cancel") {
         if (!id) throw new ToolError("cancel needs the id of a subagent (see action=list)");

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { lazySchema } from "../../lazy-schema.js";
 import { defineTool, ToolError } from "../contract.js";
 import { htmlToMarkdown, htmlToText } from "../html-to-markdown.js";
 import { guardedFetch } from "../http-fetch.js";
@@ -50,13 +51,13 @@ export function webFetchTool(opts: WebFetchOptions) {
       "Fetch a URL and extract readable content (HTML → markdown/text). " +
       `Output is capped at maxChars (default ${thousands(DEFAULT_MAX_CHARS)}). Only public http(s) addresses; private and local ones are refused. ` +
       "Answers JSON: url, finalUrl, status, extractor, truncated, length, untrusted, text.",
-    parameters: z.object({
+    parameters: lazySchema(() => z.object({
       url: z.string().min(1).describe("URL to fetch"),
       extractMode: z.enum(["markdown", "text"]).default("markdown"),
       maxChars: z.number().int().min(100).optional(),
       /** troupe's earlier name for maxChars. */
       max_chars: z.number().int().min(100).optional(),
-    }),
+    })),
     readOnly: true,
     async execute({ url: given, extractMode, maxChars, max_chars }, ctx) {
       // Models paste URLs with quotes or backticks around them.

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { lazySchema } from "../../lazy-schema.js";
 import { defineTool, ToolError } from "../contract.js";
 import { httpText } from "../web-proxy.js";
 
@@ -82,10 +83,10 @@ export function formatResults(query: string, items: SearchItem[], n: number): st
   return lines.join("\n");
 }
 
-const str = z.string().nullish().transform((s) => s ?? "");
-const braveAnswer = z.object({ web: z.object({ results: z.array(z.object({ title: str, url: str, description: str })).default([]) }).optional() });
-const itemsAnswer = z.object({ results: z.array(z.object({ title: str, url: str, content: str })).default([]) });
-const jinaAnswer = z.object({ data: z.array(z.object({ title: str, url: str, content: str })).default([]) });
+const str = lazySchema(() => z.string().nullish().transform((s) => s ?? ""));
+const braveAnswer = lazySchema(() => z.object({ web: z.object({ results: z.array(z.object({ title: str, url: str, description: str })).default([]) }).optional() }));
+const itemsAnswer = lazySchema(() => z.object({ results: z.array(z.object({ title: str, url: str, content: str })).default([]) }));
+const jinaAnswer = lazySchema(() => z.object({ data: z.array(z.object({ title: str, url: str, content: str })).default([]) }));
 
 /** A provider that did not answer as it should: the search falls back to DuckDuckGo. */
 class ProviderFailed extends Error {}
@@ -219,10 +220,10 @@ export function webSearchTool(opts: WebSearchOptions) {
     description:
       "Search the web. Returns titles, URLs, and snippets. " +
       `count defaults to ${clamp(opts.maxResults)} (max 10). Use web_fetch to read a specific page in full.`,
-    parameters: z.object({
+    parameters: lazySchema(() => z.object({
       query: z.string().min(1).describe("Search query"),
       count: z.number().int().min(1).max(10).optional().describe("Results (1-10)"),
-    }),
+    })),
     readOnly: true,
     async execute({ query, count }, ctx) {
       const n = clamp(count ?? opts.maxResults);

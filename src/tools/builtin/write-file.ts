@@ -1,6 +1,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { z } from "zod";
+import { lazySchema } from "../../lazy-schema.js";
 import { defineTool } from "../contract.js";
 import type { FileReads } from "../file-reads.js";
 import { displayPath, resolveToolPath, type Sandbox } from "../sandbox.js";
@@ -9,10 +10,10 @@ export function writeFileTool(sandbox: Sandbox, reads?: FileReads) {
   return defineTool({
     name: "write_file",
     description: "Write a file (whole content), creating parent directories as needed. Overwrites an existing file.",
-    parameters: z.object({
+    parameters: lazySchema(() => z.object({
       path: z.string().describe("File path, relative to the workspace or absolute"),
       content: z.string().describe("The complete file content"),
-    }),
+    })),
     // The same call twice leaves the same file: safe to repeat after a crash.
     idempotent: true,
     async execute({ path, content }, ctx) {
