@@ -7,10 +7,10 @@ export const MICROCOMPACT_KEEP = 10;
 const MIN_CHARS = 200;
 
 /**
- * Which messages of the lists compacted last are read-only tool results (providers/aligned.ts): a
- * long session's window is compacted on every model call, and reading every message's role and
- * tool name again was ~2% of its turn. A tool's read-only flag is its own (the registry keeps it
- * per name), so a message's flag stays true.
+ * Which messages of the lists compacted last are tool results (providers/aligned.ts): a long
+ * session's window is compacted on every model call, and reading every message's role again was ~2%
+ * of its turn. Whether a result's tool is read-only is asked of the registry at each call, once per
+ * tool name: MCP tools come and go while a session lives.
  */
 const flagged = keptLists<Uint8Array>(4);
 
@@ -23,14 +23,20 @@ export function microcompact(messages: ChatMessage[], isReadOnly: (toolName: str
   const n = messages.length;
   const beside = flagged.beside(messages);
   const keptFlags = beside.kept?.data;
+  const isResult = new Uint8Array(n);
   const readOnly = new Uint8Array(n);
+  const asked = new Map<string, boolean>();
   let count = 0;
   for (let i = 0; i < n; i++) {
     const j = beside.at(i);
     const m = messages[i]!;
-    count += readOnly[i] = j >= 0 ? keptFlags![j]! : m.role === "tool" && m.name && isReadOnly(m.name) ? 1 : 0;
+    if (!(isResult[i] = j >= 0 ? keptFlags![j]! : m.role === "tool" && m.name ? 1 : 0)) continue;
+    const name = (m as Extract<ChatMessage, { role: "tool" }>).name!;
+    let ro = asked.get(name);
+    if (ro === undefined) asked.set(name, (ro = isReadOnly(name)));
+    if (ro) count += readOnly[i] = 1;
   }
-  flagged.keep(messages, readOnly);
+  flagged.keep(messages, isResult);
   let old = count - keep;
   if (old <= 0) return messages;
   const out = messages.slice();

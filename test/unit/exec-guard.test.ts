@@ -366,3 +366,35 @@ describe("exec refuses internal URLs (nanobot's contains_internal_url cases)", (
     }
   });
 });
+
+const guardUrls = (command: string, answers: Record<string, string[]> = {}, whitelist: string[] = []) =>
+  internalUrlRefusal(command, createSsrfGuard(whitelist, table(answers)));
+
+describe("exec guard: non-http schemes whose 'host' is no DNS name (nanobot scans http(s) only)", () => {
+  it.each([
+    "aws s3 cp s3://my-reports/2026/q3.csv .",
+    "gsutil ls gs://my-bucket/logs/",
+    "python -c \"import datasets; datasets.load_dataset('hf://datasets/org/name')\"",
+    "echo 'DATABASE_URL=postgres://app:pw@db:5432/app' >> .env",
+  ])("%s is let through", async (command) => {
+    expect(await guardUrls(command)).toBeUndefined();
+  });
+});
+
+describe("exec guard: legit addresses still pass", () => {
+  it.each([
+    ["curl http://1.1.1.1:8080/x", {}],
+    ["curl http://[2606:4700::1111]:443/", {}],
+    ["curl https://example.com:8443/a", { "example.com": ["93.184.216.34"] }],
+    ["curl http://localhost:8080/", {}, ["127.0.0.1"]],
+    ["curl http://localhost:8080/", {}, ["127.0.0.0/8"]],
+  ] as const)("%s", async (command, answers, whitelist = []) => {
+    expect(await guardUrls(command, answers as Record<string, string[]>, [...whitelist])).toBeUndefined();
+  });
+});
+
+describe("exec guard: bare internal addresses after a network client", () => {
+  it.each(["curl 127.1:8080/x", "curl 0x7f000001:80/", "curl 2130706433:80/", "curl localhost", "curl 169.254.169.254", "curl -H x http://0177.0.0.1/"])("%s is refused", async (command) => {
+    expect(await guardUrls(command)).toMatch(/refused/);
+  });
+});

@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { resolve } from "node:path";
@@ -151,8 +152,29 @@ export function urlsIn(command: string): URL[] {
   for (const m of command.matchAll(bare)) {
     if (/[:/]/.test(m[1]!.replace(/^\[[^\]]*\]/, ""))) add(`http://${m[1]}`);
   }
+  // A network client's arguments: any that reads as an address literal in any form a URL parser
+  // takes (127.1, 0x7f000001, 2130706433, with or without a port) or localhost, port or no port.
+  for (const m of command.matchAll(NETWORK_CLIENT_ARGS)) {
+    for (const word of m[1]!.split(/\s+/)) {
+      const arg = word.replace(/^["']|["']$/g, "");
+      if (!arg || arg.startsWith("-") || arg.includes("://")) continue;
+      try {
+        const url = new URL(`http://${arg}`);
+        const host = url.hostname.replace(/^\[|\]$/g, "");
+        if (isIP(host) || host === "localhost") found.push(url);
+      } catch {
+        // Not an address.
+      }
+    }
+  }
   return found;
 }
+
+/** curl, wget, nc and the like with their arguments, up to the end of the command. */
+const NETWORK_CLIENT_ARGS = /(?:^|[\s;&|(`])(?:curl|wget|nc|ncat|netcat|telnet|http|https|xh|socat)\s+([^;&|<>()`\n]*)/g;
+
+/** Schemes whose host is a DNS name: one that cannot be looked up is refused (nanobot scans http and https). */
+const NAMED_HOST_SCHEMES = new Set(["http:", "https:", "ws:", "wss:", "ftp:"]);
 
 /** Refuses a command naming an internal address, by the rules web_fetch follows (tools.ssrfWhitelist included). */
 export async function internalUrlRefusal(command: string, guard: SsrfGuard, timeoutMs = 3_000): Promise<string | undefined> {
@@ -173,7 +195,9 @@ export async function internalUrlRefusal(command: string, guard: SsrfGuard, time
     } catch (err) {
       if (err instanceof SsrfError) return `command refused by the safety guard (internal/private URL): ${err.message.replace(/^refused to fetch/, "it names").replace("can be fetched", "can be reached")}`;
       // A name the guard cannot look up now may answer with an internal address when the command
-      // runs: refused, as nanobot refuses it ("Cannot resolve hostname").
+      // runs: refused, as nanobot refuses it ("Cannot resolve hostname"). s3://bucket,
+      // gs://bucket, hf://datasets, postgres://app@db name no DNS host: those pass as before.
+      if (!NAMED_HOST_SCHEMES.has(url.protocol)) continue;
       const why = err instanceof LookupTimeout ? err.message : (err as Error).message.replace(/^cannot resolve [^:]*: /, "");
       return `command refused by the safety guard (internal/private URL): it names ${url.host}, whose address could not be looked up (${why}), so it cannot be shown to be public; check the name, or retry if the network was slow.`;
     } finally {
