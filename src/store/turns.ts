@@ -232,14 +232,18 @@ function packChild(child: PersistedChild, context: Record<string, unknown>): Per
   }
   let shared = true;
   for (const key of SHARED_FIELDS) if (!(key in input) || input[key] !== context[key]) shared = false;
-  const messages = Array.isArray(input.messages);
+  const messages = Array.isArray(input.messages) && input.messages.length > 0;
   const calls = input.calls !== undefined && input.calls === context.pendingToolCalls;
   const kept: Record<string, unknown> = {};
   for (const key in input) {
     if (key === "messages" ? messages : key === "calls" ? calls : shared && SHARED.has(key)) continue;
     kept[key] = input[key];
   }
-  if (messages) kept[MESSAGES_FROM_CONTEXT] = true;
+  // The context's messages, or their first n (finalizeContent's input leaves out the draft answer).
+  if (messages) {
+    const n = (input.messages as unknown[]).length;
+    kept[MESSAGES_FROM_CONTEXT] = n < ((context.messages as unknown[] | undefined)?.length ?? 0) ? n : true;
+  }
   if (shared) kept[SHARED_FROM_CONTEXT] = true;
   if (calls) kept[CALLS_FROM_CONTEXT] = true;
   out.snapshot = { ...child.snapshot, input: kept };
@@ -262,7 +266,7 @@ function unpackSnapshot(snapshot: TurnRecord["snapshot"], messages: ChatMessage[
     const { [MESSAGES_FROM_CONTEXT]: fromMessages, [SHARED_FROM_CONTEXT]: fromShared, [CALLS_FROM_CONTEXT]: fromCalls, ...kept } = input;
     const restored: Record<string, unknown> = { ...kept };
     if (fromShared) for (const key of SHARED_FIELDS) restored[key] = context[key];
-    if (fromMessages) restored.messages = messages;
+    if (fromMessages) restored.messages = typeof fromMessages === "number" ? messages.slice(0, fromMessages) : messages;
     if (fromCalls) restored.calls = context.pendingToolCalls;
     unpacked[id] = { ...full, snapshot: { ...child.snapshot, input: restored } };
   }
