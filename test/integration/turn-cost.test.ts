@@ -60,14 +60,14 @@ describe("a turn's store traffic", () => {
 
     // Start-up's own reads (recovery, upkeep) are over once a first turn is answered.
     await turn("warm-up");
-    // A new session: its start lists its open turns (none) and its inbox (the message) from the
-    // store's mirror of those ranges (no iterator); the turn reads the session's meta to build the input, known
+    // A new session (no stored message or open turn at daemon start, first started here): its first
+    // message comes with its start and its load reads nothing; the turn reads the session's meta to build the input, known
     // absent (a key the store never saw: known.ts's absence filter), and its final
     // batch finds the meta the first checkpoint wrote in the store's cache; the tool journal is not read.
     // Synced: the inbox, then awaiting_model, awaiting_tools (carrying tool.started), awaiting_model
     // (carrying tools_completed), responded. Unsynced: tool.completed (the next synced batch covers it).
     const first = await turn("cost");
-    expect(first).toEqual({ "from memory": 4, "synced batch": 5, batch: 1 });
+    expect(first).toEqual({ "from memory": 2, "synced batch": 5, batch: 1 });
 
     // The same live session again: the messages appended since are read; its meta (twice) comes
     // from what the last turn wrote, and its consolidation state (never written) is known absent.
