@@ -66,6 +66,13 @@ function session(opts: { loadError?: string; stored?: SessionMessage[]; slotFree
   return { actor, reached, injected, inputs, stops, preparedFor, letPrepare, until, settle, fail, state: () => JSON.stringify(actor.getSnapshot().value) };
 }
 
+/** The session's first message sent and its turn prepared: the session is running it. */
+async function running(s: ReturnType<typeof session>) {
+  s.actor.send({ type: "message", message: msg("first") });
+  s.letPrepare();
+  await s.until(() => s.state().includes("running"));
+}
+
 describe("the session machine", () => {
   it("a message that came while the turn was being prepared reaches the turn once it has started", async () => {
     const s = session();
@@ -91,9 +98,7 @@ describe("the session machine", () => {
 
   it("a turn with nothing waiting for it: nothing is injected or cancelled, and its settling ends it", async () => {
     const s = session();
-    s.actor.send({ type: "message", message: msg("first") });
-    s.letPrepare();
-    await s.until(() => s.state().includes("running"));
+    await running(s);
     // A settled event of another turn is not this one's.
     s.actor.send({ type: "turn.settled", turnId: "other", output: { takenIds: [] } as unknown as TurnOutput });
     expect(s.state()).toContain("running");
@@ -104,9 +109,7 @@ describe("the session machine", () => {
 
   it("the turn is invoked with the prepared turn, which the session's context does not hold; its id goes when it ends", async () => {
     const s = session();
-    s.actor.send({ type: "message", message: msg("first") });
-    s.letPrepare();
-    await s.until(() => s.state().includes("running"));
+    await running(s);
     expect(s.inputs).toEqual([{ input: { turnId: "t1", marker: "the prepared turn" } }]);
     expect(s.actor.getSnapshot().context.turnId).toBe("t1");
     expect(JSON.stringify(s.actor.getSnapshot().context)).not.toContain("the prepared turn");
@@ -117,9 +120,7 @@ describe("the session machine", () => {
 
   it("a turn that settles without taking an injected message leaves it for the next turn; one that leaves nothing goes idle", async () => {
     const s = session();
-    s.actor.send({ type: "message", message: msg("first") });
-    s.letPrepare();
-    await s.until(() => s.state().includes("running"));
+    await running(s);
     s.actor.send({ type: "message", message: msg("second") });
     expect(s.injected).toEqual(["second"]);
     // Settled before its next model call took "second": a second turn answers it.
@@ -183,9 +184,7 @@ describe("the session machine", () => {
 
   it("a /stop while the turn runs cancels it; once the session moves on, the turn's id is gone", async () => {
     const s = session();
-    s.actor.send({ type: "message", message: msg("first") });
-    s.letPrepare();
-    await s.until(() => s.state().includes("running"));
+    await running(s);
     s.actor.send({ type: "message", message: msg("/stop") });
     await s.until(() => s.reached.includes("cancel"));
     // The composition settles a cancelled turn as any other; the session is then idle with no turn.
@@ -196,9 +195,7 @@ describe("the session machine", () => {
 
   it("a turn whose checkpoint could not be written ends the session as crashed, saying why (the supervisor restarts it)", async () => {
     const s = session();
-    s.actor.send({ type: "message", message: msg("first") });
-    s.letPrepare();
-    await s.until(() => s.state().includes("running"));
+    await running(s);
     s.fail("disk full");
     await s.until(() => s.actor.getSnapshot().status === "done");
     expect(s.state()).toBe('"crashed"');
