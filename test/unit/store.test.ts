@@ -15,7 +15,8 @@ import { outboxDeliveredOps, wasDelivered } from "../../src/store/outbox.js";
 import { sessionDetail, sessionsOverview } from "../../src/store/session-view.js";
 import { appendMessagesOps, listSessions, newSessionMeta, sessionMessages } from "../../src/store/sessions.js";
 import { openStore, type CorruptRecord, type Store } from "../../src/store/store.js";
-import { listOpenTurns, openTurnOp, TURN_FORMAT, turnSummaryOps } from "../../src/store/turns.js";
+import { listOpenTurns, openTurnOp, TURN_FORMAT } from "../../src/store/turns.js";
+import { turnSummaryOps } from "../../src/store/turn-summaries.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
 const rec = z.object({ n: z.number() });
