@@ -244,7 +244,7 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
         state: String(snap.value),
         final,
         seq: snap.context.seq,
-        // What XState's getPersistedSnapshot then packSnapshot would store, in one pass (turns.ts).
+        // What XState's getPersistedSnapshot then packSnapshot would store, in one pass (turn-snapshot.ts).
         snapshot: persistTurnSnapshot(snap as unknown as LiveTurnSnapshot),
         input,
         createdAt,
