@@ -4,7 +4,7 @@ import { fault } from "../src/fault.js";
 import type { HookChain } from "../src/hooks/hook.js";
 import type { CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
 import type { Store } from "../src/store/store.js";
-import { finalizeJournal, finalizeJournalOp } from "../src/store/turns.js";
+import { finalizeJournal, finalizeJournalOp } from "../src/store/turn-journal.js";
 import type { FinalizeInput } from "../machines/turn.machine.js";
 
 export interface FinalizeDeps {

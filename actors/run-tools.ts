@@ -5,7 +5,7 @@ import { fault } from "../src/fault.js";
 import type { ParsedToolCall } from "../src/providers/messages.js";
 import type { CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
 import type { Store } from "../src/store/store.js";
-import { toolCallKey, toolJournal, toolJournalOp, type ToolJournalRecord } from "../src/store/turns.js";
+import { toolCallKey, toolJournal, toolJournalOp, type ToolJournalRecord } from "../src/store/turn-journal.js";
 import { formatToolHint, formatToolHints } from "../src/tools/hints.js";
 import type { ToolRegistry } from "../src/tools/registry.js";
 import { REPEATED_LOOKUP_NOTE, repeatedLookups } from "../src/tools/repeated-lookup.js";

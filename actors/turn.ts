@@ -9,7 +9,10 @@ import { mergeConsecutiveUsers, repairHistory } from "../src/providers/history.j
 import type { LlmProvider } from "../src/providers/client.js";
 import { createCheckpointBarrier, type CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
 import type { Store, StoreOp } from "../src/store/store.js";
-import { checkpointOps, closeTurnOp, stateJournalOp, toolCallKey, toolJournalOp, type ToolJournalRecord, openTurnOp, persistTurnSnapshot, type LiveTurnSnapshot, pruneFinishedOps, TURN_FORMAT, turnSummaryOps, type TurnRecord } from "../src/store/turns.js";
+import { checkpointOps, closeTurnOp, openTurnOp, pruneFinishedOps, TURN_FORMAT, type TurnRecord } from "../src/store/turns.js";
+import { stateJournalOp, toolCallKey, toolJournalOp, type ToolJournalRecord } from "../src/store/turn-journal.js";
+import { persistTurnSnapshot, type LiveTurnSnapshot } from "../src/store/turn-snapshot.js";
+import { turnSummaryOps } from "../src/store/turn-summaries.js";
 import type { ToolRegistry } from "../src/tools/registry.js";
 import { attachToolImages } from "../src/tools/tool-images.js";
 import {
@@ -241,7 +244,7 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
         state: String(snap.value),
         final,
         seq: snap.context.seq,
-        // What XState's getPersistedSnapshot then packSnapshot would store, in one pass (turns.ts).
+        // What XState's getPersistedSnapshot then packSnapshot would store, in one pass (turn-snapshot.ts).
         snapshot: persistTurnSnapshot(snap as unknown as LiveTurnSnapshot),
         input,
         createdAt,

@@ -1,7 +1,8 @@
 import { INTERRUPTED_RESULT } from "../../actors/run-tools.js";
 import { compactedView } from "../store/compact.js";
 import type { Store } from "../store/store.js";
-import { getTurnRecord, stateJournal, toolJournal } from "../store/turns.js";
+import { getTurnRecord } from "../store/turns.js";
+import { stateJournal, toolJournal } from "../store/turn-journal.js";
 
 export interface Checkpoint {
   seq: number;

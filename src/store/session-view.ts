@@ -1,7 +1,8 @@
 import { allSessionMessages, getSessionMeta, listSessions, sessionMessages, type SessionMeta } from "./sessions.js";
 import type { CorruptRecord, ListOptions, Store } from "./store.js";
 import { listSubagents } from "./subagents.js";
-import { getTurnRecord, listOpenTurns, listTurns, turnSummaries } from "./turns.js";
+import { getTurnRecord, listOpenTurns, listTurns } from "./turns.js";
+import { turnSummaries } from "./turn-summaries.js";
 
 export interface TurnSummary {
   turnId: string;

@@ -5,7 +5,8 @@ import { deleteConsolidationStateOp } from "../memory/session-state.js";
 import { KEY_END } from "../session-key.js";
 import type { ListOptions, Store, StoreOp } from "./store.js";
 import { listSubagents, subagentSessionKey } from "./subagents.js";
-import { closeTurnOp, listOpenTurns, listTurns, turnSummaryKeys } from "./turns.js";
+import { closeTurnOp, listOpenTurns, listTurns } from "./turns.js";
+import { turnSummaryKeys } from "./turn-summaries.js";
 
 /**
  * A session is a conversation keyed `channel:chatId`. Its messages live under the current epoch;

@@ -15,8 +15,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { ClassicLevel } from "classic-level";
+import { encodeOps } from "../../src/store/encoding.js";
 import { sessionMetaSchema } from "../../src/store/sessions.js";
-import { encodeOps, openStore, type StoreOp } from "../../src/store/store.js";
+import { openStore, type StoreOp } from "../../src/store/store.js";
 import { burst, daemonFor, fakeModel } from "./harness.js";
 import { record } from "./summary.js";
 

@@ -8,7 +8,8 @@ import { sessionDetail, sessionsOverview } from "../../src/store/session-view.js
 import { appendMessagesOps, deleteSessionOps, getSessionMeta, newEpochOps, newSessionMeta } from "../../src/store/sessions.js";
 import { openStore, type Store, type SublevelName } from "../../src/store/store.js";
 import { subagentPutOp, subagentSessionKey } from "../../src/store/subagents.js";
-import { checkpointOps, listOpenTurns, openTurnOp, toolJournalOp, type TurnRecord } from "../../src/store/turns.js";
+import { checkpointOps, listOpenTurns, openTurnOp, type TurnRecord } from "../../src/store/turns.js";
+import { toolJournalOp } from "../../src/store/turn-journal.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
 const any = z.unknown();

@@ -7,14 +7,16 @@ import { z } from "zod";
 import { CorruptRecordError, StoreLockedError } from "../../src/errors.js";
 import { apiReplies, createApiChannel } from "../../src/channels/api.js";
 import { DeliveryRejectedError } from "../../src/channels/channel.js";
+import { prefixEnd } from "../../src/store/encoding.js";
 import { createGroupCommit } from "../../src/store/group-commit.js";
 import { inboxPutOps, sessionInbox, sessionsWithInbox, wasSeen } from "../../src/store/inbox.js";
 import { pruneMarkers } from "../../src/store/markers.js";
 import { outboxDeliveredOps, wasDelivered } from "../../src/store/outbox.js";
 import { sessionDetail, sessionsOverview } from "../../src/store/session-view.js";
 import { appendMessagesOps, listSessions, newSessionMeta, sessionMessages } from "../../src/store/sessions.js";
-import { openStore, prefixEnd, type CorruptRecord, type Store } from "../../src/store/store.js";
-import { listOpenTurns, openTurnOp, TURN_FORMAT, turnSummaryOps } from "../../src/store/turns.js";
+import { openStore, type CorruptRecord, type Store } from "../../src/store/store.js";
+import { listOpenTurns, openTurnOp, TURN_FORMAT } from "../../src/store/turns.js";
+import { turnSummaryOps } from "../../src/store/turn-summaries.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
 const rec = z.object({ n: z.number() });

@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { createActor, fromPromise } from "xstate";
 import { turnMachine } from "../../machines/turn.machine.js";
 import type { ModelResponse, ChatMessage } from "../../src/providers/messages.js";
-import { persistTurnSnapshot, restoreMessages, type LiveTurnSnapshot, type TurnRecord } from "../../src/store/turns.js";
+import { restoreMessages, type TurnRecord } from "../../src/store/turns.js";
+import { persistTurnSnapshot, type LiveTurnSnapshot } from "../../src/store/turn-snapshot.js";
 
 describe("a turn resumed in finalizing_content gives the hooks the messages before the answer", () => {
   it("restored finalizeContent input equals the live one", async () => {

@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { createActor, fromPromise } from "xstate";
 import { turnMachine, type TurnSnapshot } from "../../machines/turn.machine.js";
 import type { ModelResponse } from "../../src/providers/messages.js";
-import { packSnapshot, persistTurnSnapshot, type LiveTurnSnapshot, type TurnRecord } from "../../src/store/turns.js";
+import type { TurnRecord } from "../../src/store/turns.js";
+import { packSnapshot, persistTurnSnapshot, type LiveTurnSnapshot } from "../../src/store/turn-snapshot.js";
 
 /** What the turn runtime stored before persistTurnSnapshot: XState's persisted snapshot, packed. */
 const viaXState = (snap: TurnSnapshot) =>

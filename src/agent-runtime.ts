@@ -1,0 +1,148 @@
+import { mkdir } from "node:fs/promises";
+import { createActor } from "xstate";
+import { createDreamRuntime, type DreamRuntime } from "../actors/dream.js";
+import { createConversation, type Conversation } from "../actors/conversation.js";
+import { DEFAULT_POLICY as DEFAULT_SUPERVISION } from "../machines/supervisor.machine.js";
+import { createBus, type Bus } from "./bus/index.js";
+import type { LoadedConfig } from "./config/index.js";
+import { composeHooks, type HookChain } from "./hooks/hook.js";
+import { loadHooks, workspaceHooksDir } from "./hooks/load.js";
+import { createLogger, type Logger } from "./log/logger.js";
+import { secretsOf } from "./log/redact.js";
+import type { McpHub } from "./mcp/hub.js";
+import { createDream } from "./memory/dream.js";
+import { createMemoryFiles } from "./memory/files.js";
+import { createOpenAiProvider, type LlmProvider } from "./providers/client.js";
+import { fallbackChoices, withFallbacks } from "./providers/fallback.js";
+import { resolveProvider } from "./providers/registry.js";
+import { openStore, type Store } from "./store/store.js";
+import { chooseExecSandbox } from "./tools/bwrap.js";
+import { createBuiltinTools } from "./tools/builtin/index.js";
+import { createToolRegistry, type ToolRegistry } from "./tools/registry.js";
+
+/**
+ * The runtime `troupe agent` runs in process: store, logger, bus, provider, tools, hooks, Dream and
+ * the conversation. createDaemon (runtime.ts) builds the actor system of `troupe gateway` on it.
+ */
+
+// The MCP SDK (with ajv and a zod of its own) loads only when an MCP server is configured.
+const loadMcp = async () => ({ ...(await import("./mcp/hub.js")), ...(await import("../actors/mcp.js")) });
+
+/** The composition root: config in, the running parts out. */
+export interface AgentRuntime {
+  bus: Bus;
+  store: Store;
+  logger: Logger;
+  registry: ToolRegistry;
+  conversation: Conversation;
+  provider: LlmProvider;
+  /** The configured MCP servers (undefined when there are none). */
+  mcp?: McpHub;
+  /** Dream (run in process until the daemon's supervisor takes it over). */
+  memory: DreamRuntime;
+  /** The hooks every turn runs (agents.defaults.hooks, then the workspace's hooks/). */
+  hooks: HookChain;
+  close(): Promise<void>;
+}
+
+export interface RuntimeOptions {
+  consoleLogs?: boolean;
+  stream?: boolean;
+  /** Channels the message tool may address. */
+  channelNames?: string[];
+  /** false turns the per-transition checkpoints off: only for measuring what they cost (npm run bench). */
+  durable?: boolean;
+  /** The daemon runs the MCP server actors under its supervisor; otherwise (troupe agent) they run on their own. */
+  superviseMcp?: boolean;
+  /** How long a turn waits for the MCP servers' first connection attempt, and each attempt's limit. */
+  mcpConnectTimeoutMs?: number;
+}
+
+export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions = {}): Promise<AgentRuntime> {
+  const { config, paths, workspace } = loaded;
+  // Resolve the provider first: a missing key should fail before anything is opened.
+  const resolved = resolveProvider(config, paths.configFile);
+  // tools.exec.sandbox "bwrap" with no bwrap installed: the same, before the store is opened.
+  chooseExecSandbox(config.tools, process.env, paths.configFile);
+  const logger = createLogger({ logsDir: paths.logsDir, secrets: secretsOf(config), console: opts.consoleLogs });
+  await mkdir(workspace, { recursive: true });
+  // Present from the start, so the exec sandbox binds it read-only: a command cannot create it and plant a hook.
+  await mkdir(workspaceHooksDir(workspace), { recursive: true });
+  const store = await openStore(paths.storeDir, { log: logger, probe: { maxMs: config.storage.probeMaxSeconds * 1000 } });
+  if (store.droppedAtOpen) {
+    const { records, bytes } = store.droppedAtOpen;
+    logger.warn(
+      { dropped: records, bytes },
+      `LevelDB dropped ${records} damaged record(s) (${bytes} bytes) of its log while opening the store; what they held is lost (troupe doctor shows what is left)`,
+    );
+  }
+  const bus = createBus();
+  const d = config.agents.defaults;
+  const providerOptions = {
+    maxTokens: d.maxTokens,
+    temperature: d.temperature,
+    reasoningEffort: d.reasoningEffort,
+    stream: opts.stream ?? true,
+    idleTimeoutMs: d.modelIdleTimeoutSeconds * 1000,
+    timeoutMs: d.modelTimeoutSeconds * 1000,
+    maxReplyChars: d.maxReplyChars,
+    retryMode: d.providerRetryMode,
+    logger,
+    secrets: secretsOf(config),
+  };
+  // agents.defaults.fallbackModels: each built at its first use, so one not configured fails only when it is needed (and says why).
+  const fallbacks = fallbackChoices(config).map((c) => ({
+    label: c.model,
+    create: () =>
+      createOpenAiProvider(resolveProvider(config, paths.configFile, c), { ...providerOptions, maxTokens: c.maxTokens, temperature: c.temperature, reasoningEffort: c.reasoningEffort }),
+  }));
+  const provider = withFallbacks(createOpenAiProvider(resolved, providerOptions), fallbacks, logger);
+  const registry = createToolRegistry(
+    createBuiltinTools({ config, workspace, paths, store, bus, channels: () => opts.channelNames ?? ["cli"] }),
+    { maxResultChars: config.tools.maxToolResultChars },
+  );
+  const memory = createDreamRuntime(
+    createDream({
+      store,
+      provider: d.dream.modelOverride ? createOpenAiProvider({ ...resolved, model: d.dream.modelOverride }, providerOptions) : provider,
+      workspace,
+      files: createMemoryFiles(workspace, { timezone: d.timezone }),
+      settings: d.dream,
+      logger,
+    }),
+    workspace,
+  );
+  const mcpServers = config.tools.mcpServers;
+  const connectTimeoutMs = opts.mcpConnectTimeoutMs ?? 30_000;
+  const mcpModules = Object.keys(mcpServers).length ? await loadMcp() : undefined;
+  const mcp = mcpModules?.createMcpHub({ servers: mcpServers, registry, logger, connectTimeoutMs });
+  const mcpGate = mcp && { ready: () => mcp.firstAttempts(connectTimeoutMs), note: () => mcp.note() };
+  const hooks = composeHooks(await loadHooks({ configured: d.hooks, workspace, logger }), logger);
+  const conversation = createConversation({ config, store, provider, registry, workspace, bus, logger, durable: opts.durable, mcp: mcpGate, dream: memory.control, hooks });
+  // troupe agent: each server's actor runs on its own (the daemon spawns them under its supervisor).
+  const mcpActors =
+    mcp && mcpModules && !opts.superviseMcp
+      ? mcp.names().map((name) =>
+          createActor(mcpModules.createMcpLogic({ hub: mcp }), { id: mcpModules.mcpActorId(name), input: { name, policy: DEFAULT_SUPERVISION } }).start(),
+        )
+      : [];
+  logger.info({ provider: resolved.spec.name, model: resolved.model, workspace }, "runtime ready");
+  return {
+    bus,
+    store,
+    logger,
+    registry,
+    conversation,
+    mcp,
+    memory,
+    hooks,
+    async close() {
+      mcpActors.forEach((a) => a.stop());
+      await mcp?.close();
+      bus.close();
+      await store.close();
+      logger.flush();
+    },
+    provider,
+  };
+}
