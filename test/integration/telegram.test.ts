@@ -277,6 +277,30 @@ describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () =
     expect(tg!.sent().every((s) => s.text === "answered")).toBe(true);
   });
 
+  it("in one getUpdates answer, commands are answered as commands, allowFrom holds and group rules hold, message by message", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "answered", delayMs: 200 }));
+    await start();
+    const alice = { id: 42, username: "alice" };
+    const group = { id: -77, type: "supergroup" };
+    tg!.message("what is up?", alice, { id: 42, type: "private" });
+    tg!.message("/help", alice, { id: 42, type: "private" });
+    tg!.message("/start", alice, { id: 43, type: "private" });
+    tg!.message("hi", { id: 7, username: "mallory" }, { id: 44, type: "private" });
+    tg!.message("hi all", alice, group);
+    tg!.message("@troupe_bot are you there?", alice, group);
+    await until(() => (tg!.sent().length >= 4 ? true : undefined), 15_000, "four answers");
+    await sleep(800);
+    const to = (chat: number) => tg!.sent().filter((s) => s.chat_id === String(chat)).map((s) => String(s.text));
+    // /help answers at once, beside the running turn: in either order.
+    expect(to(42)).toHaveLength(2);
+    expect(to(42)).toEqual(expect.arrayContaining([expect.stringContaining("/new"), "answered"]));
+    expect(to(43)).toEqual([expect.stringContaining("/new")]);
+    expect(to(44)).toEqual([]);
+    expect(to(-77)).toEqual(["answered"]);
+    expect(tg!.sent()).toHaveLength(4);
+    expect(tg!.calls.flatMap((c) => (c.answered ? [c.answered.updates] : []))).toEqual([6]);
+  });
+
   it("backs off on 502 and 409 with growing waits, then recovers", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "back" }));
     tg = await startFakeTelegram(TOKEN);
