@@ -6,14 +6,14 @@ import { DeliveryRejectedError, type Channel, type ChannelInbound } from "../src
 import { StoreUnavailableError } from "../src/store/health.js";
 import { fault } from "../src/fault.js";
 import { outboxDeliveredOps, outboxPutOp, outboxRejectedOps, pendingOutbox, withDeliveredPart, type OutboxRecord } from "../src/store/outbox.js";
-import type { Store } from "../src/store/store.js";
+import type { Store, StoreOp } from "../src/store/store.js";
 
 export interface ChannelActorDeps {
   channels: Map<string, Channel>;
   store: Store;
   bus: Bus;
-  /** Takes an inbound message into the system (routes it to its session). */
-  accept(channel: string, message: ChannelInbound): Promise<void>;
+  /** Takes inbound messages into the system (with `ops`, in one synced batch) and routes them to their sessions. */
+  accept(channel: string, messages: ChannelInbound[], ops?: StoreOp[]): Promise<void>;
   sendProgress: boolean;
   sendToolHints: boolean;
   logger?: Logger;
@@ -165,7 +165,7 @@ export function createChannelActor(deps: ChannelActorDeps) {
     try {
       // A channel still connecting when the daemon stops is stopped (below), not waited for.
       const stopping = new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
-      await Promise.race([channel.start((m) => deps.accept(input.name, m), (err) => fatal?.(err)), stopping]);
+      await Promise.race([channel.start((messages, ops) => deps.accept(input.name, messages, ops), (err) => fatal?.(err)), stopping]);
       if (signal.aborted) return;
       const pending = await pendingOutbox(deps.store, input.name);
       stored = new Set(pending.map((r) => r.deliveryId));

@@ -12,7 +12,8 @@ import { httpGet, pollError, proxyAgent } from "../src/channels/telegram-net.js"
 import { admit, readAllowFrom, type TelegramMessage } from "../src/channels/telegram-update.js";
 import type { Config } from "../src/config/schema.js";
 import type { OutboxRecord } from "../src/store/outbox.js";
-import type { Store } from "../src/store/store.js";
+import type { Store, StoreOp } from "../src/store/store.js";
+import { fault } from "../src/fault.js";
 import { telegramPollerMachine, type PollError } from "../machines/telegram.machine.js";
 import type { Transcriber } from "../src/channels/transcription.js";
 
@@ -48,8 +49,8 @@ const SPLIT_AT = TELEGRAM_MAX_CHARS - 600;
 const IMAGE_EXTS = [".jpg", ".jpeg", ".png", ".gif", ".webp"];
 
 /**
- * The Telegram channel: long polling driven by the poller machine, messages into the inbox before
- * the offset moves past them, replies rendered as Telegram HTML (plain text if Telegram refuses the
+ * The Telegram channel: long polling driven by the poller machine, each getUpdates answer's messages
+ * into the inbox in one synced batch with the offset past them, replies rendered as Telegram HTML (plain text if Telegram refuses the
  * HTML), split at 4,096 characters, a typing indicator while a turn runs.
  */
 export function createTelegramChannel(deps: TelegramDeps): Channel {
@@ -116,10 +117,10 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
   }
 
   /**
-   * Takes one update in, or drops it with a log line; resolves with its update_id (undefined if it
-   * has none). Throws only when a message could not be taken: the poll then fetches it again.
+   * Reads one update: the message to take in (its media downloaded), or none when it is dropped
+   * (with a log line); with its update_id (undefined if it has none).
    */
-  async function handle(update: unknown, accept: (m: ChannelInbound) => Promise<void>): Promise<number | undefined> {
+  async function read(update: unknown): Promise<{ updateId?: number; message?: ChannelInbound }> {
     const admitted = admit(update, { allowFrom, groupPolicy: cfg.groupPolicy, bot: me });
     if (!admitted.ok) {
       const fields = { updateId: admitted.updateId, ...admitted.detail };
@@ -127,19 +128,15 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
       else if (admitted.why === "sender not allowed") log?.info(fields, "message from a sender not in channels.telegram.allowFrom; ignored");
       else if (admitted.why === "not addressed") log?.debug(fields, "group message not addressed to the bot; ignored");
       else log?.info(fields, `telegram update dropped: ${admitted.why}`);
-      return admitted.updateId;
+      return { updateId: admitted.updateId };
     }
     const m = admitted.message;
     const { content, media } = await contentOf(admitted.text !== undefined ? { ...m, text: admitted.text } : m);
     const text = content.replace(/^\/start\b/, "/help").replace(new RegExp(`^(/\\w+)@${me?.username ?? "\\w+"}`), "$1");
-    await accept({
-      chatId: String(m.chat.id),
-      senderId: admitted.senderId,
-      content: text,
-      messageId: `${m.chat.id}:${m.message_id}`,
-      media,
-    });
-    return admitted.updateId;
+    return {
+      updateId: admitted.updateId,
+      message: { chatId: String(m.chat.id), senderId: admitted.senderId, content: text, messageId: `${m.chat.id}:${m.message_id}`, media },
+    };
   }
 
   const stopTyping = (chatId: string) => {
@@ -199,12 +196,21 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
         try {
           const stored = await deps.store.get("meta", OFFSET_KEY, offsetSchema);
           const updates = await api.getUpdates({ offset: stored?.offset, timeout, allowed_updates: ["message"] }, watchdog as Parameters<Api["getUpdates"]>[1]);
-          // Read as unknown: each update is parsed by handle(), and one that does not parse is dropped, not thrown on.
+          // Read as unknown: each update is parsed by read(), and one that does not parse is dropped, not thrown on.
+          const messages: ChannelInbound[] = [];
+          let last: number | undefined;
           for (const update of updates as unknown[]) {
-            const id = await handle(update, accept);
-            // Only now, with the message in the inbox (or dropped), does the offset move past it.
-            if (id !== undefined) await deps.store.batch([{ type: "put", sublevel: "meta", key: OFFSET_KEY, value: { offset: id + 1 } }], { sync: true });
+            const { updateId, message } = await read(update);
+            if (message) messages.push(message);
+            if (updateId !== undefined) last = Math.max(last ?? updateId, updateId);
           }
+          if (updates.length) fault("after-updates-fetched");
+          // The offset moves past the batch only with its messages in the inbox: all of them and the
+          // offset in one synced batch (a busy bot pays one fsync per getUpdates, not two per update).
+          // A crash or a failure before it stores none, and Telegram hands the same updates out again.
+          const offset: StoreOp[] = last === undefined ? [] : [{ type: "put", sublevel: "meta", key: OFFSET_KEY, value: { offset: last + 1 } }];
+          if (messages.length) await accept(messages, offset);
+          else if (offset.length) await deps.store.batch(offset, { sync: true });
           return updates.length;
         } catch (err) {
           if (signal.aborted) throw err;

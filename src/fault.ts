@@ -6,6 +6,8 @@ import { existsSync } from "node:fs";
  * costs one comparison per point.
  */
 export const FAULT_POINTS = [
+  // Telegram: a getUpdates answer fetched and read (media downloaded), nothing of it stored yet.
+  "after-updates-fetched",
   "after-inbox-write",
   "awaiting-model",
   "after-tool-started",

@@ -1,5 +1,4 @@
 import type { Transcriber } from "./channels/transcription.js";
-import { randomUUID } from "node:crypto";
 import { createActor, type Actor, type AnyActorRef } from "xstate";
 import type { StartedRun } from "./cron/fire.js";
 import type { CronJob } from "./cron/jobs.js";
@@ -13,12 +12,11 @@ import { sessionMachine, type SessionMessage } from "../machines/session.machine
 import type { SessionHost } from "../actors/session-host.js";
 import { channelActorId, DREAM_ACTOR_ID, sessionActorId, sessionKeyOfActor, supervisorMachine, type SupervisionPolicy } from "../machines/supervisor.machine.js";
 import type { Channel, ChannelInbound } from "./channels/channel.js";
-import { fault } from "./fault.js";
-import { parseSessionKey } from "./session-key.js";
-import { inboxDeleteOps, inboxPutOps, wasSeen } from "./store/inbox.js";
+import { createInbound } from "./inbound.js";
+import { inboxDeleteOps } from "./store/inbox.js";
 import { listOpenTurns } from "./store/turns.js";
 import type { DiskState } from "./store/upkeep.js";
-import { ConfigError, TroupeError } from "./errors.js";
+import { ConfigError } from "./errors.js";
 import type { Limiter } from "./limiter.js";
 import type { ActorTree } from "./server/actor-tree.js";
 import type { EventLog } from "./server/event-log.js";
@@ -258,25 +256,13 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   });
 
   let accepting = true;
-  const accept = async (channel: string, inbound: ChannelInbound): Promise<string> => {
-    if (!accepting) throw new TroupeError("troupe is shutting down; try again in a moment");
-    const id = inbound.messageId ? `${channel}:${inbound.messageId}` : `${channel}:${randomUUID()}`;
-    // Checked here, where every channel's messages come in: the store lists a session's records by its key.
-    const sessionKey = parseSessionKey(inbound.sessionKey ?? `${channel}:${inbound.chatId}`);
-    const at = Date.now();
-    // A platform redelivering a message we already took (same id) is not answered twice.
-    if (inbound.messageId && (await wasSeen(store, id))) {
-      logger.info({ id }, "duplicate message dropped");
-      return id;
-    }
-    const media = inbound.media ?? [];
-    await store.batch(inboxPutOps({ id, sessionKey, channel, chatId: inbound.chatId, senderId: inbound.senderId, content: inbound.content, media, at }), { sync: true });
-    fault("after-inbox-write");
-    logger.info({ channel, sessionKey, messageId: id, chars: inbound.content.length, ...(media.length ? { media: media.length } : {}) }, "message received");
-    bus.publish({ type: "inbound", channel, chatId: inbound.chatId, senderId: inbound.senderId, content: inbound.content, messageId: id, media, sessionKey, at });
-    supervisor.send({ type: "inbound", sessionKey, message: { id, channel, chatId: inbound.chatId, content: inbound.content, at, media } });
-    return id;
-  };
+  const { accept, acceptAll } = createInbound({
+    store,
+    bus,
+    logger,
+    accepting: () => accepting,
+    route: (sessionKey, message) => supervisor.send({ type: "inbound", sessionKey, message }),
+  });
 
   /** Channels that have started (connected to their platform, or retrying it). */
   const started = new Set<string>();
@@ -284,7 +270,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     channels,
     store,
     bus,
-    accept: async (name, m) => void (await accept(name, m)),
+    accept: async (name, messages, ops) => void (await acceptAll(name, messages, ops)),
     sendProgress: loaded.config.channels.sendProgress,
     sendToolHints: loaded.config.channels.sendToolHints,
     logger,

@@ -14,6 +14,13 @@ export interface ChannelInbound {
   sessionKey?: string;
 }
 
+/**
+ * Takes messages in: resolves once all of them are in the inbox, written with `ops` (the channel's
+ * own state, such as a poll offset) in one synced batch, so that either all of it is stored or
+ * none. A message already taken (same messageId) is not taken again.
+ */
+export type AcceptMessages = (messages: ChannelInbound[], ops?: StoreOp[]) => Promise<void>;
+
 export type ProgressUpdate = EventOf<"progress"> | EventOf<"tool_hint"> | EventOf<"thought">;
 
 /**
@@ -23,8 +30,8 @@ export type ProgressUpdate = EventOf<"progress"> | EventOf<"tool_hint"> | EventO
  */
 export interface Channel {
   readonly name: string;
-  /** Starts receiving. `accept` resolves once the message is safely taken; `fail` reports a fatal error (the supervisor restarts the channel). */
-  start(accept: (message: ChannelInbound) => Promise<void>, fail: (err: Error) => void): Promise<void>;
+  /** Starts receiving. `accept` resolves once the messages are safely taken; `fail` reports a fatal error (the supervisor restarts the channel). */
+  start(accept: AcceptMessages, fail: (err: Error) => void): Promise<void>;
   stop(): Promise<void>;
   /**
    * Delivers one message; resolves once the platform accepted it. A channel that sends a message in

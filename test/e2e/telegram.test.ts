@@ -2,12 +2,17 @@ import { describe, expect, it } from "vitest";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { startFakeTelegram, type FakeTelegram } from "../fixtures/fake-telegram.js";
 import { writeTelegramHome } from "../helpers/daemon.js";
-import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
+import { getJson, startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
-import { sleep } from "../helpers/wait.js";
+import { sleep, until } from "../helpers/wait.js";
 import { closeAfterEach } from "../helpers/teardown.js";
 
 const TOKEN = "123:E2E";
+
+interface SessionDetail {
+  messages: Array<{ role: string; content: string | null }>;
+  turns: Array<{ state: string }>;
+}
 
 describe("Telegram across kill -9 (real gateway, fake Bot API)", () => {
   const tmp = useTempDirs();
@@ -17,8 +22,8 @@ describe("Telegram across kill -9 (real gateway, fake Bot API)", () => {
   closeAfterEach(() => [gateway, fake, tg]);
 
   it.each([
-    // The update is in the inbox but the offset never moved: Telegram redelivers it, and the inbox drops the duplicate.
-    { fault: "after-inbox-write", offsetAfterRestart: undefined },
+    // The update is in the inbox, the offset stored with it (one batch), the session not yet told: the restart finds it in the inbox.
+    { fault: "after-inbox-write", offsetAfterRestart: 101 },
     // The offset moved; the turn was interrupted at its model call and resumes from its checkpoint.
     { fault: "awaiting-model", offsetAfterRestart: 101 },
   ])("killed at $fault between receiving and replying: after restart the message is answered exactly once", async ({ fault, offsetAfterRestart }) => {
@@ -39,5 +44,47 @@ describe("Telegram across kill -9 (real gateway, fake Bot API)", () => {
     expect(tg.calls.filter((c) => c.method === "getUpdates")[pollsBefore]?.body.offset).toBe(offsetAfterRestart);
     expect(tg.sent().filter((s) => s.text === "Here is your answer.")).toHaveLength(1);
     expect(tg.sent()).toHaveLength(1);
+  });
+
+  it.each([
+    // Fetched (and read), not yet stored: nothing of the batch is in the store, the offset did not move, Telegram hands the same updates out again.
+    { fault: "after-updates-fetched", stored: false },
+    // The batch and its offset stored together, the sessions not yet told: the restart finds every message in the inbox, and getUpdates asks from past them.
+    { fault: "after-inbox-write", stored: true },
+  ])("a getUpdates batch killed at $fault: after restart each message is answered exactly once, in order within its chat", async ({ fault, stored }) => {
+    // Answers the text of the last user message (its last line: the runtime context comes before it).
+    fake = await startFakeOpenAi([], (req) => ({ content: `re: ${String(req.body.messages.findLast((m) => m.role === "user")?.content).split("\n").at(-1)}` }));
+    tg = await startFakeTelegram(TOKEN);
+    const home = await tmp();
+    await writeTelegramHome(home, fake.url, tg);
+    const polled = (n: number) => tg!.calls.filter((c) => c.method === "getUpdates").length >= n;
+    gateway = await startGateway(home, { TROUPE_FAULT: fault });
+    await until(() => polled(1) || undefined, 20_000, "the first poll");
+    // One getUpdates answer: two messages in chat 42 (ids 9 and 10: "10" sorts before "9" as text), one in each of chats 43 to 45.
+    const alice = { id: 42, username: "alice" };
+    const ids = [
+      tg.message("first", alice, { id: 42, type: "private" }, { message_id: 9 }),
+      tg.message("second", alice, { id: 42, type: "private" }, { message_id: 10 }),
+      ...[43, 44, 45].map((chat) => tg!.message(`hello from ${chat}`, alice, { id: chat, type: "private" })),
+    ];
+    expect((await gateway.exited).signal).toBe("SIGKILL");
+    const pollsBefore = tg.calls.filter((c) => c.method === "getUpdates").length;
+
+    const g = (gateway = await startGateway(home));
+    for (const chat of [43, 44, 45]) await until(() => tg!.sent().some((s) => s.chat_id === String(chat)) || undefined, 20_000, `the answer in chat ${chat}`);
+    const chat42 = await until(
+      async () => {
+        const s = await getJson<SessionDetail>(g, "/api/sessions/telegram:42");
+        return s.turns.length && s.turns.every((t) => t.state === "responded") && s.messages.filter((m) => m.role === "user").length === 2 ? s : undefined;
+      },
+      20_000,
+      "both messages of chat 42 answered",
+    );
+    await sleep(1_000);
+    expect(tg.calls.filter((c) => c.method === "getUpdates")[pollsBefore]?.body.offset).toBe(stored ? ids.at(-1)! + 1 : undefined);
+    expect(chat42.messages.filter((m) => m.role === "user").map((m) => m.content)).toEqual(["first", "second"]);
+    // One answer per turn in chat 42 (a message injected into a running turn shares its answer), one in each other chat.
+    expect(tg.sent().filter((s) => s.chat_id === "42")).toHaveLength(chat42.turns.length);
+    for (const chat of [43, 44, 45]) expect(tg.sent().filter((s) => s.chat_id === String(chat)).map((s) => s.text)).toEqual([`re: hello from ${chat}`]);
   });
 });

@@ -2,9 +2,10 @@ import { readFile, writeFile } from "node:fs/promises";
 import { createServer, request as httpRequest } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Daemon } from "../../src/runtime.js";
 import { pendingOutbox, queueDelivery } from "../../src/store/outbox.js";
+import type { StoreOp } from "../../src/store/store.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { startFakeTelegram, telegramFuzzCase, type FakeTelegram } from "../fixtures/fake-telegram.js";
 import { startFakeWeb } from "../fixtures/fake-web.js";
@@ -251,6 +252,53 @@ describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () =
     await sleep(800);
     expect(tg!.calls.filter((c) => c.method === "getUpdates").at(-1)?.body.offset).toBe(101);
     expect(tg!.sent()).toHaveLength(1);
+  });
+
+  it("takes a getUpdates answer of 50 messages from 50 chats in one synced batch with its offset, and answers each once", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "answered" }));
+    await start();
+    const store = daemon!.store;
+    const batch = store.batch.bind(store);
+    /** The synced batches that take messages in or move the offset. */
+    const intake: StoreOp[][] = [];
+    vi.spyOn(store, "batch").mockImplementation((ops, opts) => {
+      if (opts?.sync && ops.some((o) => o.type === "put" && (o.sublevel === "inbox" || o.key === "telegram:offset"))) intake.push(ops);
+      return batch(ops, opts);
+    });
+    // Queued in one go: the next getUpdates hands out all 50.
+    const ids = Array.from({ length: 50 }, (_, i) => tg!.message(`hello ${i}`, undefined, { id: 7000 + i, type: "private" }));
+    await until(() => (tg!.sent().length >= 50 ? true : undefined), 30_000, "50 answers");
+    await sleep(300);
+    expect(intake).toHaveLength(1);
+    expect(intake[0]!.filter((o) => o.type === "put" && o.sublevel === "inbox")).toHaveLength(50);
+    expect(intake[0]).toContainEqual({ type: "put", sublevel: "meta", key: "telegram:offset", value: { offset: ids.at(-1)! + 1 } });
+    const chats = tg!.sent().map((s) => Number(s.chat_id));
+    expect(chats.sort((a, b) => a - b)).toEqual(ids.map((_, i) => 7000 + i));
+    expect(tg!.sent().every((s) => s.text === "answered")).toBe(true);
+  });
+
+  it("in one getUpdates answer, commands are answered as commands, allowFrom holds and group rules hold, message by message", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "answered", delayMs: 200 }));
+    await start();
+    const alice = { id: 42, username: "alice" };
+    const group = { id: -77, type: "supergroup" };
+    tg!.message("what is up?", alice, { id: 42, type: "private" });
+    tg!.message("/help", alice, { id: 42, type: "private" });
+    tg!.message("/start", alice, { id: 43, type: "private" });
+    tg!.message("hi", { id: 7, username: "mallory" }, { id: 44, type: "private" });
+    tg!.message("hi all", alice, group);
+    tg!.message("@troupe_bot are you there?", alice, group);
+    await until(() => (tg!.sent().length >= 4 ? true : undefined), 15_000, "four answers");
+    await sleep(800);
+    const to = (chat: number) => tg!.sent().filter((s) => s.chat_id === String(chat)).map((s) => String(s.text));
+    // /help answers at once, beside the running turn: in either order.
+    expect(to(42)).toHaveLength(2);
+    expect(to(42)).toEqual(expect.arrayContaining([expect.stringContaining("/new"), "answered"]));
+    expect(to(43)).toEqual([expect.stringContaining("/new")]);
+    expect(to(44)).toEqual([]);
+    expect(to(-77)).toEqual(["answered"]);
+    expect(tg!.sent()).toHaveLength(4);
+    expect(tg!.calls.flatMap((c) => (c.answered ? [c.answered.updates] : []))).toEqual([6]);
   });
 
   it("backs off on 502 and 409 with growing waits, then recovers", async () => {

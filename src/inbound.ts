@@ -1,0 +1,71 @@
+import { randomUUID } from "node:crypto";
+import type { Bus } from "./bus/index.js";
+import type { ChannelInbound } from "./channels/channel.js";
+import { TroupeError } from "./errors.js";
+import { fault } from "./fault.js";
+import type { Logger } from "./log/logger.js";
+import { parseSessionKey } from "./session-key.js";
+import { inboxPutOps, wasSeen, type InboxRecord } from "./store/inbox.js";
+import type { Store, StoreOp } from "./store/store.js";
+import type { SessionMessage } from "../machines/session.machine.js";
+
+export interface InboundDeps {
+  store: Store;
+  bus: Bus;
+  logger: Logger;
+  /** False once shutdown began: nothing more is taken in. */
+  accepting(): boolean;
+  /** Hands a stored message to its session (the supervisor routes it). */
+  route(sessionKey: string, message: SessionMessage): void;
+  now?: () => number;
+}
+
+/**
+ * Where every channel's messages come in: written to the inbox (synced) before the channel
+ * acknowledges them, then routed to their sessions. A batch (one getUpdates answer) is one synced
+ * write, with the channel's own ops (its poll offset): after a crash either all of it is stored or
+ * none, and the platform hands the same messages out again.
+ */
+export function createInbound(deps: InboundDeps) {
+  const now = deps.now ?? Date.now;
+  /**
+   * Arrival stamps strictly increase: the inbox lists a session's messages by `at`, then by id, and
+   * ids do not sort as numbers ("telegram:42:10" before "telegram:42:9"); a batch is taken in one
+   * millisecond.
+   */
+  let lastAt = 0;
+  const stamp = () => (lastAt = Math.max(now(), lastAt + 1));
+
+  /** Takes messages in with `ops`, in one synced batch; resolves with their ids (a redelivered one's too) once they are routed. */
+  async function acceptAll(channel: string, inbounds: ChannelInbound[], ops: StoreOp[] = []): Promise<string[]> {
+    if (!deps.accepting()) throw new TroupeError("troupe is shutting down; try again in a moment");
+    // Checked here, where every channel's messages come in: the store lists a session's records by its key.
+    const taking = inbounds.map((inbound) => ({
+      inbound,
+      id: inbound.messageId ? `${channel}:${inbound.messageId}` : `${channel}:${randomUUID()}`,
+      sessionKey: parseSessionKey(inbound.sessionKey ?? `${channel}:${inbound.chatId}`),
+    }));
+    // A platform redelivering a message we already took (same id) is not answered twice.
+    const seen = await Promise.all(taking.map((t) => (t.inbound.messageId ? wasSeen(deps.store, t.id) : false)));
+    const fresh = new Map<string, InboxRecord>();
+    taking.forEach(({ inbound, id, sessionKey }, i) => {
+      if (seen[i] || fresh.has(id)) return deps.logger.info({ id }, "duplicate message dropped");
+      fresh.set(id, { id, sessionKey, channel, chatId: inbound.chatId, senderId: inbound.senderId, content: inbound.content, media: inbound.media ?? [], at: stamp() });
+    });
+    const records = [...fresh.values()];
+    if (records.length || ops.length) await deps.store.batch([...records.flatMap(inboxPutOps), ...ops], { sync: true });
+    if (records.length) fault("after-inbox-write");
+    for (const { id, sessionKey, chatId, senderId, content, media, at } of records) {
+      deps.logger.info({ channel, sessionKey, messageId: id, chars: content.length, ...(media.length ? { media: media.length } : {}) }, "message received");
+      deps.bus.publish({ type: "inbound", channel, chatId, senderId, content, messageId: id, media, sessionKey, at });
+      deps.route(sessionKey, { id, channel, chatId, content, at, media });
+    }
+    return taking.map((t) => t.id);
+  }
+
+  return {
+    acceptAll,
+    /** Takes one message in; resolves with its id once it is routed. */
+    accept: async (channel: string, inbound: ChannelInbound): Promise<string> => (await acceptAll(channel, [inbound]))[0]!,
+  };
+}
