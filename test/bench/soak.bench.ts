@@ -60,6 +60,9 @@ const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.le
 // TROUPE_SOAK_SNAPSHOTS=4,10: the gateway writes a V8 heap snapshot at those minutes (into a folder
 // printed at the start; compare two with scripts/heap-diff.mjs). Writing one takes seconds and leaves
 // RSS higher (the serialiser's memory): the RSS figures of such a run are not comparable.
+const WINDOW = 20_000;
+/** Each session's answers have their own length, so sessions reach their budget at their own pace (see above). */
+const answerWords = (k: number) => 450 + (k % 7) * 50;
 const snapshotAt = (process.env.TROUPE_SOAK_SNAPSHOTS ?? "").split(",").filter(Boolean).map(Number);
 const snapshotDir = snapshotAt.length ? await mkdtemp(join(tmpdir(), "troupe-soak-heap-")) : undefined;
 // The inspector (any free port) lets the bench ask for a full collection at a quiet moment (see `quiet`).
@@ -67,25 +70,27 @@ const nodeOptions = ["--inspect=127.0.0.1:0", ...(snapshotDir ? ["--heapsnapshot
 const { gateway, pid, stop } = await benchGateway(
   "soak",
   50,
-  { maxConcurrentTurns: 100, sessionIdleSeconds: 5, contextWindowTokens: 12_000, maxTokens: 2_048 },
+  { maxConcurrentTurns: 100, sessionIdleSeconds: 5, contextWindowTokens: WINDOW, maxTokens: 2_048 },
   { NODE_OPTIONS: nodeOptions.join(" ") },
 );
 const wsUrl = inspectorUrl(gateway.output());
 if (!wsUrl) throw new Error(`the gateway printed no inspector URL:\n${gateway.output()}`);
 const inspector = await connectInspector(wsUrl);
 if (snapshotDir) console.log(`heap snapshots at minutes ${snapshotAt.join(", ")} (each between two bursts, after a full GC) into ${snapshotDir}`);
-console.log(`## soak: ${minutes} min of steady traffic to a real gateway (200 sessions of 1,000 every ~2 s, one tool call each, 50 ms model)`);
+console.log(`## soak: ${minutes} min of steady traffic to a real gateway (200 sessions of 1,000 every ~2 s, one tool call each, 50 ms model, answers of 450-750 words, window ${WINDOW.toLocaleString("en")})`);
 console.log(
   "Each minute, between two bursts (no turn running), the bench has the gateway collect its garbage (a full GC through its inspector) and reads\n" +
     "the live heap and RSS then: what the gateway keeps, without the in-flight burst and garbage a heap read at a random instant counts.\n" +
     "Beside it: live session actors, the unarchived messages their kept histories hold (each grows until its session reaches its token\n" +
-    "budget and consolidates, near turn ~100: beyond a 30-minute soak), and the token counts cached (bounded).",
+    "budget, by turn ~13-20, minute ~3-5, then consolidates back to half of it every ~10-15 turns: flat on average from then on), the\n" +
+    "chunks archived so far, and the token counts cached (bounded).",
 );
 
 interface Held {
   liveSessions: number;
   keptSessions: number;
   keptMessages: number;
+  archivedChunks: number;
   tokenCounts: { cached: number; limit: number; tokenizerLoaded: boolean };
 }
 const rss: number[] = [];
@@ -145,6 +150,7 @@ async function measure(n: number): Promise<void> {
     `minute ${String(n).padStart(2)}: live heap ${(usedSize / MB).toFixed(0)} MB, RSS ${(bytes / MB).toFixed(0)} MB (${(rssBefore / MB).toFixed(0)} MB before that GC)${calm ? "" : " (turns still running)"}; ` +
       `V8's lowest after a full GC this minute ${Number.isFinite(low) ? `${(low / MB).toFixed(0)} MB` : "(none)"} (${fullGcs} full GCs); ` +
       `${held.liveSessions} live sessions (histories kept: ${held.keptSessions}) keeping ${held.keptMessages.toLocaleString("en")} messages (${perSession} each), ` +
+      `${held.archivedChunks.toLocaleString("en")} chunks archived so far, ` +
       `${held.tokenCounts.cached.toLocaleString("en")} of ${held.tokenCounts.limit.toLocaleString("en")} token counts cached; ${turns.toLocaleString("en")} turns`,
   );
   if (snapshotAt.includes(n)) process.kill(pid, "SIGUSR2");
@@ -153,7 +159,12 @@ async function measure(n: number): Promise<void> {
 let measured = 0;
 let gcsBefore = 0;
 while (Date.now() < end) {
-  const replies = await Promise.all(Array.from({ length: 200 }, (_, i) => sendMessage(gateway, `api:soak${(turns + i) % 1_000}`, "list the workspace").replied));
+  const replies = await Promise.all(
+    Array.from({ length: 200 }, (_, i) => {
+      const k = (turns + i) % 1_000;
+      return sendMessage(gateway, `api:soak${k}`, `list the workspace, then give me an answer of ${answerWords(k)} words`).replied;
+    }),
+  );
   missed += replies.filter((r) => !r).length;
   turns += 200;
   if (Date.now() - start >= (measured + 1) * 60_000) await measure(++measured);
