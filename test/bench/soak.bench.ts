@@ -2,7 +2,7 @@
  * `npm run bench:soak`: a real `troupe gateway` process (the bundled CLI, as users run it) under
  * steady traffic for TROUPE_SOAK_MINUTES (30): every ~2 s, 200 sessions (drawn from 1,000, so
  * sessions passivate and come back) each send a message with one tool call against a 50 ms model,
- * with a small context window (see below: sessions still grow, under budget, at 30 minutes).
+ * which answers with as many words as the session asks for (450 to 750, by session: see WINDOW).
  * Each minute, between two bursts (no turn running or waiting), the bench has the gateway collect its
  * garbage through its inspector and reads the live heap and RSS (from /proc, before and after that
  * collection), beside V8's own lowest heap after a full GC that minute (GET /api/status: it counts
@@ -39,7 +39,7 @@ import { join } from "node:path";
 import type { ProcessMemory } from "../../src/server/process-memory.js";
 import { getJson, sendMessage } from "../helpers/gateway.js";
 import { connectInspector, inspectorUrl } from "./inspector.js";
-import { benchGateway, rssOf } from "./proc.js";
+import { benchGateway, rssOf, rssPartsOf } from "./proc.js";
 import { record } from "./summary.js";
 
 const MB = 1024 * 1024;
@@ -47,16 +47,20 @@ const minutes = Number(process.env.TROUPE_SOAK_MINUTES ?? 30);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 
-// A small context window, meant to bring sessions to their consolidation threshold early. Measured
-// (/status of a soak session at minute 15: 30 turns, 5k of the 8,928-token input budget; the system
-// prompt alone is ~3.8k): a turn here adds ~52 tokens, so a session reaches its budget near turn 100,
-// about minute 50 at this rate. A 30-minute soak therefore sees sessions' unarchived histories grow
-// (as they should: they are under budget) and never consolidate. A window of 7,500 consolidates from
-// minute ~5, but then nearly every turn consolidates (the prompt is most of the budget) and the
-// rate fell from ~2,400 to ~500 turns a minute; a window between the two would be the soak's steady state.
-// One whose warm-up ends within a 30-minute run's first third (~38 turns a session at ~3.8 a minute: a
-// window near 8,700) archives down to half its budget, below the prompt alone: it too would consolidate
-// nearly every turn, so its flat heap would be consolidation's, not the steady daemon's. Kept at 12,000.
+// The steady state a long-running daemon reaches: every session's unarchived history at or near its
+// token budget, consolidated back to half of it whenever a turn would pass it, so the kept histories
+// (and what is kept beside their messages) stop growing and swing around a mean. The soak must reach it
+// within its first third. Before (November 2026): answers of one word, a turn added ~52 tokens, and at a
+// window of 12,000 (an input budget of 8,928, ~3.8k of it the system prompt and tool schemas) a session
+// reached its budget near turn ~100, minute ~50: a 30-minute run never consolidated and its kept
+// histories grew throughout (its ~1.15× was that growth); a window small enough to reach the budget early
+// archives down to half of it, below the prompt alone, and then consolidated nearly every turn.
+// Now each turn asks for an answer of N words, so it adds ~N + 100 tokens, and the window is 20,000
+// (a budget of 16,928: ~13k of history fit, ~4.5k stay after a consolidation). At ~4 turns a session a
+// minute a session reaches its budget by turn ~13-20 (minute ~3-5) and then consolidates every ~10-15
+// turns, one summary call each. N differs by session (7 lengths), so sessions reach their budget at
+// different turns and their consolidations spread out rather than come in one wave: the messages kept
+// in all (the per-minute printout) rise to minute ~3, then swing around a flat mean.
 // TROUPE_SOAK_SNAPSHOTS=4,10: the gateway writes a V8 heap snapshot at those minutes (into a folder
 // printed at the start; compare two with scripts/heap-diff.mjs). Writing one takes seconds and leaves
 // RSS higher (the serialiser's memory): the RSS figures of such a run are not comparable.
@@ -95,6 +99,9 @@ interface Held {
 }
 const rss: number[] = [];
 const rssBeforeGc: number[] = [];
+// RSS's two parts after the bench's GC: anonymous (heap, malloc) and file pages (binary, the store's mmapped tables).
+const rssAnon: number[] = [];
+const rssFile: number[] = [];
 const live: number[] = [];
 const kept: number[] = [];
 let cacheFullAt: number | undefined;
@@ -136,9 +143,12 @@ async function measure(n: number): Promise<void> {
   await inspector.call("HeapProfiler.collectGarbage");
   const { usedSize } = await inspector.call<{ usedSize: number }>("Runtime.getHeapUsage");
   const bytes = await rssOf(pid);
+  const parts = await rssPartsOf(pid);
   gcsBefore = (await getJson<{ memory: ProcessMemory }>(gateway, "/api/status")).memory.fullGcs;
   rss.push(bytes);
   rssBeforeGc.push(rssBefore);
+  rssAnon.push(parts.anon);
+  rssFile.push(parts.file);
   live.push(usedSize);
   kept.push(held.keptMessages);
   if (cacheFullAt === undefined && held.tokenCounts.cached >= held.tokenCounts.limit) cacheFullAt = n;
@@ -147,7 +157,7 @@ async function measure(n: number): Promise<void> {
   if (Number.isFinite(low)) afterGc.push(low);
   const perSession = held.liveSessions ? (held.keptMessages / held.liveSessions).toFixed(0) : "0";
   console.log(
-    `minute ${String(n).padStart(2)}: live heap ${(usedSize / MB).toFixed(0)} MB, RSS ${(bytes / MB).toFixed(0)} MB (${(rssBefore / MB).toFixed(0)} MB before that GC)${calm ? "" : " (turns still running)"}; ` +
+    `minute ${String(n).padStart(2)}: live heap ${(usedSize / MB).toFixed(0)} MB, RSS ${(bytes / MB).toFixed(0)} MB (anonymous ${(parts.anon / MB).toFixed(0)}, files ${(parts.file / MB).toFixed(0)}; ${(rssBefore / MB).toFixed(0)} MB before that GC)${calm ? "" : " (turns still running)"}; ` +
       `V8's lowest after a full GC this minute ${Number.isFinite(low) ? `${(low / MB).toFixed(0)} MB` : "(none)"} (${fullGcs} full GCs); ` +
       `${held.liveSessions} live sessions (histories kept: ${held.keptSessions}) keeping ${held.keptMessages.toLocaleString("en")} messages (${perSession} each), ` +
       `${held.archivedChunks.toLocaleString("en")} chunks archived so far, ` +
@@ -190,6 +200,8 @@ const h = ratioOf(live);
 console.log(`live heap between bursts, mean of the middle third → the last third: ${h.text}`);
 if (afterGc.length >= 3) console.log(`V8's lowest after a full GC, the same: ${ratioOf(afterGc).text}`);
 console.log(`RSS between bursts, after the bench's GC, the same: ${r.text}; before it: ${ratioOf(rssBeforeGc).text}; ${turns.toLocaleString("en")} turns, ${missed} without a reply`);
+// Not judged apart (RSS is): which part moved. File pages grow with the store (LevelDB maps its tables).
+console.log(`RSS's parts after the bench's GC, the same: anonymous ${ratioOf(rssAnon).text}, file pages ${ratioOf(rssFile).text}`);
 // What was still filling up to its bound in the thirds compared: growth there is expected, not a leak.
 const k = ratioOf(kept);
 console.log(
