@@ -3,7 +3,7 @@
  * steady traffic for TROUPE_SOAK_MINUTES (30): every ~2 s, 200 sessions (drawn from 1,000, so
  * sessions passivate and come back) each send a message with one tool call against a 50 ms model,
  * which answers with as many words as the session asks for (450 to 750, by session: see WINDOW).
- * Each minute, between two bursts (no turn running or waiting), the bench has the gateway collect its
+ * Each minute, between two bursts (no turn running or waiting, only the last burst's sessions live), the bench has the gateway collect its
  * garbage through its inspector and reads the live heap and RSS (from /proc, before and after that
  * collection), beside V8's own lowest heap after a full GC that minute (GET /api/status: it counts
  * the burst in flight and what was allocated before its reading, so it swings with the traffic) and
@@ -83,7 +83,7 @@ const inspector = await connectInspector(wsUrl);
 if (snapshotDir) console.log(`heap snapshots at minutes ${snapshotAt.join(", ")} (each between two bursts, after a full GC) into ${snapshotDir}`);
 console.log(`## soak: ${minutes} min of steady traffic to a real gateway (200 sessions of 1,000 every ~2 s, one tool call each, 50 ms model, answers of 450-750 words, window ${WINDOW.toLocaleString("en")})`);
 console.log(
-  "Each minute, between two bursts (no turn running), the bench has the gateway collect its garbage (a full GC through its inspector) and reads\n" +
+  "Each minute, between two bursts (no turn running, only the last burst's 200 sessions live), the bench has the gateway collect its garbage (a full GC through its inspector) and reads\n" +
     "the live heap and RSS then: what the gateway keeps, without the in-flight burst and garbage a heap read at a random instant counts.\n" +
     "Beside it: live session actors, the unarchived messages their kept histories hold (each grows until its session reaches its token\n" +
     "budget, by turn ~13-20, minute ~3-5, then consolidates back to half of it every ~10-15 turns: flat on average from then on), the\n" +
@@ -122,12 +122,18 @@ const sample = setInterval(() => {
   }, () => undefined);
 }, 5_000);
 
-/** Waits (a generous deadline) until no turn runs or waits in the gateway: the moment between two bursts. */
+/**
+ * Waits (a generous deadline) until no turn runs or waits in the gateway, and only the last burst's
+ * 200 sessions are live (an earlier burst's passivate 5 s after their turn): the moment between two
+ * bursts, the same each minute. Without the second condition the count caught was 200, 300 or 400 by
+ * how long the bursts took (the machine is shared), and the live heap swung ~8 MB with it.
+ */
 async function quiet(): Promise<boolean> {
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     const { turns: t } = await getJson<{ turns: { running: number; waiting: number } }>(gateway, "/api/actors");
-    if (t.running === 0 && t.waiting === 0) return true;
+    const { held } = await getJson<{ held: Held }>(gateway, "/api/status");
+    if (t.running === 0 && t.waiting === 0 && held.liveSessions <= 200) return true;
     await sleep(50);
   }
   return false;
@@ -157,7 +163,7 @@ async function measure(n: number): Promise<void> {
   if (Number.isFinite(low)) afterGc.push(low);
   const perSession = held.liveSessions ? (held.keptMessages / held.liveSessions).toFixed(0) : "0";
   console.log(
-    `minute ${String(n).padStart(2)}: live heap ${(usedSize / MB).toFixed(0)} MB, RSS ${(bytes / MB).toFixed(0)} MB (anonymous ${(parts.anon / MB).toFixed(0)}, files ${(parts.file / MB).toFixed(0)}; ${(rssBefore / MB).toFixed(0)} MB before that GC)${calm ? "" : " (turns still running)"}; ` +
+    `minute ${String(n).padStart(2)}: live heap ${(usedSize / MB).toFixed(0)} MB, RSS ${(bytes / MB).toFixed(0)} MB (anonymous ${(parts.anon / MB).toFixed(0)}, files ${(parts.file / MB).toFixed(0)}; ${(rssBefore / MB).toFixed(0)} MB before that GC)${calm ? "" : " (not quiet: turns running or more than the last burst's sessions live)"}; ` +
       `V8's lowest after a full GC this minute ${Number.isFinite(low) ? `${(low / MB).toFixed(0)} MB` : "(none)"} (${fullGcs} full GCs); ` +
       `${held.liveSessions} live sessions (histories kept: ${held.keptSessions}) keeping ${held.keptMessages.toLocaleString("en")} messages (${perSession} each), ` +
       `${held.archivedChunks.toLocaleString("en")} chunks archived so far, ` +
