@@ -208,10 +208,10 @@ if (afterGc.length >= 3) console.log(`V8's lowest after a full GC, the same: ${r
 console.log(`RSS between bursts, after the bench's GC, the same: ${r.text}; before it: ${ratioOf(rssBeforeGc).text}; ${turns.toLocaleString("en")} turns, ${missed} without a reply`);
 // Not judged apart (RSS is): which part moved. File pages grow with the store (LevelDB maps its tables).
 console.log(`RSS's parts after the bench's GC, the same: anonymous ${ratioOf(rssAnon).text}, file pages ${ratioOf(rssFile).text}`);
-// What was still filling up to its bound in the thirds compared: growth there is expected, not a leak.
+// What grows only up to its bound, in the thirds compared: a change there is the traffic's, not a leak.
 const k = ratioOf(kept);
 console.log(
-  `bounded, still filling: messages kept by live sessions, the same: ${k.middle.toFixed(0)} → ${k.last.toFixed(0)} (${k.ratio.toFixed(2)}×; they grow until each session reaches its token budget); ` +
+  `bounded: messages kept by live sessions, the same: ${k.middle.toFixed(0)} → ${k.last.toFixed(0)} (${k.ratio.toFixed(2)}×; each session's swing between half its token budget and all of it, from minute ~3-5); ` +
     `token counts cache ${cacheFullAt === undefined ? "not yet full" : `full from minute ${cacheFullAt}`}`,
 );
 record({
