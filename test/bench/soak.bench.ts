@@ -35,7 +35,9 @@
  * With the steady state reached (see WINDOW; 30 minutes, 24 November 2026, a shared 2-core machine):
  * kept messages rise to minute 3 (48 a session), sessions consolidate from minute 4 (7,718 chunks by
  * minute 30) and the kept histories swing at 36-56 messages a session from then on; the live heap
- * 62 → 61 MB (0.98×), RSS 335 → 354 MB (1.06×), 96,400 turns, all replied. Two things still grow
+ * 62 → 61 MB (0.98×), RSS 335 → 354 MB (1.06×), 96,400 turns, all replied (that run read the heap
+ * with 200-400 sessions live, before `quiet` waited for the last burst's 200 alone; a 9-minute run
+ * since, 200 each minute: the live heap 51, 51, 52, 52 MB over minutes 5-8). Two things still grow
  * with traffic, slowly: history.jsonl's entries, kept parsed in memory (~320 bytes each, ~280 a
  * minute: Dream digests 20 a run and undigested entries are never dropped), and RSS's file pages, as
  * LevelDB maps its growing table files (the store ~110 → ~175 MB over minutes 15-30): RSS is printed
