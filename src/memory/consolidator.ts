@@ -137,6 +137,7 @@ export function createConsolidator(deps: ConsolidatorDeps) {
    * over), so a turn reads what was appended since, not the whole history again.
    */
   const known = new Map<string, { epoch: number; createdAt: number; messages: SessionView["messages"] }>();
+  let archivedChunks = 0;
 
   async function messagesOf(meta: SessionMeta): Promise<{ messages: SessionView["messages"]; fresh: boolean }> {
     const cached = known.get(meta.key);
@@ -242,6 +243,7 @@ export function createConsolidator(deps: ConsolidatorDeps) {
     v.state = { ...v.state, lastConsolidated: to };
     await deps.store.batch([consolidationStateOp(v.meta.key, v.state)], { sync: true });
     release(v.messages, to);
+    archivedChunks++;
     deps.logger?.info({ sessionKey: v.meta.key, from, to, kind }, "archived session messages");
     return kind;
   }
@@ -312,6 +314,8 @@ export function createConsolidator(deps: ConsolidatorDeps) {
     },
     /** Sessions whose messages are kept (tests check an ended session's are let go). */
     held: () => known.size,
+    /** Chunks archived since the daemon started (the soak bench prints it: its sessions reach their budget and consolidate). */
+    archivedChunks: () => archivedChunks,
     /** How many unarchived messages the live sessions' kept histories hold (the soak bench prints it: they grow up to the budget). */
     keptMessages: () => {
       let n = 0;

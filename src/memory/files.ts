@@ -177,8 +177,11 @@ export function createMemoryFiles(workspace: string, opts: MemoryFilesOptions = 
   };
   const dreamCursor = async () => (await readCounter(paths.dreamCursor)) ?? 0;
   const latestCursor = async () => {
-    const entries = await readHistory();
-    return Math.max((await readCounter(paths.cursor)) ?? 0, ...entries.map((e) => e.cursor), 0);
+    // A loop, not Math.max(...cursors): past ~120,000 arguments a spread call throws, and undigested
+    // entries are never dropped (a busy daemon's history outgrows MAX_HISTORY_ENTRIES while Dream catches up).
+    let latest = (await readCounter(paths.cursor)) ?? 0;
+    for (const e of await readHistory()) if (e.cursor > latest) latest = e.cursor;
+    return latest;
   };
 
   async function compact(entries: HistoryEntry[]): Promise<void> {

@@ -366,11 +366,12 @@ function subagentsUnder(daemon: Daemon) {
 /**
  * What the daemon keeps in memory that grows with traffic up to a bound (GET /api/status; the soak
  * bench prints it each minute): live session actors, the unarchived messages their histories hold
- * (up to each session's budget), the token counts cached (up to a fixed number).
+ * (up to each session's budget), the token counts cached (up to a fixed number); beside them, how
+ * many chunks consolidation archived since the start (it keeps those histories at their budget).
  */
 function heldNow(daemon: Daemon) {
   const consolidator = daemon.conversation.consolidator;
-  return { liveSessions: daemon.sessions.size(), keptSessions: consolidator.held(), keptMessages: consolidator.keptMessages(), tokenCounts: tokenCounts() };
+  return { liveSessions: daemon.sessions.size(), keptSessions: consolidator.held(), keptMessages: consolidator.keptMessages(), archivedChunks: consolidator.archivedChunks(), tokenCounts: tokenCounts() };
 }
 
 function failedChildren(daemon: Daemon) {

@@ -15,6 +15,17 @@ export async function rssOf(pid: number): Promise<number> {
 }
 
 /**
+ * A process's RSS in its two parts (/proc/<pid>/status, Linux): anonymous memory (V8's heap, malloc:
+ * what the process holds) and file pages mapped (the node binary, and the store's table files,
+ * which LevelDB reads through mmap: they grow with the store and the kernel can drop them).
+ */
+export async function rssPartsOf(pid: number): Promise<{ anon: number; file: number }> {
+  const status = await readFile(`/proc/${pid}/status`, "utf8");
+  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1]) * 1024;
+  return { anon: kb("RssAnon"), file: kb("RssFile") };
+}
+
+/**
  * A real `troupe gateway` (the bundled CLI, built first, as users run it) on a fresh data dir,
  * against the bench's fake model; `stop` ends both and removes the data dir. Exits the script on a
  * platform without /proc (what these benches read).

@@ -2,8 +2,8 @@
  * `npm run bench:soak`: a real `troupe gateway` process (the bundled CLI, as users run it) under
  * steady traffic for TROUPE_SOAK_MINUTES (30): every ~2 s, 200 sessions (drawn from 1,000, so
  * sessions passivate and come back) each send a message with one tool call against a 50 ms model,
- * with a small context window (see below: sessions still grow, under budget, at 30 minutes).
- * Each minute, between two bursts (no turn running or waiting), the bench has the gateway collect its
+ * which answers with as many words as the session asks for (450 to 750, by session: see WINDOW).
+ * Each minute, between two bursts (no turn running or waiting, only the last burst's sessions live), the bench has the gateway collect its
  * garbage through its inspector and reads the live heap and RSS (from /proc, before and after that
  * collection), beside V8's own lowest heap after a full GC that minute (GET /api/status: it counts
  * the burst in flight and what was allocated before its reading, so it swings with the traffic) and
@@ -32,6 +32,16 @@
  * the inspector's event ring (a fixed number of events, whose snapshots hold their turn's messages).
  * V8's own "heap after the last full GC" counted the burst in flight, which is why the bench collects
  * at a quiet moment.
+ * With the steady state reached (see WINDOW; 30 minutes, 24 November 2026, a shared 2-core machine):
+ * kept messages rise to minute 3 (48 a session), sessions consolidate from minute 4 (7,718 chunks by
+ * minute 30) and the kept histories swing at 36-56 messages a session from then on; the live heap
+ * 62 → 61 MB (0.98×), RSS 335 → 354 MB (1.06×), 96,400 turns, all replied (that run read the heap
+ * with 200-400 sessions live, before `quiet` waited for the last burst's 200 alone; a 9-minute run
+ * since, 200 each minute: the live heap 51, 51, 52, 52 MB over minutes 5-8). Two things still grow
+ * with traffic, slowly: history.jsonl's entries, kept parsed in memory (~320 bytes each, ~280 a
+ * minute: Dream digests 20 a run and undigested entries are never dropped), and RSS's file pages, as
+ * LevelDB maps its growing table files (the store ~110 → ~175 MB over minutes 15-30): RSS is printed
+ * in its anonymous and file parts for that.
  */
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -39,7 +49,7 @@ import { join } from "node:path";
 import type { ProcessMemory } from "../../src/server/process-memory.js";
 import { getJson, sendMessage } from "../helpers/gateway.js";
 import { connectInspector, inspectorUrl } from "./inspector.js";
-import { benchGateway, rssOf } from "./proc.js";
+import { benchGateway, rssOf, rssPartsOf } from "./proc.js";
 import { record } from "./summary.js";
 
 const MB = 1024 * 1024;
@@ -47,19 +57,26 @@ const minutes = Number(process.env.TROUPE_SOAK_MINUTES ?? 30);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 
-// A small context window, meant to bring sessions to their consolidation threshold early. Measured
-// (/status of a soak session at minute 15: 30 turns, 5k of the 8,928-token input budget; the system
-// prompt alone is ~3.8k): a turn here adds ~52 tokens, so a session reaches its budget near turn 100,
-// about minute 50 at this rate. A 30-minute soak therefore sees sessions' unarchived histories grow
-// (as they should: they are under budget) and never consolidate. A window of 7,500 consolidates from
-// minute ~5, but then nearly every turn consolidates (the prompt is most of the budget) and the
-// rate fell from ~2,400 to ~500 turns a minute; a window between the two would be the soak's steady state.
-// One whose warm-up ends within a 30-minute run's first third (~38 turns a session at ~3.8 a minute: a
-// window near 8,700) archives down to half its budget, below the prompt alone: it too would consolidate
-// nearly every turn, so its flat heap would be consolidation's, not the steady daemon's. Kept at 12,000.
+// The steady state a long-running daemon reaches: every session's unarchived history at or near its
+// token budget, consolidated back to half of it whenever a turn would pass it, so the kept histories
+// (and what is kept beside their messages) stop growing and swing around a mean. The soak must reach it
+// within its first third. Before (November 2026): answers of one word, a turn added ~52 tokens, and at a
+// window of 12,000 (an input budget of 8,928, ~3.8k of it the system prompt and tool schemas) a session
+// reached its budget near turn ~100, minute ~50: a 30-minute run never consolidated and its kept
+// histories grew throughout (its ~1.15× was that growth); a window small enough to reach the budget early
+// archives down to half of it, below the prompt alone, and then consolidated nearly every turn.
+// Now each turn asks for an answer of N words, so it adds ~N + 100 tokens, and the window is 20,000
+// (a budget of 16,928: ~13k of history fit, ~4.5k stay after a consolidation). At ~4 turns a session a
+// minute a session reaches its budget by turn ~13-20 (minute ~3-5) and then consolidates every ~10-15
+// turns, one summary call each. N differs by session (7 lengths), so sessions reach their budget at
+// different turns and their consolidations spread out rather than come in one wave: the messages kept
+// in all (the per-minute printout) rise to minute ~3, then swing around a flat mean.
 // TROUPE_SOAK_SNAPSHOTS=4,10: the gateway writes a V8 heap snapshot at those minutes (into a folder
 // printed at the start; compare two with scripts/heap-diff.mjs). Writing one takes seconds and leaves
 // RSS higher (the serialiser's memory): the RSS figures of such a run are not comparable.
+const WINDOW = 20_000;
+/** Each session's answers have their own length, so sessions reach their budget at their own pace (see above). */
+const answerWords = (k: number) => 450 + (k % 7) * 50;
 const snapshotAt = (process.env.TROUPE_SOAK_SNAPSHOTS ?? "").split(",").filter(Boolean).map(Number);
 const snapshotDir = snapshotAt.length ? await mkdtemp(join(tmpdir(), "troupe-soak-heap-")) : undefined;
 // The inspector (any free port) lets the bench ask for a full collection at a quiet moment (see `quiet`).
@@ -67,29 +84,34 @@ const nodeOptions = ["--inspect=127.0.0.1:0", ...(snapshotDir ? ["--heapsnapshot
 const { gateway, pid, stop } = await benchGateway(
   "soak",
   50,
-  { maxConcurrentTurns: 100, sessionIdleSeconds: 5, contextWindowTokens: 12_000, maxTokens: 2_048 },
+  { maxConcurrentTurns: 100, sessionIdleSeconds: 5, contextWindowTokens: WINDOW, maxTokens: 2_048 },
   { NODE_OPTIONS: nodeOptions.join(" ") },
 );
 const wsUrl = inspectorUrl(gateway.output());
 if (!wsUrl) throw new Error(`the gateway printed no inspector URL:\n${gateway.output()}`);
 const inspector = await connectInspector(wsUrl);
 if (snapshotDir) console.log(`heap snapshots at minutes ${snapshotAt.join(", ")} (each between two bursts, after a full GC) into ${snapshotDir}`);
-console.log(`## soak: ${minutes} min of steady traffic to a real gateway (200 sessions of 1,000 every ~2 s, one tool call each, 50 ms model)`);
+console.log(`## soak: ${minutes} min of steady traffic to a real gateway (200 sessions of 1,000 every ~2 s, one tool call each, 50 ms model, answers of 450-750 words, window ${WINDOW.toLocaleString("en")})`);
 console.log(
-  "Each minute, between two bursts (no turn running), the bench has the gateway collect its garbage (a full GC through its inspector) and reads\n" +
+  "Each minute, between two bursts (no turn running, only the last burst's 200 sessions live), the bench has the gateway collect its garbage (a full GC through its inspector) and reads\n" +
     "the live heap and RSS then: what the gateway keeps, without the in-flight burst and garbage a heap read at a random instant counts.\n" +
     "Beside it: live session actors, the unarchived messages their kept histories hold (each grows until its session reaches its token\n" +
-    "budget and consolidates, near turn ~100: beyond a 30-minute soak), and the token counts cached (bounded).",
+    "budget, by turn ~13-20, minute ~3-5, then consolidates back to half of it every ~10-15 turns: flat on average from then on), the\n" +
+    "chunks archived so far, and the token counts cached (bounded).",
 );
 
 interface Held {
   liveSessions: number;
   keptSessions: number;
   keptMessages: number;
+  archivedChunks: number;
   tokenCounts: { cached: number; limit: number; tokenizerLoaded: boolean };
 }
 const rss: number[] = [];
 const rssBeforeGc: number[] = [];
+// RSS's two parts after the bench's GC: anonymous (heap, malloc) and file pages (binary, the store's mmapped tables).
+const rssAnon: number[] = [];
+const rssFile: number[] = [];
 const live: number[] = [];
 const kept: number[] = [];
 let cacheFullAt: number | undefined;
@@ -110,12 +132,18 @@ const sample = setInterval(() => {
   }, () => undefined);
 }, 5_000);
 
-/** Waits (a generous deadline) until no turn runs or waits in the gateway: the moment between two bursts. */
+/**
+ * Waits (a generous deadline) until no turn runs or waits in the gateway, and only the last burst's
+ * 200 sessions are live (an earlier burst's passivate 5 s after their turn): the moment between two
+ * bursts, the same each minute. Without the second condition the count caught was 200, 300 or 400 by
+ * how long the bursts took (the machine is shared), and the live heap swung ~8 MB with it.
+ */
 async function quiet(): Promise<boolean> {
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     const { turns: t } = await getJson<{ turns: { running: number; waiting: number } }>(gateway, "/api/actors");
-    if (t.running === 0 && t.waiting === 0) return true;
+    const { held } = await getJson<{ held: Held }>(gateway, "/api/status");
+    if (t.running === 0 && t.waiting === 0 && held.liveSessions <= 200) return true;
     await sleep(50);
   }
   return false;
@@ -131,9 +159,12 @@ async function measure(n: number): Promise<void> {
   await inspector.call("HeapProfiler.collectGarbage");
   const { usedSize } = await inspector.call<{ usedSize: number }>("Runtime.getHeapUsage");
   const bytes = await rssOf(pid);
+  const parts = await rssPartsOf(pid);
   gcsBefore = (await getJson<{ memory: ProcessMemory }>(gateway, "/api/status")).memory.fullGcs;
   rss.push(bytes);
   rssBeforeGc.push(rssBefore);
+  rssAnon.push(parts.anon);
+  rssFile.push(parts.file);
   live.push(usedSize);
   kept.push(held.keptMessages);
   if (cacheFullAt === undefined && held.tokenCounts.cached >= held.tokenCounts.limit) cacheFullAt = n;
@@ -142,9 +173,10 @@ async function measure(n: number): Promise<void> {
   if (Number.isFinite(low)) afterGc.push(low);
   const perSession = held.liveSessions ? (held.keptMessages / held.liveSessions).toFixed(0) : "0";
   console.log(
-    `minute ${String(n).padStart(2)}: live heap ${(usedSize / MB).toFixed(0)} MB, RSS ${(bytes / MB).toFixed(0)} MB (${(rssBefore / MB).toFixed(0)} MB before that GC)${calm ? "" : " (turns still running)"}; ` +
+    `minute ${String(n).padStart(2)}: live heap ${(usedSize / MB).toFixed(0)} MB, RSS ${(bytes / MB).toFixed(0)} MB (anonymous ${(parts.anon / MB).toFixed(0)}, files ${(parts.file / MB).toFixed(0)}; ${(rssBefore / MB).toFixed(0)} MB before that GC)${calm ? "" : " (not quiet: turns running or more than the last burst's sessions live)"}; ` +
       `V8's lowest after a full GC this minute ${Number.isFinite(low) ? `${(low / MB).toFixed(0)} MB` : "(none)"} (${fullGcs} full GCs); ` +
       `${held.liveSessions} live sessions (histories kept: ${held.keptSessions}) keeping ${held.keptMessages.toLocaleString("en")} messages (${perSession} each), ` +
+      `${held.archivedChunks.toLocaleString("en")} chunks archived so far, ` +
       `${held.tokenCounts.cached.toLocaleString("en")} of ${held.tokenCounts.limit.toLocaleString("en")} token counts cached; ${turns.toLocaleString("en")} turns`,
   );
   if (snapshotAt.includes(n)) process.kill(pid, "SIGUSR2");
@@ -153,7 +185,12 @@ async function measure(n: number): Promise<void> {
 let measured = 0;
 let gcsBefore = 0;
 while (Date.now() < end) {
-  const replies = await Promise.all(Array.from({ length: 200 }, (_, i) => sendMessage(gateway, `api:soak${(turns + i) % 1_000}`, "list the workspace").replied));
+  const replies = await Promise.all(
+    Array.from({ length: 200 }, (_, i) => {
+      const k = (turns + i) % 1_000;
+      return sendMessage(gateway, `api:soak${k}`, `list the workspace, then give me an answer of ${answerWords(k)} words`).replied;
+    }),
+  );
   missed += replies.filter((r) => !r).length;
   turns += 200;
   if (Date.now() - start >= (measured + 1) * 60_000) await measure(++measured);
@@ -179,10 +216,12 @@ const h = ratioOf(live);
 console.log(`live heap between bursts, mean of the middle third → the last third: ${h.text}`);
 if (afterGc.length >= 3) console.log(`V8's lowest after a full GC, the same: ${ratioOf(afterGc).text}`);
 console.log(`RSS between bursts, after the bench's GC, the same: ${r.text}; before it: ${ratioOf(rssBeforeGc).text}; ${turns.toLocaleString("en")} turns, ${missed} without a reply`);
-// What was still filling up to its bound in the thirds compared: growth there is expected, not a leak.
+// Not judged apart (RSS is): which part moved. File pages grow with the store (LevelDB maps its tables).
+console.log(`RSS's parts after the bench's GC, the same: anonymous ${ratioOf(rssAnon).text}, file pages ${ratioOf(rssFile).text}`);
+// What grows only up to its bound, in the thirds compared: a change there is the traffic's, not a leak.
 const k = ratioOf(kept);
 console.log(
-  `bounded, still filling: messages kept by live sessions, the same: ${k.middle.toFixed(0)} → ${k.last.toFixed(0)} (${k.ratio.toFixed(2)}×; they grow until each session reaches its token budget); ` +
+  `bounded: messages kept by live sessions, the same: ${k.middle.toFixed(0)} → ${k.last.toFixed(0)} (${k.ratio.toFixed(2)}×; each session's swing between half its token budget and all of it, from minute ~3-5); ` +
     `token counts cache ${cacheFullAt === undefined ? "not yet full" : `full from minute ${cacheFullAt}`}`,
 );
 record({

@@ -104,10 +104,11 @@ describe("control API hardening (one real gateway over loopback)", () => {
   });
 
   it("GET /api/status says what the daemon keeps that grows with traffic up to a bound (the soak bench prints it)", async () => {
-    const { held } = await getJson<{ held: { liveSessions: number; keptSessions: number; keptMessages: number; tokenCounts: { cached: number; limit: number; tokenizerLoaded: boolean } } }>(g, "/api/status");
+    const { held } = await getJson<{ held: { liveSessions: number; keptSessions: number; keptMessages: number; archivedChunks: number; tokenCounts: { cached: number; limit: number; tokenizerLoaded: boolean } } }>(g, "/api/status");
     expect(held.liveSessions).toBeGreaterThanOrEqual(0);
     expect(held.keptSessions).toBeLessThanOrEqual(held.liveSessions);
     expect(held.keptMessages).toBeGreaterThanOrEqual(0);
+    expect(Number.isInteger(held.archivedChunks) && held.archivedChunks >= 0).toBe(true);
     expect(held.tokenCounts.limit).toBe(20_000);
     expect(held.tokenCounts.cached).toBeLessThanOrEqual(held.tokenCounts.limit);
     expect(typeof held.tokenCounts.tokenizerLoaded).toBe("boolean");

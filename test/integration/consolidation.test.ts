@@ -80,6 +80,8 @@ describe("the Consolidator", () => {
     expect(rounds).toBeGreaterThan(0);
     const entries = await files.readHistory();
     expect(entries.length).toBe(rounds);
+    // The count the soak bench prints (GET /api/status): chunks archived since the daemon started.
+    expect(consolidator.archivedChunks()).toBe(rounds);
     for (const e of entries) {
       expect(e).toMatchObject({ content: "- [durable] the user asked about apples", session_key: "t:1" });
       expect(messages[e.archived!.from]!.role).toBe("user");

@@ -63,6 +63,17 @@ describe("memory files (nanobot's layout)", () => {
     expect((await files.undigested()).map((e) => e.cursor)).toEqual([7, 8, 9]);
   });
 
+  it("appends after a history of 200,000 undigested entries (Dream digests 20 a run: a busy daemon's history outgrows the cap)", async () => {
+    const ws = await tempDir();
+    await mkdir(join(ws, "memory"), { recursive: true });
+    const lines = Array.from({ length: 200_000 }, (_, i) => `{"cursor":${i + 1},"timestamp":"2026-11-24 11:20","content":"e"}`);
+    await writeFile(join(ws, "memory", "history.jsonl"), `${lines.join("\n")}\n`);
+    const files = createMemoryFiles(ws);
+    // The next cursor was the largest of all entries' cursors, spread as arguments: past ~120,000 that threw.
+    expect(await files.appendHistory({ content: "next" })).toBe(200_001);
+    expect(await files.latestCursor()).toBe(200_001);
+  });
+
   it("caps at 1000 entries by default", async () => {
     const ws = await tempDir();
     await mkdir(join(ws, "memory"));
