@@ -13,6 +13,11 @@ const asPidfile = (paths: DataPaths): DataPaths => ({ ...paths, pidFile: agentFi
 
 export const writeAgentRecord = (paths: DataPaths, url: string) => writePidfile(asPidfile(paths), { pid: process.pid, url, startedAt: Date.now() });
 export const removeAgentRecord = (paths: DataPaths) => removePidfile(asPidfile(paths));
+/**
+ * Removes the record while this process still holds the store: only the holder writes one, so it is
+ * this process's (or a dead one's), and it is not read back first as removeAgentRecord does.
+ */
+export const removeOwnAgentRecord = (paths: DataPaths) => removeFile(agentFile(paths));
 
 /** A client for the in-process `troupe agent` that holds this data dir's store, or undefined when none runs (a stale record is removed). */
 export async function connectAgent(paths: DataPaths, timeoutMs = 2_000): Promise<DaemonClient | undefined> {
