@@ -20,9 +20,21 @@ if (args.length === 1 && (args[0] === "--version" || args[0] === "-v")) {
   // stays at its first size (1 MB semi-spaces) instead of doubling as a command allocates: 5 MB less
   // peak RSS for a cold `agent -m`, no more CPU (measured; the size itself is fixed once V8 has started).
   const profile = cacheProfile(args);
+  const bundle = readBundle(join(__dirname, "..", "dist", "troupe.cjs"), profile);
   // Nor `agent` through a running daemon: it only talks HTTP (no wasm, a small heap, nothing hot), and
   // loading node:v8 to set them cost it ~6 ms of CPU for no RSS (measured).
   if (profile !== "gateway" && profile !== "agent-daemon") {
+    // Any V8 flag changed at run time makes V8 refuse the code cache Node ships for its own modules, so
+    // a built-in loaded afterwards is compiled from source: ~3x the time (node:http 1.1 → 3.4 ms,
+    // node:crypto 1.0 → 2.9). The built-ins this command loaded when its code cache was written are
+    // loaded first (a cold `agent -m`: 7–10 ms less wall time, measured).
+    for (const name of bundle.builtins) {
+      try {
+        require(`node:${name}`);
+      } catch {
+        // Only slower: the command loads it (or does without it) as it would have.
+      }
+    }
     const v8 = require("node:v8");
     v8.setFlagsFromString("--liftoff-only");
     v8.setFlagsFromString("--semi-space-growth-factor=1");
@@ -34,7 +46,7 @@ if (args.length === 1 && (args[0] === "--version" || args[0] === "-v")) {
     v8.setFlagsFromString("--interrupt-budget=675840");
     v8.setFlagsFromString("--no-sparkplug");
   }
-  runBundle(join(__dirname, "..", "dist", "troupe.cjs"), profile);
+  runBundle(bundle);
 }
 
 /**
@@ -67,14 +79,15 @@ function daemonPidfileExists(args) {
 }
 
 /**
- * Runs the bundle (CommonJS) as Node would, but through vm.Script with a V8 code cache beside it
- * (dist/troupe.cjs.<profile>.cache): a command that finds one skips compiling what it runs, a quarter
- * of a cold `troupe agent -m`'s CPU (280 → 210 ms, test/bench/startup.bench.ts). Written at the exit of a run that succeeded, when missing or refused: it then holds
- * everything that run compiled. V8 refuses a cache made by another Node or with other V8 flags; the
- * bundle it was made for (size, mtime) is checked here, since V8 checks only the source's length.
- * A cache that cannot be read or written is only slower.
+ * Reads the bundle (CommonJS) and the V8 code cache beside it (dist/troupe.cjs.<profile>.cache): a
+ * command that finds one skips compiling what it runs, a quarter of a cold `troupe agent -m`'s CPU
+ * (280 → 210 ms, test/bench/startup.bench.ts). Written at the exit of a run that succeeded, when
+ * missing or refused: it then holds everything that run compiled, and its first line names the
+ * bundle it was made for and the Node built-ins that run loaded (loaded ahead by the next). V8
+ * refuses a cache made by another Node or with other V8 flags; the bundle (size, mtime) is checked
+ * here, since V8 checks only the source's length. A cache that cannot be read or written is only slower.
  */
-function runBundle(file, profile) {
+function readBundle(file, profile) {
   let source;
   let key;
   try {
@@ -90,8 +103,12 @@ function runBundle(file, profile) {
   }
   // TROUPE_NO_CODE_CACHE=1: neither read nor written (the start-up bench measures what the cache saves).
   const cacheFile = process.env.TROUPE_NO_CODE_CACHE ? undefined : `${file}.${profile}.cache`;
-  const cachedData = cacheFile && readCache(cacheFile, key);
-  const vm = require("node:vm");
+  const cache = cacheFile ? readCache(cacheFile, key) : undefined;
+  return { file, source, key, cacheFile, cachedData: cache?.data, builtins: cache?.builtins ?? [], vm: require("node:vm"), module: require("node:module") };
+}
+
+/** Runs the bundle as Node would run it, through vm.Script with its code cache (see readBundle). */
+function runBundle({ file, source, key, cacheFile, cachedData, vm, module: nodeModule }) {
   // The file is a function expression (scripts/build.mjs wraps the bundle as Node wraps a CommonJS module).
   const script = new vm.Script(source, {
     filename: file,
@@ -103,7 +120,7 @@ function runBundle(file, profile) {
   // install would pay for serialising the cache at every exit and never gain).
   if (cacheFile && (!cachedData || script.cachedDataRejected) && writable(dirname(cacheFile))) {
     process.once("exit", (code) => {
-      if (code === 0) writeCache(cacheFile, key, script);
+      if (code === 0) writeCache(cacheFile, key, script, nodeModule.builtinModules);
     });
   }
   const module = { exports: {} };
@@ -113,7 +130,7 @@ function runBundle(file, profile) {
   // The bundle's import() calls (ES module packages such as isomorphic-git and unpdf, hook modules)
   // are this file's (scripts/build.mjs says why): resolved from bin/, beside dist/ in the same package.
   const dynamicImport = (specifier) => import(specifier);
-  script.runInThisContext()(module.exports, require("node:module").createRequire(file), module, file, dirname(file), dynamicImport);
+  script.runInThisContext()(module.exports, nodeModule.createRequire(file), module, file, dirname(file), dynamicImport);
   module.exports.done.then(() => {
     if (process.exitCode === 13) process.exitCode = undefined;
   }, (err) => {
@@ -122,12 +139,17 @@ function runBundle(file, profile) {
   });
 }
 
-/** The cached data after its first line, when that line names this bundle and profile. */
+/**
+ * The cached data after its first line, when that line names this bundle and profile, and the
+ * built-ins the run that wrote it loaded (after a tab: the key is JSON, which has none).
+ */
 function readCache(cacheFile, key) {
   try {
     const buf = readFileSync(cacheFile);
     const nl = buf.indexOf(10);
-    return nl > 0 && buf.toString("utf8", 0, nl) === key ? buf.subarray(nl + 1) : undefined;
+    if (nl <= 0) return undefined;
+    const [head, builtins = ""] = buf.toString("utf8", 0, nl).split("\t");
+    return head === key ? { data: buf.subarray(nl + 1), builtins: builtins.split(" ").filter(Boolean) } : undefined;
   } catch {
     return undefined;
   }
@@ -142,10 +164,22 @@ function writable(dir) {
   }
 }
 
-function writeCache(cacheFile, key, script) {
+/**
+ * The public built-ins this process has loaded (node:http, node:crypto...: those a `require` can load
+ * ahead), but those whose loading warns (deprecated or experimental), which would warn for nothing.
+ * (A function of its own, no module-level constant: help exits while the bundle runs, before this
+ * file's last lines have run.)
+ */
+function loadedBuiltins(publicNames) {
+  const warnOnLoad = ["punycode", "sys", "wasi"];
+  const names = new Set(publicNames.filter((n) => !warnOnLoad.includes(n)));
+  return process.moduleLoadList.flatMap((m) => (m.startsWith("NativeModule ") && names.has(m.slice(13)) ? [m.slice(13)] : []));
+}
+
+function writeCache(cacheFile, key, script, publicNames) {
   const tmp = `${cacheFile}.${process.pid}.tmp`;
   try {
-    writeFileSync(tmp, Buffer.concat([Buffer.from(`${key}\n`), script.createCachedData()]));
+    writeFileSync(tmp, Buffer.concat([Buffer.from(`${key}\t${loadedBuiltins(publicNames).join(" ")}\n`), script.createCachedData()]));
     // Renamed into place: a command starting meanwhile reads the old cache or the new one, never half of one.
     renameSync(tmp, cacheFile);
   } catch {

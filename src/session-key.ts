@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { TroupeError } from "./errors.js";
+import { lazySchema } from "./lazy-schema.js";
 
 /**
  * A session key (`channel:chatId`, e.g. `telegram:42`, `api:me`, `subagent:<id>`). The store lists
@@ -19,16 +20,19 @@ const UNPRINTABLE = /[\p{C}\p{Zl}\p{Zp}]/u;
 
 const codePoint = (ch: string) => `U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`;
 
-export const sessionKeySchema = z
-  .string()
-  .min(1, "must not be empty")
-  .max(SESSION_KEY_MAX, `must be at most ${SESSION_KEY_MAX} characters`)
-  .superRefine((key, ctx) => {
-    const bad = UNPRINTABLE.exec(key);
-    if (!bad) return;
-    const kind = /\p{Cc}/u.test(bad[0]) ? "a control character" : "a non-printable character";
-    ctx.addIssue({ code: "custom", message: `must be printable text, but has ${kind} (${codePoint(bad[0])}) at position ${bad.index}` });
-  });
+// Built at its first use: a valid key (every key of a `troupe agent -m`) never needs it.
+export const sessionKeySchema = lazySchema(() =>
+  z
+    .string()
+    .min(1, "must not be empty")
+    .max(SESSION_KEY_MAX, `must be at most ${SESSION_KEY_MAX} characters`)
+    .superRefine((key, ctx) => {
+      const bad = UNPRINTABLE.exec(key);
+      if (!bad) return;
+      const kind = /\p{Cc}/u.test(bad[0]) ? "a control character" : "a non-printable character";
+      ctx.addIssue({ code: "custom", message: `must be printable text, but has ${kind} (${codePoint(bad[0])}) at position ${bad.index}` });
+    }),
+);
 
 export type SessionKey = z.infer<typeof sessionKeySchema>;
 

@@ -12,7 +12,7 @@ import { replyRecord, skipReply } from "../../actors/session-turn.js";
 import type { TurnHandle, TurnResult } from "../../actors/turn.js";
 import type { TurnInput } from "../../machines/turn.machine.js";
 import { isStop, NOTHING_RUNS, type AgentIo, type Answer, type Backend, type ChatOptions, type RemoteOptions } from "./agent-backend.js";
-import { removeAgentRecord, writeAgentRecord } from "./agent-record.js";
+import { removeAgentRecord, removeOwnAgentRecord, writeAgentRecord } from "./agent-record.js";
 import { remoteBackend } from "./agent-remote.js";
 import type { Printer } from "./printer.js";
 import { createProgress, type Progress } from "./progress.js";
@@ -179,7 +179,8 @@ export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: 
   const release = async () => {
     await serving;
     await server?.close();
-    await removeAgentRecord(loaded.paths).catch(() => undefined);
+    // The store is still held (closed below): the record is this process's.
+    await removeOwnAgentRecord(loaded.paths).catch(() => undefined);
     subs.forEach((sub) => sub.unsubscribe());
     await stopDelivery();
     await runtime.close();

@@ -1,9 +1,8 @@
-import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { DataPaths } from "../paths.js";
 import { readToken } from "../server/token.js";
 import { controlClient, type DaemonClient } from "./client.js";
-import { checkGateway, removePidfile, writePidfile } from "./pidfile.js";
+import { checkGateway, removeFile, removePidfile, writePidfile } from "./pidfile.js";
 
 /**
  * Where an in-process `troupe agent` records the control API it serves while it holds the store
@@ -14,11 +13,16 @@ const asPidfile = (paths: DataPaths): DataPaths => ({ ...paths, pidFile: agentFi
 
 export const writeAgentRecord = (paths: DataPaths, url: string) => writePidfile(asPidfile(paths), { pid: process.pid, url, startedAt: Date.now() });
 export const removeAgentRecord = (paths: DataPaths) => removePidfile(asPidfile(paths));
+/**
+ * Removes the record while this process still holds the store: only the holder writes one, so it is
+ * this process's (or a dead one's), and it is not read back first as removeAgentRecord does.
+ */
+export const removeOwnAgentRecord = (paths: DataPaths) => removeFile(agentFile(paths));
 
 /** A client for the in-process `troupe agent` that holds this data dir's store, or undefined when none runs (a stale record is removed). */
 export async function connectAgent(paths: DataPaths, timeoutMs = 2_000): Promise<DaemonClient | undefined> {
   const check = await checkGateway(asPidfile(paths), timeoutMs);
-  if (check.kind === "stale") await rm(agentFile(paths), { force: true });
+  if (check.kind === "stale") await removeFile(agentFile(paths));
   if (check.kind !== "ours" || !check.health) return undefined;
   const token = await readToken(paths.tokenFile);
   return token ? { ...controlClient(check.info.url, check.info.pid, token), holder: "agent" } : undefined;

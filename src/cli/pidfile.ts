@@ -1,20 +1,23 @@
 import { readFileSync, realpathSync } from "node:fs";
-import { readFile, rm, writeFile } from "node:fs/promises";
+import { readFile, unlink, writeFile } from "node:fs/promises";
 import { z } from "zod";
 import type { DataPaths } from "../paths.js";
+import { lazySchema } from "../lazy-schema.js";
 import { httpFetch } from "./http.js";
 import type { StoreHealthSnapshot } from "../store/health.js";
 
 /** What a running gateway writes to <data dir>/daemon.pid. */
-export const pidfileSchema = z.object({
-  pid: z.number().int().positive(),
-  url: z.string(),
-  startedAt: z.number(),
-  /** The data dir it serves (pidfiles written before this field have none). */
-  dataDir: z.string().optional(),
-  /** The process's start time as the kernel counts it (/proc/<pid>/stat): a pid reused by another process has another. */
-  procStart: z.string().optional(),
-});
+export const pidfileSchema = lazySchema(() =>
+  z.object({
+    pid: z.number().int().positive(),
+    url: z.string(),
+    startedAt: z.number(),
+    /** The data dir it serves (pidfiles written before this field have none). */
+    dataDir: z.string().optional(),
+    /** The process's start time as the kernel counts it (/proc/<pid>/stat): a pid reused by another process has another. */
+    procStart: z.string().optional(),
+  }),
+);
 export type Pidfile = z.infer<typeof pidfileSchema>;
 
 /** Fields of /proc/<pid>/stat after the command name, which may itself hold spaces and parentheses. */
@@ -62,7 +65,20 @@ export async function removePidfile(paths: DataPaths, pid = process.pid): Promis
   } catch {
     // Unreadable: remove it.
   }
-  await rm(paths.pidFile, { force: true });
+  await removeFile(paths.pidFile);
+}
+
+/**
+ * Removes a file that may be gone already, as rm(file, { force: true }) would, with one unlink: fs.rm
+ * loads Node's rimraf, which a one-shot command compiles from source (bin/troupe.js changes V8's
+ * flags, and V8 then refuses Node's own code cache).
+ */
+export async function removeFile(file: string): Promise<void> {
+  try {
+    await unlink(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
 }
 
 const samePath = (a: string, b: string) => {

@@ -86,7 +86,10 @@ const extraCa = process.env.NODE_EXTRA_CA_CERTS;
 const floorNoCa: Run[] = [];
 const version: Run[] = [];
 const troupeCold: Run[] = [];
-/** The same without bin/troupe.js's V8 code cache: what the cache saves, measured in the same run. */
+/**
+ * The same without bin/troupe.js's V8 code cache, nor the list of Node built-ins it carries (loaded
+ * before the V8 flags are set, see bin/troupe.js): what the cache saves, measured in the same run.
+ */
 const troupeNoCache: Run[] = [];
 const jnanoCold: Run[] = [];
 for (let i = 0; i < RUNS; i++) {

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -46,6 +47,8 @@ describe("troupe agent (real process, fake model over loopback)", () => {
     expect(first.stderr).toBe("");
     expect(first.code).toBe(0);
     expect(first.stdout).toBe("Hello there!\n");
+    // The control API it served while it held the store is gone with it, and so is its record.
+    expect(existsSync(join(dir, "agent.json"))).toBe(false);
 
     const second = await runCli(["agent", "-m", "what did I say?"], { TROUPE_HOME: dir });
     expect(second.stdout).toBe("You said hi before.\n");

@@ -12,6 +12,7 @@ import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { closeAfterEach } from "../helpers/teardown.js";
 
 const TRACE = fileURLToPath(new URL("../fixtures/module-trace.mjs", import.meta.url));
+const FLAG_TRACE = fileURLToPath(new URL("../fixtures/flag-trace.mjs", import.meta.url));
 const PACKAGE = JSON.parse(await readFile(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
 
 /** Runs the built CLI with the module trace preloaded; returns its output and every module it loaded. */
@@ -26,6 +27,16 @@ async function modulesLoaded(args: string[], home: string): Promise<{ code: numb
   const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
   const modules = [...new Set((await readFile(trace, "utf8")).split("\n").filter(Boolean))];
   return { code, stdout, stderr, modules };
+}
+
+/** A copy of the package in `dir` (bin/, the built bundle; node_modules and templates linked), so a test's code caches are its own. */
+async function packageCopy(dir: string): Promise<string> {
+  const root = fileURLToPath(new URL("../../", import.meta.url));
+  await mkdir(join(dir, "bin"));
+  await mkdir(join(dir, "dist"));
+  for (const f of ["bin/troupe.js", "bin/package.json", "dist/troupe.cjs", "package.json"]) await copyFile(join(root, f), join(dir, f));
+  for (const d of ["node_modules", "templates"]) await symlink(join(root, d), join(dir, d));
+  return dir;
 }
 
 /** Packages a command must not load unless it uses them (a one-shot turn with no MCP server, no Telegram, a small input). */
@@ -113,13 +124,7 @@ describe("start-up: what each command loads", () => {
   });
 
   it("keeps a V8 code cache beside the bundle: written by the first run, used by the next, rebuilt when refused or stale", async () => {
-    // A copy of the package (bin/, the built bundle; node_modules and templates linked), so this test's caches are its own.
-    const pkg = await tempDir();
-    const root = fileURLToPath(new URL("../../", import.meta.url));
-    await mkdir(join(pkg, "bin"));
-    await mkdir(join(pkg, "dist"));
-    for (const f of ["bin/troupe.js", "bin/package.json", "dist/troupe.cjs", "package.json"]) await copyFile(join(root, f), join(pkg, f));
-    for (const d of ["node_modules", "templates"]) await symlink(join(root, d), join(pkg, d));
+    const pkg = await packageCopy(await tempDir());
     const home = await tempDir();
     const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("TROUPE_")));
     const run = (nodeArgs: string[] = [], command = ["sessions", "list"]) =>
@@ -181,6 +186,39 @@ describe("start-up: what each command loads", () => {
     // Other V8 flags: V8 would refuse it; it is not offered, and the run writes one for its own flags.
     expect(await run(["--max-semi-space-size=2"])).toMatchObject({ code: 0, cache: "missing" });
     expect(await run(["--max-semi-space-size=2"])).toMatchObject({ code: 0, cache: "used" });
+  });
+
+  it("loads the built-ins a command used, as its code cache recorded them, before it changes V8's flags", async () => {
+    // A V8 flag change makes V8 refuse the code cache Node ships for its own modules: node:http,
+    // node:crypto... loaded after it are compiled from source (~3x the time).
+    const pkg = await packageCopy(await tempDir());
+    fake = await startFakeOpenAi([{ content: "first" }, { content: "second" }]);
+    const home = await tempDir();
+    await writeHome(home, fake.url);
+    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("TROUPE_")));
+    const run = async () => {
+      const trace = join(home, `flags-${Date.now()}-${Math.random().toString(36).slice(2)}.txt`);
+      const child = spawn(process.execPath, ["--import", FLAG_TRACE, join(pkg, "bin", "troupe.js"), "agent", "-m", "hello"], {
+        env: { ...clean, TROUPE_HOME: home, FLAG_TRACE: trace, TROUPE_CODE_CACHE_DEBUG: "1" },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+      const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+      return { code, stdout, stderr, lateBuiltins: (await readFile(trace, "utf8")).split("\n").filter(Boolean) };
+    };
+    // The first run has no cache: it learns which built-ins the command loads (http for the model, crypto...).
+    const first = await run();
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stderr).toContain("code cache missing");
+    expect(first.lateBuiltins).toEqual(expect.arrayContaining(["http", "crypto", "fs/promises"]));
+    const next = await run();
+    expect(next.code, next.stderr).toBe(0);
+    expect(next.stdout).toContain("second");
+    expect(next.stderr).toContain("code cache used");
+    expect(next.lateBuiltins).toEqual([]);
   });
 
   it("says to build when dist/ is missing", async () => {
