@@ -1,10 +1,40 @@
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { loadConfig } from "../../src/config/index.js";
-import { createDaemon, type Daemon, type DaemonOptions } from "../../src/runtime.js";
-import { writeHome } from "../helpers/daemon.js";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Script } from "node:vm";
+import type { Daemon, DaemonOptions } from "../../src/runtime.js";
+import { writeHome } from "../helpers/home.js";
+import type * as BundleEntry from "./bundle-entry.js";
+
+type Troupe = typeof BundleEntry;
+let troupe: Promise<Troupe> | undefined;
+
+/**
+ * troupe as users run it: test/bench/bundle-entry.ts compiled as the CLI's bundle is (built first by
+ * scripts/build-bench.mjs), not its source under tsx, whose esbuild transform wraps every function
+ * in a `__name` helper (keepNames: ~2.6% of a burst's CPU samples, and more code for V8 to compile)
+ * and whose loader hook the bundle does without. TROUPE_BENCH_FROM_SOURCE=1 runs the source under
+ * tsx instead, to compare the two.
+ */
+export function loadTroupe(): Promise<Troupe> {
+  return (troupe ??= process.env.TROUPE_BENCH_FROM_SOURCE ? import("./bundle-entry.js") : Promise.resolve(loadBundle()));
+}
+
+function loadBundle(): Troupe {
+  const build = spawnSync(process.execPath, [fileURLToPath(new URL("../../scripts/build-bench.mjs", import.meta.url))], { stdio: "inherit" });
+  if (build.status !== 0) throw new Error(`scripts/build-bench.mjs failed (exit ${build.status})`);
+  const file = fileURLToPath(new URL("../../dist-bench/troupe-bench.cjs", import.meta.url));
+  // Compiled and called as bin/troupe.js runs dist/troupe.cjs (the file is the function Node wraps a
+  // CommonJS module in, its import() calls made __imp_), without the code cache: start-up is not measured here.
+  const module = { exports: {} as Troupe };
+  const run = new Script(readFileSync(file, "latin1"), { filename: file }).runInThisContext() as (...args: unknown[]) => void;
+  run(module.exports, createRequire(file), module, file, dirname(file), (specifier: string) => import(specifier));
+  return module.exports;
+}
 
 /** The fake model in its own process, so its bookkeeping does not count against troupe. */
 export async function fakeModel(latencyMs: number, callsPerTurn = 2): Promise<{ url: string; stop: () => void; pid?: number }> {
@@ -18,7 +48,13 @@ export async function fakeModel(latencyMs: number, callsPerTurn = 2): Promise<{ 
 export async function daemonFor(url: string, defaults: Record<string, unknown>, opts: DaemonOptions = {}): Promise<{ daemon: Daemon; dir: string }> {
   const dir = await mkdtemp(join(tmpdir(), "troupe-bench-"));
   await writeHome(dir, url, { defaults });
-  return { daemon: await createDaemon(await loadConfig({ TROUPE_HOME: dir }), { stream: false, ...opts }), dir };
+  return { daemon: await daemonAt(dir, opts), dir };
+}
+
+/** A daemon (troupe's bundle) on a data dir whose config is written. */
+export async function daemonAt(dir: string, opts: DaemonOptions = {}): Promise<Daemon> {
+  const { createDaemon, loadConfig } = await loadTroupe();
+  return createDaemon(await loadConfig({ TROUPE_HOME: dir }), { stream: false, ...opts });
 }
 
 /**

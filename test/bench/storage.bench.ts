@@ -6,7 +6,8 @@
 import { rm } from "node:fs/promises";
 import { z } from "zod";
 import { storeSize } from "../../src/store/repair.js";
-import { burst, daemonFor, fakeModel } from "./harness.js";
+import { writeHome } from "../helpers/home.js";
+import { burst, daemonAt, daemonFor, fakeModel } from "./harness.js";
 import { record } from "./summary.js";
 
 const MB = 1024 * 1024;
@@ -27,11 +28,8 @@ const chunksBefore = await blobCount(daemon.store);
 await daemon.shutdown();
 
 // The same store under a policy that compacts every finished turn: its upkeep at start folds them.
-const { loadConfig } = await import("../../src/config/index.js");
-const { createDaemon } = await import("../../src/runtime.js");
-const { writeHome } = await import("../helpers/daemon.js");
 await writeHome(dir, model.url, { defaults: { maxConcurrentTurns: 100 }, config: { storage: { compactTurnsAfterDays: 0, keepTurnJournals: 0 } } });
-const again = await createDaemon(await loadConfig({ TROUPE_HOME: dir }), { stream: false });
+const again = await daemonAt(dir);
 const c0 = performance.now();
 await again.upkeep();
 const compactMs = performance.now() - c0;
