@@ -6,6 +6,8 @@
  * 2. Durable turns (2 model calls + 1 tool each) against a zero-latency model with
  *    1, 10 and 100 sessions at once: turns/s and fsyncs per turn.
  * 3. The same turns with the per-transition checkpoints off, to show what checkpointing costs.
+ * The daemon runs in this process from troupe's bundle, compiled as the CLI is, not from its source
+ * under tsx (test/bench/harness.ts says why).
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";

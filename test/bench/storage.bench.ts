@@ -2,6 +2,8 @@
  * The store's growth per turn and its size after 10,000 turns, before and after compaction (part
  * of `npm run bench`), so the free-space floor (storage.freeSpaceFloorMB / freeSpaceFloorPercent)
  * can be reasoned about. Turns are those of the durability bench (2 model calls, 1 tool call).
+ * The daemon runs in this process from troupe's bundle, compiled as the CLI is, not from its source
+ * under tsx (test/bench/harness.ts says why).
  */
 import { rm } from "node:fs/promises";
 import { z } from "zod";

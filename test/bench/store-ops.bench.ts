@@ -8,6 +8,8 @@
  * clones and normalises every op), and a session meta read
  * back from what this process wrote (parsed, not checked) against the same read from LevelDB (zod).
  * `node --import tsx test/bench/store-ops.bench.ts`.
+ * The daemon runs in this process from troupe's bundle, compiled as the CLI is, not from its source
+ * under tsx (test/bench/harness.ts says why).
  */
 import { mkdtemp, readFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
