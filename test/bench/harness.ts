@@ -21,7 +21,7 @@ let troupe: Promise<Troupe> | undefined;
  * tsx instead, to compare the two.
  */
 export function loadTroupe(): Promise<Troupe> {
-  return (troupe ??= process.env.TROUPE_BENCH_FROM_SOURCE ? import("./bundle-entry.js") : Promise.resolve(loadBundle()));
+  return (troupe ??= process.env.TROUPE_BENCH_FROM_SOURCE ? import("./bundle-entry.js") : Promise.resolve().then(loadBundle));
 }
 
 function loadBundle(): Troupe {
