@@ -15,10 +15,12 @@ let troupe: Promise<Troupe> | undefined;
 
 /**
  * troupe as users run it: test/bench/bundle-entry.ts compiled as the CLI's bundle is (built first by
- * scripts/build-bench.mjs), not its source under tsx, whose esbuild transform wraps every function
- * in a `__name` helper (keepNames: ~2.6% of a burst's CPU samples, and more code for V8 to compile)
- * and whose loader hook the bundle does without. TROUPE_BENCH_FROM_SOURCE=1 runs the source under
- * tsx instead, to compare the two.
+ * scripts/build-bench.mjs), not its source under tsx, whose esbuild transform names every function
+ * it makes through a `__name` helper (keepNames: ~1.4% of a steady burst's busy CPU samples in
+ * __name and the name setter it calls, and more code for V8 to compile) and whose loader hook the
+ * bundle does without. Measured, the steady burst's CPU per turn was ~10% lower bundled (1.60 vs
+ * 1.80 ms, medians of 4 interleaved pairs on a loaded machine). TROUPE_BENCH_FROM_SOURCE=1 runs the
+ * source under tsx instead, to compare the two.
  */
 export function loadTroupe(): Promise<Troupe> {
   return (troupe ??= process.env.TROUPE_BENCH_FROM_SOURCE ? import("./bundle-entry.js") : Promise.resolve().then(loadBundle));
