@@ -10,3 +10,6 @@ export { createDaemon } from "../../src/runtime.js";
 export { sessionMetaSchema } from "../../src/store/sessions.js";
 export { encodeOps } from "../../src/store/encoding.js";
 export { openStore } from "../../src/store/store.js";
+// The store's size on disk and history.jsonl's appends (storage).
+export { createMemoryFiles } from "../../src/memory/files.js";
+export { storeSize } from "../../src/store/repair.js";

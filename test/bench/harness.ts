@@ -18,9 +18,10 @@ let troupe: Promise<Troupe> | undefined;
  * scripts/build-bench.mjs), not its source under tsx, whose esbuild transform names every function
  * it makes through a `__name` helper (keepNames: ~1.4% of a steady burst's busy CPU samples in
  * __name and the name setter it calls, and more code for V8 to compile) and whose loader hook the
- * bundle does without. Measured, the steady burst's CPU per turn was ~10% lower bundled (1.60 vs
- * 1.80 ms, medians of 4 interleaved pairs on a loaded machine). TROUPE_BENCH_FROM_SOURCE=1 runs the
- * source under tsx instead, to compare the two.
+ * bundle does without. Measured once, interleaved on a loaded machine: the 1,000-session point's main
+ * thread 0.91 vs 1.01 ms a turn (lower in 9 of 9 pairs), its peak RSS 195 vs 229 MB; the steady
+ * burst's CPU per turn 1.59 vs 1.70 ms (7 pairs; noisy). TROUPE_BENCH_FROM_SOURCE=1 runs the source
+ * under tsx instead, to compare the two.
  */
 export function loadTroupe(): Promise<Troupe> {
   return (troupe ??= process.env.TROUPE_BENCH_FROM_SOURCE ? import("./bundle-entry.js") : Promise.resolve().then(loadBundle));

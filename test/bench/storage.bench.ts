@@ -2,15 +2,16 @@
  * The store's growth per turn and its size after 10,000 turns, before and after compaction (part
  * of `npm run bench`), so the free-space floor (storage.freeSpaceFloorMB / freeSpaceFloorPercent)
  * can be reasoned about. Turns are those of the durability bench (2 model calls, 1 tool call).
- * The daemon runs in this process from troupe's bundle, compiled as the CLI is, not from its source
- * under tsx (test/bench/harness.ts says why).
+ * The daemon, the store's size and history.jsonl's appends run in this process from troupe's bundle,
+ * compiled as the CLI is, not from its source under tsx (test/bench/harness.ts says why).
  */
 import { rm } from "node:fs/promises";
 import { z } from "zod";
-import { storeSize } from "../../src/store/repair.js";
 import { writeHome } from "../helpers/home.js";
-import { burst, daemonAt, daemonFor, fakeModel } from "./harness.js";
+import { burst, daemonAt, daemonFor, fakeModel, loadTroupe } from "./harness.js";
 import { record } from "./summary.js";
+
+const { storeSize } = await loadTroupe();
 
 const MB = 1024 * 1024;
 const total = Number(process.env.TROUPE_BENCH_TURNS ?? 10_000);
@@ -61,7 +62,7 @@ record({
   const { mkdtemp } = await import("node:fs/promises");
   const { tmpdir } = await import("node:os");
   const { join } = await import("node:path");
-  const { createMemoryFiles } = await import("../../src/memory/files.js");
+  const { createMemoryFiles } = await loadTroupe();
   const ws = await mkdtemp(join(tmpdir(), "troupe-bench-history-"));
   const files = createMemoryFiles(ws);
   const summary = "The user asked about a word and the assistant looked it up with a tool. ".repeat(6);
