@@ -14,3 +14,6 @@ export async function writeHome(dir: string, url: string, extra: { defaults?: Re
     ...extra.config,
   });
 }
+
+/** channels.telegram on a fake Bot API, open to every sender unless told. */
+export const telegramOn = (tg: { token: string; apiRoot: string }, allowFrom: string[] = ["*"]) => ({ enabled: true, token: tg.token, apiRoot: tg.apiRoot, allowFrom });
