@@ -3,7 +3,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/", "coverage/", "dist/", "**/*.d.ts"] },
+  { ignores: ["node_modules/", "coverage/", "dist/", "dist-bench/", "**/*.d.ts"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -3,6 +3,8 @@
  * turns back to back (one tool call each, zero-latency model); the bytes its turns write and the
  * time they take are printed around turn 10, 100 and 1,000. Flat is the target: a long session's
  * turn costs what a short one's does.
+ * The daemon runs in this process from troupe's bundle, compiled as the CLI is, not from its source
+ * under tsx (test/bench/harness.ts says why).
  */
 import { readFileSync } from "node:fs";
 import { rm } from "node:fs/promises";

@@ -10,7 +10,7 @@
  *    took 1.4 s of 1.6 at 100 sessions and 10.1 s of 10.3 at 1,000, each accept waiting a whole
  *    fsync wave, and every turn's writes went in ~6 times as many fsyncs). A Telegram bot's updates
  *    do come one at a time: the 1,000 point is also run with one sender and printed beside. Each
- *    point is a fresh in-process daemon (under tsx) after one warm-up turn: every session is new and
+ *    point is a fresh in-process daemon (bundled: harness.ts) after one warm-up turn: every session is new and
  *    V8 is still optimizing, as for a burst soon after a daemon starts. The time the main thread
  *    spent runnable but waiting for a CPU is printed too: on a loaded machine it, not troupe, can
  *    make most of the total.

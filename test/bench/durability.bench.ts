@@ -6,14 +6,17 @@
  * 2. Durable turns (2 model calls + 1 tool each) against a zero-latency model with
  *    1, 10 and 100 sessions at once: turns/s and fsyncs per turn.
  * 3. The same turns with the per-transition checkpoints off, to show what checkpointing costs.
+ * The daemon and the group-commit writer run in this process from troupe's bundle, compiled as the
+ * CLI is, not from its source under tsx (test/bench/harness.ts says why).
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Level } from "level";
-import { openStore } from "../../src/store/store.js";
-import { burst, daemonFor, fakeModel } from "./harness.js";
+import { burst, daemonFor, fakeModel, loadTroupe } from "./harness.js";
 import { record } from "./summary.js";
+
+const { openStore } = await loadTroupe();
 
 const VALUE = { text: "x".repeat(2_000), n: 1 };
 

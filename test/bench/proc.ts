@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { writeHome } from "../helpers/daemon.js";
+import { writeHome } from "../helpers/home.js";
 import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { fakeModel } from "./harness.js";
 

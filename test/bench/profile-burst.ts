@@ -3,6 +3,8 @@
  * zero-latency model), for finding where a turn's CPU goes:
  * `PROF_OUT=/tmp/burst.cpuprofile node --import tsx test/bench/profile-burst.ts`. The profiler
  * itself adds ~20% to the CPU it prints; read shares, not the figure.
+ * The daemon runs in this process from troupe's bundle, compiled as the CLI is, not from its source
+ * under tsx (test/bench/harness.ts says why).
  */
 import { Session } from "node:inspector/promises";
 import { writeFileSync } from "node:fs";

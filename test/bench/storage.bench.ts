@@ -2,12 +2,16 @@
  * The store's growth per turn and its size after 10,000 turns, before and after compaction (part
  * of `npm run bench`), so the free-space floor (storage.freeSpaceFloorMB / freeSpaceFloorPercent)
  * can be reasoned about. Turns are those of the durability bench (2 model calls, 1 tool call).
+ * The daemon, the store's size and history.jsonl's appends run in this process from troupe's bundle,
+ * compiled as the CLI is, not from its source under tsx (test/bench/harness.ts says why).
  */
 import { rm } from "node:fs/promises";
 import { z } from "zod";
-import { storeSize } from "../../src/store/repair.js";
-import { burst, daemonFor, fakeModel } from "./harness.js";
+import { writeHome } from "../helpers/home.js";
+import { burst, daemonAt, daemonFor, fakeModel, loadTroupe } from "./harness.js";
 import { record } from "./summary.js";
+
+const { storeSize } = await loadTroupe();
 
 const MB = 1024 * 1024;
 const total = Number(process.env.TROUPE_BENCH_TURNS ?? 10_000);
@@ -27,11 +31,8 @@ const chunksBefore = await blobCount(daemon.store);
 await daemon.shutdown();
 
 // The same store under a policy that compacts every finished turn: its upkeep at start folds them.
-const { loadConfig } = await import("../../src/config/index.js");
-const { createDaemon } = await import("../../src/runtime.js");
-const { writeHome } = await import("../helpers/daemon.js");
 await writeHome(dir, model.url, { defaults: { maxConcurrentTurns: 100 }, config: { storage: { compactTurnsAfterDays: 0, keepTurnJournals: 0 } } });
-const again = await createDaemon(await loadConfig({ TROUPE_HOME: dir }), { stream: false });
+const again = await daemonAt(dir);
 const c0 = performance.now();
 await again.upkeep();
 const compactMs = performance.now() - c0;
@@ -61,7 +62,7 @@ record({
   const { mkdtemp } = await import("node:fs/promises");
   const { tmpdir } = await import("node:os");
   const { join } = await import("node:path");
-  const { createMemoryFiles } = await import("../../src/memory/files.js");
+  const { createMemoryFiles } = await loadTroupe();
   const ws = await mkdtemp(join(tmpdir(), "troupe-bench-history-"));
   const files = createMemoryFiles(ws);
   const summary = "The user asked about a word and the assistant looked it up with a tool. ".repeat(6);

@@ -8,6 +8,8 @@
  * clones and normalises every op), and a session meta read
  * back from what this process wrote (parsed, not checked) against the same read from LevelDB (zod).
  * `node --import tsx test/bench/store-ops.bench.ts`.
+ * The daemon and the store's functions run in this process from troupe's bundle, compiled as the
+ * CLI is, not from its source under tsx (test/bench/harness.ts says why).
  */
 import { mkdtemp, readFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
@@ -15,11 +17,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { ClassicLevel } from "classic-level";
-import { encodeOps } from "../../src/store/encoding.js";
-import { sessionMetaSchema } from "../../src/store/sessions.js";
-import { openStore, type StoreOp } from "../../src/store/store.js";
-import { burst, daemonFor, fakeModel } from "./harness.js";
+import type { StoreOp } from "../../src/store/store.js";
+import { burst, daemonFor, fakeModel, loadTroupe } from "./harness.js";
 import { record } from "./summary.js";
+
+const { encodeOps, openStore, sessionMetaSchema } = await loadTroupe();
 
 const TURNS = 100;
 

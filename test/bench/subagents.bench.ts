@@ -1,6 +1,8 @@
 /**
  * Parallel subagents (part of `npm run bench`): 8 subagents, each making 3 model calls of 200 ms
  * (two tool rounds, then the report), against one subagent alone. Ideal: the 8 take as long as 1.
+ * The daemon runs in this process from troupe's bundle, compiled as the CLI is, not from its source
+ * under tsx (test/bench/harness.ts says why).
  */
 import { rm } from "node:fs/promises";
 import type { Daemon } from "../../src/runtime.js";

@@ -7,17 +7,16 @@
  * process, 50 ms a call, 2 calls a turn); one warm-up round, then ROUNDS rounds of fresh chats, each
  * waiting for every answer before the next. The timer starts at the fake's answer, so the fake's
  * 20 ms idle-poll step is not counted.
- * `node --import tsx test/bench/telegram-batch.bench.ts`.
+ * `node --import tsx test/bench/telegram-batch.bench.ts`. The daemon is troupe's bundle, compiled as
+ * the CLI is, not its source under tsx (test/bench/harness.ts says why).
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadConfig } from "../../src/config/index.js";
-import { createDaemon } from "../../src/runtime.js";
 import type { StoreOp } from "../../src/store/store.js";
 import { startFakeTelegram } from "../fixtures/fake-telegram.js";
-import { telegramOn, writeHome } from "../helpers/daemon.js";
-import { fakeModel } from "./harness.js";
+import { telegramOn, writeHome } from "../helpers/home.js";
+import { daemonAt, fakeModel } from "./harness.js";
 
 const BATCH = 100;
 const ROUNDS = Number(process.env.TROUPE_BENCH_ROUNDS ?? 5);
@@ -26,7 +25,7 @@ const model = await fakeModel(50);
 const tg = await startFakeTelegram("123:BENCH");
 const dir = await mkdtemp(join(tmpdir(), "troupe-bench-tg-"));
 await writeHome(dir, model.url, { config: { channels: { telegram: telegramOn(tg) } } });
-const daemon = await createDaemon(await loadConfig({ TROUPE_HOME: dir }), { stream: false, telegram: { pollTimeoutS: 1 } });
+const daemon = await daemonAt(dir, { telegram: { pollTimeoutS: 1 } });
 
 /** Synced batches that take messages in or move the offset. */
 let intake = 0;

@@ -1,20 +1,11 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { filter, firstValueFrom } from "rxjs";
 import { loadConfig } from "../../src/config/index.js";
 import { createDaemon, type Daemon, type DaemonOptions } from "../../src/runtime.js";
+import { telegramOn, writeConfig, writeHome } from "./home.js";
 
-/** Writes a data dir's config.json as given. */
-export const writeConfig = (dir: string, config: unknown) => writeFile(join(dir, "config.json"), JSON.stringify(config));
-
-/** A data dir whose config points at the fake model. */
-export async function writeHome(dir: string, url: string, extra: { defaults?: Record<string, unknown>; config?: Record<string, unknown> } = {}) {
-  await writeConfig(dir, {
-    agents: { defaults: { provider: "custom", model: "fake-model", ...extra.defaults } },
-    providers: { custom: { apiBase: url, apiKey: "k" } },
-    ...extra.config,
-  });
-}
+export { telegramOn, writeConfig, writeHome };
 
 /** A data dir for a real gateway (on any free port) with its workspace made; `config` adds the rest (its `gateway` too). */
 export async function writeGatewayHome(dir: string, url: string, config: Record<string, unknown> = {}) {
@@ -22,9 +13,6 @@ export async function writeGatewayHome(dir: string, url: string, config: Record<
   await writeHome(dir, url, { config: { gateway: { port: 0, ...(gateway as object | undefined) }, ...rest } });
   await mkdir(join(dir, "workspace"), { recursive: true });
 }
-
-/** channels.telegram on a fake Bot API, open to every sender unless told. */
-export const telegramOn = (tg: { token: string; apiRoot: string }, allowFrom: string[] = ["*"]) => ({ enabled: true, token: tg.token, apiRoot: tg.apiRoot, allowFrom });
 
 /** A data dir for a real gateway (on any free port) with Telegram on the fake Bot API; `config` adds the rest (its `channels` too). */
 export async function writeTelegramHome(dir: string, url: string, tg: { token: string; apiRoot: string }, config: Record<string, unknown> = {}) {
