@@ -6,10 +6,9 @@ import type { SessionEvent, SlotInput } from "../machines/session.machine.js";
  * The sessions' turn slots (agents.defaults.maxConcurrentTurns), held by session actor. A free slot
  * is taken by an action (`slotFree`, then `takeSlot`): no actor, no event; it used to be a callback
  * actor per turn and a `slot.granted` round trip, a seventh of a turn's actors. Only a session that
- * has to wait invokes `slot`, which gives up its place in the queue if it is stopped first. `running`
- * gives the slot back once its turn reaches its final state, `active` on exit (`releaseSlot`, a no-op
- * by then); XState runs no exit action on an actor it stops, so the session host calls `release`
- * when a session actor is gone.
+ * has to wait invokes `slot`, which gives up its place in the queue if it is stopped first. `active`
+ * gives the slot back on exit (`releaseSlot`); XState runs no exit action on an actor it stops, so
+ * the session host calls `release` when a session actor is gone.
  */
 export function createSlots(limiter: Limiter) {
   const held = new Map<AnyActorRef, Release>();

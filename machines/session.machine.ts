@@ -8,7 +8,7 @@ import { MAX_INJECTED_PER_TURN, turnMachine, type TurnActorLogic, type TurnOutpu
  * queue. /stop cancels the running turn; /help and /status answer at once, even while busy. A turn
  * holds a slot of the daemon-wide turn limit: a free one is taken at once (the composition's
  * `takeSlot`, no actor), else the session waits for one (`slot`); `active` gives it back when it
- * exits (`releaseSlot`), or sooner, once its turn has reached its final state. Loading (`load`) and preparing a turn (`prepareTurn`) are actions whose
+ * exits (`releaseSlot`). Loading (`load`) and preparing a turn (`prepareTurn`) are actions whose
  * result comes back as an event: an invoked actor for each cost more than the work. Idle sessions end (passivate): their state
  * is in LevelDB and the supervisor spawns them again on the next message.
  *
@@ -368,12 +368,6 @@ export const sessionMachine = setup({
           // No exit action: each way out clears `turnId` in the assign it makes anyway (one context copy less a turn).
           invoke: { id: "turn", src: "turn", input: ({ event }) => preparedTurn(event) },
           on: {
-            // The turn reached its final state: its last effect is over, and what is left (its final
-            // batch being written) needs no slot. Given back now, not at turn.settled, a waiting
-            // session starts that much sooner: a synced write's wait (~13 ms in the daemon bench's
-            // 1,000-session burst) less per turn on the slots' critical path. (`active`'s exit then
-            // gives back nothing.)
-            "xstate.done.actor.turn": { actions: "releaseSlot" },
             "turn.settled": [
               // Most turns: nothing left to do, so straight to idle (what `next` would decide, one microstep less).
               { guard: "settledIdle", target: "#session.idle", actions: assign({ current: [], resume: null, turnId: null }) },
