@@ -14,8 +14,8 @@
  *    V8 is still optimizing, as for a burst soon after a daemon starts. The time the main thread
  *    spent runnable but waiting for a CPU is printed too: on a loaded machine it, not troupe, can
  *    make most of the total. So are where the total goes: each turn's time from its first
- *    checkpoint to its final state (a slot holds it that long, plus its preparation: ideally 100 ms,
- *    the two model calls) and the event loop's delay (how late every callback runs) during the burst.
+ *    checkpoint to its final state (a slot holds it that long, plus its preparation and its final
+ *    batch's write: ideally 100 ms, the two model calls) and the event loop's delay (how late every callback runs) during the burst.
  * 2. The runtime's own cost per turn against a zero-latency model: one session's turns one after
  *    another (latency), and 1,000 sessions at once (throughput), twice: while V8 still optimizes the
  *    hot paths, and once it has (the target).
