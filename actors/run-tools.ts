@@ -4,7 +4,7 @@ import type { Bus } from "../src/bus/index.js";
 import { fault } from "../src/fault.js";
 import type { ParsedToolCall } from "../src/providers/messages.js";
 import type { CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
-import type { Store, StoreOp } from "../src/store/store.js";
+import type { Store } from "../src/store/store.js";
 import { toolCallKey, toolJournal, toolJournalOp, type ToolJournalRecord } from "../src/store/turn-journal.js";
 import { formatToolHint, formatToolHints } from "../src/tools/hints.js";
 import type { ToolRegistry } from "../src/tools/registry.js";
@@ -34,11 +34,6 @@ export interface RunToolsDeps {
    * its synced batch), taken once: the call then runs without writing it again.
    */
   takeStarted?: (turnId: string, key: string) => ToolJournalRecord | undefined;
-  /**
-   * Takes a read-only call's `tool.completed` record into the turn's next checkpoint batch, instead of
-   * a write of its own (true). Undefined, or false (the turn's actor has stopped): it is written here.
-   */
-  carryCompleted?: (turnId: string, op: StoreOp) => boolean;
 }
 
 /** The `tool.started` records an awaiting_tools checkpoint may carry: its first batch of calls (they start together). */
@@ -148,15 +143,10 @@ export function createRunTools(deps: RunToolsDeps) {
         call.argumentsError,
       );
       const completedAt = now();
-      const completed = toolJournalOp({ ...started, status: "completed", result, at: completedAt, startedAt: started.at });
-      // A read-only call's record rides with the turn's next checkpoint (the synced batch the next model
-      // call waits for): a kill before it leaves the call started, and a started read-only call is run
-      // again on recovery, which has no effect; the model never saw this result. That saves each
-      // tool round a wait on a write of its own (~6 ms a turn in the daemon bench's 1,000-session
-      // burst). Any other call's is written now, not synced: LevelDB's log keeps writes in order, so
-      // the next checkpoint's synced batch makes it durable too; a kill -9 in between loses nothing
-      // written (the OS has it), and a power cut leaves the call started, as if it had been cut.
-      if (!(tool?.readOnly && deps.carryCompleted?.(input.turnId, completed))) await deps.store.batch([completed], { sync: false });
+      // Not synced on its own: LevelDB's log keeps writes in order, so the next checkpoint's synced
+      // batch (which the next model call waits for) makes it durable too; a kill -9 in between loses
+      // nothing written (the OS has it), and a power cut leaves the call started, as if it had been cut.
+      await deps.store.batch([toolJournalOp({ ...started, status: "completed", result, at: completedAt, startedAt: started.at })], { sync: false });
       // A short hint of the arguments only (the logger redacts secrets in it); never the arguments.
       deps.logger?.info(
         { sessionKey: input.sessionKey, turnId: input.turnId, tool: call.name, hint: formatToolHint(hintCall(call), deps.hintMaxLength), durationMs: completedAt - started.at, outcome: result.startsWith("Error") ? "error" : "ok" },

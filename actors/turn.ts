@@ -98,13 +98,7 @@ export interface TurnRuntime {
 export const CARRIED_STATES: ReadonlySet<string> = new Set(["tools_completed"]);
 
 /** The turn machine with its effects supplied. */
-function effects(
-  deps: TurnDeps,
-  barrier: CheckpointBarrier,
-  fresh: ReadonlySet<string>,
-  prestarted: Map<string, ToolJournalRecord>,
-  carryCompleted: (turnId: string, op: StoreOp) => boolean,
-) {
+function effects(deps: TurnDeps, barrier: CheckpointBarrier, fresh: ReadonlySet<string>, prestarted: Map<string, ToolJournalRecord>) {
   const hooks = deps.hooks ?? NO_HOOKS;
   return turnMachine.provide({
     guards: { hasHooks: () => hooks.size > 0 },
@@ -130,7 +124,6 @@ function effects(
           prestarted.delete(`${turnId}|${key}`);
           return record;
         },
-        carryCompleted,
       }),
       finalizeContent: createFinalize({ hooks, store: deps.store, barrier, logger: deps.logger, now: deps.now }),
     },
@@ -162,26 +155,7 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
   const forgetStarted = (turnId: string) => {
     for (const key of prestarted.keys()) if (key.startsWith(`${turnId}|`)) prestarted.delete(key);
   };
-  /**
-   * Read-only calls' `tool.completed` records, by turn, waiting for the turn's next checkpoint batch
-   * (see run-tools.ts); those of a turn stopped before it are written when its actor completes.
-   */
-  const completedTools = new Map<string, StoreOp[]>();
-  const takeCompleted = (turnId: string): StoreOp[] => {
-    const ops = completedTools.get(turnId);
-    if (!ops) return [];
-    completedTools.delete(turnId);
-    return ops;
-  };
-  /** Carried only while the turn's actor runs (its next checkpoint is still to come). */
-  const carryCompleted = (turnId: string, op: StoreOp): boolean => {
-    if (entries.get(turnId)?.live !== true || deps.durable === false) return false;
-    const ops = completedTools.get(turnId);
-    if (ops) ops.push(op);
-    else completedTools.set(turnId, [op]);
-    return true;
-  };
-  const base = effects(deps, barrier, fresh, prestarted, carryCompleted);
+  const base = effects(deps, barrier, fresh, prestarted);
   const starts = new WeakMap<AnyActorRef, TurnStart>();
   const entries = new Map<string, Entry>();
 
@@ -230,7 +204,6 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
       barrier.forget(turnId);
       fresh.delete(turnId);
       forgetStarted(turnId);
-      completedTools.delete(turnId);
       entry.reject(err);
       // The turn resumes as a new actor, with an entry of its own.
       if (entries.get(turnId) === entry) entries.delete(turnId);
@@ -319,7 +292,7 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
           if (write) {
             const earlier = carried;
             carried = [];
-            await deps.store.batch([...initial, ...earlier, ...takeCompleted(turnId), ...ops, ...turnSummaryOps(record, { first: withInput }), ...extra], { sync: true });
+            await deps.store.batch([...initial, ...earlier, ...ops, ...turnSummaryOps(record, { first: withInput }), ...extra], { sync: true });
           }
           if (withInput) inputStored = true;
           for (const r of started) prestarted.set(`${turnId}|${toolCallKey(r.iteration!, r.index!)}`, r);
@@ -347,12 +320,6 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
         entry.live = false;
         fresh.delete(turnId);
         forgetStarted(turnId);
-        // Stopped (shutdown) after a read-only call completed but before the checkpoint that would
-        // carry its record: written now, so the resumed turn reuses the result rather than run it again.
-        entry.chain = entry.chain.then(async () => {
-          const left = takeCompleted(turnId);
-          if (left.length && !failed) await deps.store.batch(left, { sync: false }).catch((err: unknown) => deps.logger?.warn({ turnId, err }, "could not write a stopped turn's completed read-only calls; they run again when it resumes"));
-        });
         void entry.chain.then(() => {
           if (entries.get(turnId) === entry && !entry.live) entries.delete(turnId);
         });

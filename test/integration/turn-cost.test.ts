@@ -65,17 +65,17 @@ describe("a turn's store traffic", () => {
     // absent (a key the store never saw: known.ts's absence filter), and its final
     // batch finds the meta the first checkpoint wrote in the store's cache; the tool journal is not read.
     // Synced: the inbox, then awaiting_model, awaiting_tools (carrying tool.started), awaiting_model
-    // (carrying tools_completed and list_dir's tool.completed: a read-only call's record writes nothing of its own), responded.
+    // (carrying tools_completed), responded. Unsynced: tool.completed (the next synced batch covers it).
     const first = await turn("cost");
-    expect(first).toEqual({ "from memory": 2, "synced batch": 5 });
+    expect(first).toEqual({ "from memory": 2, "synced batch": 5, batch: 1 });
 
     // The same live session again: the messages appended since are read; its meta (twice) comes
     // from what the last turn wrote, and its consolidation state (never written) is known absent.
     const second = await turn("cost");
-    expect(second).toEqual({ "from memory": 3, "list sessions": 1, "synced batch": 5 });
+    expect(second).toEqual({ "from memory": 3, "list sessions": 1, "synced batch": 5, batch: 1 });
 
     // And again: the same.
     const third = await turn("cost");
-    expect(third).toEqual({ "from memory": 3, "list sessions": 1, "synced batch": 5 });
+    expect(third).toEqual({ "from memory": 3, "list sessions": 1, "synced batch": 5, batch: 1 });
   });
 });
