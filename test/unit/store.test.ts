@@ -292,67 +292,6 @@ describe("store", () => {
     expect(writes).toEqual([[4], [5, 6]]);
   });
 
-  it("group commit hands the group formed during a write to the writer before that write ends (two in flight at most)", async () => {
-    const writes: number[][] = [];
-    const releases: Array<() => void> = [];
-    const gc = createGroupCommit<number>(
-      async (ops) => {
-        writes.push(ops);
-        await new Promise<void>((resolve) => releases.push(resolve));
-      },
-      { depth: 2 },
-    );
-    const turn = () => new Promise((resolve) => setImmediate(resolve));
-    const first = gc.commit([1]);
-    await turn();
-    // The disk is busy with [1]: [2, 3] goes out now, queued behind it, not when it ends.
-    const second = [gc.commit([2]), gc.commit([3])];
-    await turn();
-    expect(writes).toEqual([[1], [2, 3]]);
-    // Two in flight: what comes now waits for one of them to end, then goes out together.
-    const third = [gc.commit([4]), gc.commit([5])];
-    await turn();
-    expect(writes).toHaveLength(2);
-    releases[0]!();
-    await first;
-    await turn();
-    expect(writes).toEqual([[1], [2, 3], [4, 5]]);
-    releases[1]!();
-    releases[2]!();
-    await Promise.all([...second, ...third]);
-    await gc.drain();
-    expect(gc.stats).toMatchObject({ requests: 5, writes: 3, largestGroup: 2 });
-  });
-
-  it("group commit's drain waits for every write in flight, and join rides with the next group only while one is", async () => {
-    const releases: Array<() => void> = [];
-    const writes: number[][] = [];
-    const gc = createGroupCommit<number>(
-      async (ops) => {
-        writes.push(ops);
-        await new Promise<void>((resolve) => releases.push(resolve));
-      },
-      { depth: 2 },
-    );
-    expect(gc.join([0])).toBeUndefined();
-    const a = gc.commit([1]);
-    await new Promise((resolve) => setImmediate(resolve));
-    const b = gc.commit([2]);
-    const joined = gc.join([3]);
-    expect(joined).toBeDefined();
-    await new Promise((resolve) => setImmediate(resolve));
-    let drained = false;
-    const drain = gc.drain().then(() => (drained = true));
-    releases[0]!();
-    await a;
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(drained).toBe(false);
-    releases[1]!();
-    await Promise.all([b, joined, drain]);
-    expect(writes).toEqual([[1], [2, 3]]);
-    expect(gc.join([4])).toBeUndefined();
-  });
-
   it("names the process holding the store instead of LEVEL_LOCKED", async () => {
     const path = join(await tempDir(), "store");
     const holderScript = join(path, "..", "hold.mts");
