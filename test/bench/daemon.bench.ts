@@ -13,12 +13,15 @@
  *    point is a fresh in-process daemon (bundled: harness.ts) after one warm-up turn: every session is new and
  *    V8 is still optimizing, as for a burst soon after a daemon starts. The time the main thread
  *    spent runnable but waiting for a CPU is printed too: on a loaded machine it, not troupe, can
- *    make most of the total.
+ *    make most of the total. So are where the total goes: each turn's time from its first
+ *    checkpoint to its final state (a slot holds it that long, plus its preparation and its final
+ *    batch's write: ideally 100 ms, the two model calls) and the event loop's delay (how late every callback runs) during the burst.
  * 2. The runtime's own cost per turn against a zero-latency model: one session's turns one after
  *    another (latency), and 1,000 sessions at once (throughput), twice: while V8 still optimizes the
  *    hot paths, and once it has (the target).
  */
 import { readdirSync, readFileSync } from "node:fs";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { rm } from "node:fs/promises";
 import { filter, firstValueFrom } from "rxjs";
 import type { Daemon } from "../../src/runtime.js";
@@ -64,7 +67,12 @@ async function loadScenario(n: number, opts: { passivate: boolean; senders?: num
   const chats = Array.from({ length: n }, (_, i) => `s${i}`);
   const threadsBefore = threadCpu();
   const waitBefore = mainRunqueueWait();
+  const turns = turnTimes(daemon);
+  const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+  loopDelay.enable();
   const total = await burst(daemon, chats, { inFlight: senders });
+  loopDelay.disable();
+  const held = turns.stop();
   const threadsAfter = threadCpu();
   const waitAfter = mainRunqueueWait();
   const liveAfter = sessionsAlive(daemon) - 1;
@@ -81,6 +89,8 @@ async function loadScenario(n: number, opts: { passivate: boolean; senders?: num
     const wait = waitAfter - waitBefore;
     console.log(`CPU contention   main thread runnable but waiting for a CPU ${wait.toFixed(0)} ms (${((100 * wait) / total).toFixed(0)}% of the time; other processes on the machine)`);
   }
+  console.log(`turn time        ${held.mean.toFixed(0)} ms mean, ${held.p90.toFixed(0)} ms p90, from a turn's first checkpoint to its final state (${held.turns} turns; two model calls are 100 ms: the rest is the turn's waits on synced checkpoints, the tool, and the main thread)`);
+  console.log(`event loop delay ${(loopDelay.mean / 1e6).toFixed(1)} ms mean, ${(loopDelay.percentile(99) / 1e6).toFixed(0)} ms p99, ${(loopDelay.max / 1e6).toFixed(0)} ms max (how late a timer ran: every turn's callbacks wait that long behind other work and GC)`);
   console.log(`peak RSS         ${(peak / MB).toFixed(0)} MB (start ${(rssStart / MB).toFixed(0)} MB; ${liveAfter} sessions live when the last reply went out)`);
   console.log(`synced batches   ${stats.requests} requests in ${stats.writes} fsync'd writes (largest group ${stats.largestGroup})`);
   let rssPassivated: number | undefined;
@@ -171,6 +181,26 @@ async function overheadScenario() {
   const floor = await turnFloor();
   console.log(`physical floor        ${floor.cpuPerTurn.toFixed(2)} ms CPU per turn: the turn's I/O without troupe (test/bench/floor.ts); troupe's steady turn is ${(steady.cpuPerTurn / floor.cpuPerTurn).toFixed(1)}× it`);
   record({ figure: "CPU per turn, 1,000 sessions, zero-latency model", target: "≤ 1.5 ms", measured: `${steady.cpuPerTurn.toFixed(2)} ms (first burst ${first.cpuPerTurn.toFixed(2)} ms; floor ${floor.cpuPerTurn.toFixed(2)} ms)`, pass: steady.cpuPerTurn <= 1.5 });
+}
+
+/**
+ * Each turn's time from its first checkpoint (`turn_state` awaiting_model, as the bus announces it)
+ * to its final state: what a turn holds its slot for, bar preparing it; ideally its two model calls.
+ */
+function turnTimes(daemon: Daemon) {
+  const first = new Map<string, number>();
+  const times: number[] = [];
+  const sub = daemon.bus.ofType("turn_state").subscribe((e) => {
+    if (!first.has(e.turnId)) first.set(e.turnId, e.at);
+    else if (["responded", "failed", "cancelled", "max_iterations"].includes(e.state)) times.push(e.at - first.get(e.turnId)!);
+  });
+  return {
+    stop() {
+      sub.unsubscribe();
+      times.sort((a, b) => a - b);
+      return { turns: times.length, mean: times.reduce((a, b) => a + b, 0) / Math.max(1, times.length), p90: times[Math.floor(times.length * 0.9)] ?? 0 };
+    },
+  };
 }
 
 /** How long the main thread has waited, runnable, for a CPU, in ms (Linux schedstat; undefined elsewhere). */
