@@ -2,11 +2,13 @@
  * A checkpoint costs O(change), not O(history) (part of `npm run bench`): one session runs 1,000
  * turns back to back (one tool call each, zero-latency model); the bytes its turns write and the
  * time they take are printed around turn 10, 100 and 1,000. Flat is the target: a long session's
- * turn costs what a short one's does.
+ * turn costs what a short one's does. The time judged is the turn's wall time less the fake model's
+ * CPU (read to the µs from /proc): the fake model parses each request, a full window by turn 1,000,
+ * and that parse is the model's cost, not troupe's; the wall time with it is printed beside.
  * The daemon runs in this process from troupe's bundle, compiled as the CLI is, not from its source
  * under tsx (test/bench/harness.ts says why).
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { filter, firstValueFrom } from "rxjs";
 import type { StoreOp } from "../../src/store/store.js";
@@ -41,14 +43,17 @@ const warm = await daemon.accept("api", { chatId: "warm-up", senderId: "bench", 
 await firstValueFrom(daemon.bus.ofType("outbound").pipe(filter((e) => e.answers.includes(warm))));
 
 /**
- * The fake model's CPU ms so far (Linux: /proc; 0 elsewhere). It runs in its own process, so its time
- * is not in the CPU column, but it parses every request, a full window by turn 1,000: its share of
- * the wall time grows with the window, and is printed apart so troupe's own is read off.
+ * The fake model's CPU ms so far, every thread of it (Linux: /proc/<pid>/task/<tid>/schedstat, whose
+ * first field is the time on a CPU in ns; 0 elsewhere). It runs in its own process, so its time is
+ * not in the CPU column, but it parses every request, a full window by turn 1,000: its share of the
+ * wall time grows with the window, and is printed apart so troupe's own is read off. (/proc's stat
+ * counts in 10 ms ticks: a mean of 10 turns read from it was 0, 1 or 3 ms, too coarse to subtract.)
  */
 const modelCpu = (): number => {
   try {
-    const fields = readFileSync(`/proc/${model.pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+    let ns = 0;
+    for (const tid of readdirSync(`/proc/${model.pid}/task`)) ns += Number(readFileSync(`/proc/${model.pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+    return ns / 1e6;
   } catch {
     return 0;
   }
@@ -86,11 +91,17 @@ for (const n of marks) {
 console.log(`the last ${WINDOW} turns' bytes per turn by what they hold: ${[...byKind].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${(n / WINDOW).toFixed(0)}`).join(", ")}`);
 const first = around(10);
 const last = around(marks.at(-1)!);
-// The model parses each request in the turn's path: what is left of the wall time is troupe's (and the loopback's).
-console.log(`ms/turn less the fake model's CPU: ${(first.ms - first.model).toFixed(2)} → ${(last.ms - last.model).toFixed(2)} ms (${((last.ms - last.model) / (first.ms - first.model)).toFixed(2)}×)`);
+// The model parses each request in the turn's path: what is left of the wall time is troupe's (and the
+// loopback's). That is the judged time: a turn's own cost must not grow with its session; the model's
+// parse of a longer window is the model's (a real one's latency grows with its context too). The wall
+// time with the model's share in it is recorded beside, as information.
+const own = (a: ReturnType<typeof around>) => a.ms - a.model;
+const ownRatio = own(last) / own(first);
+console.log(`ms/turn less the fake model's CPU: ${own(first).toFixed(2)} → ${own(last).toFixed(2)} ms (${ownRatio.toFixed(2)}×)`);
 const bytesRatio = last.bytes / first.bytes;
 const msRatio = last.ms / first.ms;
 record({ figure: `bytes/turn, turn ${marks.at(-1)} vs turn 10`, target: "flat (≤ 1.5×)", measured: `${bytesRatio.toFixed(2)}× (${first.bytes.toFixed(0)} → ${last.bytes.toFixed(0)} B)`, pass: bytesRatio <= 1.5 });
-record({ figure: `ms/turn, turn ${marks.at(-1)} vs turn 10`, target: "flat (≤ 1.5×)", measured: `${msRatio.toFixed(2)}× (${first.ms.toFixed(1)} → ${last.ms.toFixed(1)} ms)`, pass: msRatio <= 1.5 });
+record({ figure: `ms/turn, turn ${marks.at(-1)} vs turn 10, less the fake model's CPU`, target: "flat (≤ 1.5×)", measured: `${ownRatio.toFixed(2)}× (${own(first).toFixed(1)} → ${own(last).toFixed(1)} ms)`, pass: ownRatio <= 1.5 });
+record({ figure: `ms/turn with the fake model's parse in it`, target: "(information)", measured: `${msRatio.toFixed(2)}× (${first.ms.toFixed(1)} → ${last.ms.toFixed(1)} ms; the model's CPU ${first.model.toFixed(1)} → ${last.model.toFixed(1)} ms)` });
 const cpuRatio = last.cpu / first.cpu;
 record({ figure: `CPU ms/turn, turn ${marks.at(-1)} vs turn 10`, target: "flat (≤ 1.5×)", measured: `${cpuRatio.toFixed(2)}× (${first.cpu.toFixed(1)} → ${last.cpu.toFixed(1)} ms)`, pass: cpuRatio <= 1.5 });
