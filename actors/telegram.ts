@@ -17,6 +17,9 @@ import { fault } from "../src/fault.js";
 import { telegramPollerMachine, type PollError } from "../machines/telegram.machine.js";
 import type { Transcriber } from "../src/channels/transcription.js";
 
+/** The message fields whose file read() downloads (contentOf). */
+const MEDIA_FIELDS = ["photo", "document", "voice", "audio"] as const;
+
 export interface TelegramDeps {
   config: Config["channels"]["telegram"];
   store: Store;
@@ -116,6 +119,12 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
     return { content: parts.filter(Boolean).join("\n"), media };
   }
 
+  /** Whether reading an update downloads a file (and may transcribe it): a message with media. */
+  const carriesMedia = (update: unknown): boolean => {
+    const m = (update as { message?: Record<string, unknown> } | null)?.message;
+    return typeof m === "object" && m !== null && MEDIA_FIELDS.some((field) => m[field] !== undefined);
+  };
+
   /**
    * Reads one update: the message to take in (its media downloaded), or none when it is dropped
    * (with a log line); with its update_id (undefined if it has none).
@@ -196,21 +205,35 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
         try {
           const stored = await deps.store.get("meta", OFFSET_KEY, offsetSchema);
           const updates = await api.getUpdates({ offset: stored?.offset, timeout, allowed_updates: ["message"] }, watchdog as Parameters<Api["getUpdates"]>[1]);
-          // Read as unknown: each update is parsed by read(), and one that does not parse is dropped, not thrown on.
-          const messages: ChannelInbound[] = [];
+          // The answer's messages go into the inbox with the offset past them in one synced write (a
+          // busy bot pays one fsync per getUpdates, not two per update); the offset never moves past
+          // a message not stored. A crash or a failed write stores none of a write's messages, and
+          // Telegram hands them out again. An update whose reading waits on the network (a file to
+          // download, a voice note to transcribe) is read only once what came before it is in, and is
+          // taken in on its own once read: a text message does not wait on another chat's media, and
+          // a failed write reads no media again that an earlier write stored.
+          let pending: ChannelInbound[] = [];
           let last: number | undefined;
+          let written = stored?.offset;
+          const takeIn = async () => {
+            const offset: StoreOp[] = last === undefined || last + 1 === written ? [] : [{ type: "put", sublevel: "meta", key: OFFSET_KEY, value: { offset: last + 1 } }];
+            const messages = pending;
+            pending = [];
+            if (messages.length) await accept(messages, offset);
+            else if (offset.length) await deps.store.batch(offset, { sync: true });
+            if (last !== undefined) written = last + 1;
+          };
+          // Read as unknown: each update is parsed by read(), and one that does not parse is dropped, not thrown on.
           for (const update of updates as unknown[]) {
+            const fetches = carriesMedia(update);
+            if (fetches && pending.length) await takeIn();
             const { updateId, message } = await read(update);
-            if (message) messages.push(message);
+            if (message) pending.push(message);
             if (updateId !== undefined) last = Math.max(last ?? updateId, updateId);
+            if (fetches) await takeIn();
           }
           if (updates.length) fault("after-updates-fetched");
-          // The offset moves past the batch only with its messages in the inbox: all of them and the
-          // offset in one synced batch (a busy bot pays one fsync per getUpdates, not two per update).
-          // A crash or a failure before it stores none, and Telegram hands the same updates out again.
-          const offset: StoreOp[] = last === undefined ? [] : [{ type: "put", sublevel: "meta", key: OFFSET_KEY, value: { offset: last + 1 } }];
-          if (messages.length) await accept(messages, offset);
-          else if (offset.length) await deps.store.batch(offset, { sync: true });
+          await takeIn();
           return updates.length;
         } catch (err) {
           if (signal.aborted) throw err;
