@@ -51,6 +51,9 @@ async function settledRss(): Promise<number> {
   return last;
 }
 
+/** The event-loop delay monitor's sampling period (ms). */
+const LOOP_SAMPLE_MS = 5;
+
 const sessionsAlive = (d: Daemon) => (d.tree.tree()?.children ?? []).filter((c) => c.kind === "session").length;
 
 /** N sessions send one message each (one tool call, 50 ms model, 100 turns at once): total time against the ideal, RSS. */
@@ -68,7 +71,7 @@ async function loadScenario(n: number, opts: { passivate: boolean; senders?: num
   const threadsBefore = threadCpu();
   const waitBefore = mainRunqueueWait();
   const turns = turnTimes(daemon);
-  const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+  const loopDelay = monitorEventLoopDelay({ resolution: LOOP_SAMPLE_MS });
   loopDelay.enable();
   const total = await burst(daemon, chats, { inFlight: senders });
   loopDelay.disable();
@@ -90,7 +93,9 @@ async function loadScenario(n: number, opts: { passivate: boolean; senders?: num
     console.log(`CPU contention   main thread runnable but waiting for a CPU ${wait.toFixed(0)} ms (${((100 * wait) / total).toFixed(0)}% of the time; other processes on the machine)`);
   }
   console.log(`turn time        ${held.mean.toFixed(0)} ms mean, ${held.p90.toFixed(0)} ms p90, from a turn's first checkpoint to its final state (${held.turns} turns; two model calls are 100 ms: the rest is the turn's waits on synced checkpoints, the tool, and the main thread)`);
-  console.log(`event loop delay ${(loopDelay.mean / 1e6).toFixed(1)} ms mean, ${(loopDelay.percentile(99) / 1e6).toFixed(0)} ms p99, ${(loopDelay.max / 1e6).toFixed(0)} ms max (how late a timer ran: every turn's callbacks wait that long behind other work and GC)`);
+  // Node records each whole interval between its samples, the sampling period included: late = interval - period.
+  const late = (ns: number) => Math.max(0, ns / 1e6 - LOOP_SAMPLE_MS);
+  console.log(`event loop delay ${late(loopDelay.mean).toFixed(1)} ms mean, ${late(loopDelay.percentile(99)).toFixed(0)} ms p99, ${late(loopDelay.max).toFixed(0)} ms max (how late a ${LOOP_SAMPLE_MS} ms timer ran: every turn's callbacks wait that long behind other work and GC)`);
   console.log(`peak RSS         ${(peak / MB).toFixed(0)} MB (start ${(rssStart / MB).toFixed(0)} MB; ${liveAfter} sessions live when the last reply went out)`);
   console.log(`synced batches   ${stats.requests} requests in ${stats.writes} fsync'd writes (largest group ${stats.largestGroup})`);
   let rssPassivated: number | undefined;
