@@ -35,6 +35,8 @@ export function createInbound(deps: InboundDeps) {
    */
   let lastAt = 0;
   const stamp = () => (lastAt = Math.max(now(), lastAt + 1));
+  /** Ids being taken in now, each with the call taking it (settled when its write is done or failed). */
+  const inFlight = new Map<string, Promise<void>>();
 
   /** Takes messages in with `ops`, in one synced batch; resolves with their ids (a redelivered one's too) once they are routed. */
   async function acceptAll(channel: string, inbounds: ChannelInbound[], ops: StoreOp[] = []): Promise<string[]> {
@@ -45,7 +47,28 @@ export function createInbound(deps: InboundDeps) {
       id: inbound.messageId ? `${channel}:${inbound.messageId}` : `${channel}:${randomUUID()}`,
       sessionKey: parseSessionKey(inbound.sessionKey ?? `${channel}:${inbound.chatId}`),
     }));
-    // A platform redelivering a message we already took (same id) is not answered twice.
+    // A platform redelivering a message we already took (same id) is not answered twice. One still
+    // being taken in by another call (a poll in flight beside its channel's restart) is waited for
+    // first, then looked up: taken in once, or here if that call's write failed.
+    const others = new Set<Promise<void>>();
+    let done!: () => void;
+    const ours = new Promise<void>((resolve) => (done = resolve));
+    for (const { inbound, id } of taking) {
+      if (!inbound.messageId) continue;
+      const other = inFlight.get(id);
+      if (other && other !== ours) others.add(other);
+      else inFlight.set(id, ours);
+    }
+    try {
+      await Promise.all(others);
+      return await takeIn(channel, taking, ops);
+    } finally {
+      for (const [id, p] of inFlight) if (p === ours) inFlight.delete(id);
+      done();
+    }
+  }
+
+  async function takeIn(channel: string, taking: Array<{ inbound: ChannelInbound; id: string; sessionKey: string }>, ops: StoreOp[]): Promise<string[]> {
     const seen = await Promise.all(taking.map((t) => (t.inbound.messageId ? wasSeen(deps.store, t.id) : false)));
     const fresh = new Map<string, InboxRecord>();
     taking.forEach(({ inbound, id, sessionKey }, i) => {
