@@ -202,9 +202,11 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
         // The watchdog: a poll that outlives its long-poll window by the grace is given up and retried.
         const stalled = AbortSignal.timeout((timeout + (deps.watchdogGraceS ?? 15)) * 1000);
         const watchdog = AbortSignal.any([signal, stalled]);
+        let fetched = false;
         try {
           const stored = await deps.store.get("meta", OFFSET_KEY, offsetSchema);
           const updates = await api.getUpdates({ offset: stored?.offset, timeout, allowed_updates: ["message"] }, watchdog as Parameters<Api["getUpdates"]>[1]);
+          fetched = true;
           // The answer's messages go into the inbox with the offset past them in one synced write (a
           // busy bot pays one fsync per getUpdates, not two per update); the offset never moves past
           // a message not stored. A crash or a failed write stores none of a write's messages, and
@@ -237,7 +239,8 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
           return updates.length;
         } catch (err) {
           if (signal.aborted) throw err;
-          if (stalled.aborted) throw { message: `getUpdates stalled for over ${timeout + (deps.watchdogGraceS ?? 15)} s; restarting the poll` } satisfies PollError;
+          // The watchdog explains only a getUpdates that did not answer: reading a long answer's media may outlive it.
+          if (!fetched && stalled.aborted) throw { message: `getUpdates stalled for over ${timeout + (deps.watchdogGraceS ?? 15)} s; restarting the poll` } satisfies PollError;
           throw pollError(err);
         }
       });

@@ -1,3 +1,5 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Daemon } from "../../src/runtime.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
@@ -130,5 +132,53 @@ describe("Telegram: a getUpdates answer whose intake write fails once", () => {
     await until(() => (tg!.sent().length >= 2 ? true : undefined), 20_000, "both answered");
     expect(failed).toBe(true);
     expect(transcriptions).toBe(1);
+  });
+
+  it("a write that fails after reading the answer outlived the poll's watchdog is logged as what it was, not as a stalled getUpdates", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "answered" }));
+    const speech = await startFakeWeb({
+      // Slower than the poll's watchdog (1 s long poll + 1 s grace).
+      "/v1/audio/transcriptions": (req, res) => {
+        req.resume();
+        req.on("end", () => setTimeout(() => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ text: "buy milk" })), 3_000));
+      },
+    });
+    closeSpeech = () => speech.close();
+    tg = await startFakeTelegram(TOKEN);
+    tg.addFile("v1", "voice/file_9.oga", Buffer.from("OGGVOICE"));
+    const home = await tmp();
+    daemon = await startDaemon(
+      home,
+      fake.url,
+      {
+        config: {
+          channels: {
+            telegram: { enabled: true, token: TOKEN, apiRoot: tg.apiRoot, allowFrom: ["alice"], transcription: { apiBase: `${speech.origin}/v1`, apiKey: "k", model: "whisper-1" } },
+          },
+        },
+      },
+      { telegram: { pollTimeoutS: 1, baseBackoffMs: 100, watchdogGraceS: 1 } },
+    );
+    const store = daemon.store;
+    const batch = store.batch.bind(store);
+    let failed = false;
+    vi.spyOn(store, "batch").mockImplementation((ops, opts) => {
+      if (!failed && ops.some((o) => o.type === "put" && o.sublevel === "inbox" && String(o.key).startsWith("telegram:43"))) {
+        failed = true;
+        return Promise.reject(new Error("injected: the intake write failed"));
+      }
+      return batch(ops, opts);
+    });
+    tg.message("", { id: 43, username: "alice" }, { id: 43, type: "private" }, { voice: { file_id: "v1", file_unique_id: "uv1", duration: 2 } });
+    await until(() => (tg!.sent().length >= 1 ? true : undefined), 30_000, "the voice note answered");
+    const log = (await readFile(join(home, "logs/troupe.log"), "utf8"))
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { msg: string; error?: { message?: string } | string });
+    const backoffs = log.filter((l) => /backing off/.test(l.msg)).map((l) => JSON.stringify(l.error));
+    expect(failed).toBe(true);
+    expect(backoffs).toHaveLength(1);
+    expect(backoffs[0]).toMatch(/the intake write failed/);
+    expect(backoffs[0]).not.toMatch(/stalled/);
   });
 });
