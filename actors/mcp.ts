@@ -1,4 +1,4 @@
-import { fromCallback, fromPromise } from "xstate";
+import { createActor, fromCallback, fromPromise, type AnyActorRef } from "xstate";
 import { mcpMachine, type McpConnected, type McpPolicy, type McpState } from "../machines/mcp.machine.js";
 import type { McpHub } from "../src/mcp/hub.js";
 
@@ -26,6 +26,11 @@ export function createMcpLogic(deps: McpActorDeps) {
       },
     },
   });
+}
+
+/** One server's actor started on its own, unsupervised (`troupe agent`; the daemon spawns them under its supervisor). */
+export function startMcpActor(hub: McpHub, name: string, policy: McpPolicy): AnyActorRef {
+  return createActor(createMcpLogic({ hub }), { id: mcpActorId(name), input: { name, policy } }).start();
 }
 
 export type { McpPolicy };

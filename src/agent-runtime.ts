@@ -1,5 +1,4 @@
 import { mkdir } from "node:fs/promises";
-import { createActor } from "xstate";
 import { createDreamRuntime, type DreamRuntime } from "../actors/dream.js";
 import { createConversation, type Conversation } from "../actors/conversation.js";
 import { DEFAULT_POLICY as DEFAULT_SUPERVISION } from "../machines/supervisor.machine.js";
@@ -123,7 +122,7 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
   const mcpActors =
     mcp && mcpModules && !opts.superviseMcp
       ? mcp.names().map((name) =>
-          createActor(mcpModules.createMcpLogic({ hub: mcp }), { id: mcpModules.mcpActorId(name), input: { name, policy: DEFAULT_SUPERVISION } }).start(),
+          mcpModules.startMcpActor(mcp, name, DEFAULT_SUPERVISION),
         )
       : [];
   logger.info({ provider: resolved.spec.name, model: resolved.model, workspace }, "runtime ready");
