@@ -2,7 +2,7 @@
  * A minimal client of a Node process's inspector (the DevTools protocol over a WebSocket): the soak
  * bench starts its gateway with `--inspect=127.0.0.1:0` and asks it for a full collection and the
  * heap's size at a quiet moment, which no API of the gateway offers (and should not).
- * Node 20's WebSocket needs `--experimental-websocket` (the bench:soak script passes it).
+ * Node 20's WebSocket needs `--experimental-websocket` (scripts/bench.mjs passes it to the soak).
  */
 
 /** The inspector's WebSocket URL from the process's stderr ("Debugger listening on ws://…"). */
