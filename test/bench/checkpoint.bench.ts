@@ -8,11 +8,11 @@
  * The daemon runs in this process from troupe's bundle, compiled as the CLI is, not from its source
  * under tsx (test/bench/harness.ts says why).
  */
-import { readdirSync, readFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { filter, firstValueFrom } from "rxjs";
 import type { StoreOp } from "../../src/store/store.js";
 import { daemonFor, fakeModel } from "./harness.js";
+import { cpuMsOf } from "./proc.js";
 import { record } from "./summary.js";
 
 const TURNS = Number(process.env.TROUPE_BENCH_SESSION_TURNS ?? 1_000);
@@ -43,21 +43,11 @@ const warm = await daemon.accept("api", { chatId: "warm-up", senderId: "bench", 
 await firstValueFrom(daemon.bus.ofType("outbound").pipe(filter((e) => e.answers.includes(warm))));
 
 /**
- * The fake model's CPU ms so far, every thread of it (Linux: /proc/<pid>/task/<tid>/schedstat, whose
- * first field is the time on a CPU in ns; 0 elsewhere). It runs in its own process, so its time is
- * not in the CPU column, but it parses every request, a full window by turn 1,000: its share of the
- * wall time grows with the window, and is printed apart so troupe's own is read off. (/proc's stat
- * counts in 10 ms ticks: a mean of 10 turns read from it was 0, 1 or 3 ms, too coarse to subtract.)
+ * The fake model runs in its own process, so its time is not in the CPU column, but it parses every
+ * request, a full window by turn 1,000: its share of the wall time grows with the window, and is
+ * printed apart so troupe's own is read off.
  */
-const modelCpu = (): number => {
-  try {
-    let ns = 0;
-    for (const tid of readdirSync(`/proc/${model.pid}/task`)) ns += Number(readFileSync(`/proc/${model.pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
-    return ns / 1e6;
-  } catch {
-    return 0;
-  }
-};
+const modelCpu = (): number => cpuMsOf(model.pid);
 
 const perTurn: Array<{ bytes: number; ms: number; cpu: number; model: number }> = [];
 for (let i = 0; i < TURNS; i++) {

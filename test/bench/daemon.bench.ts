@@ -21,12 +21,14 @@
  *    hot paths, and once it has (the target).
  */
 import { readdirSync, readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { rm } from "node:fs/promises";
 import { filter, firstValueFrom } from "rxjs";
 import type { Daemon } from "../../src/runtime.js";
 import { turnFloor } from "./floor.js";
 import { burst, daemonFor, fakeModel } from "./harness.js";
+import { cpuMsOf } from "./proc.js";
 import { record } from "./summary.js";
 
 const MB = 1024 * 1024;
@@ -70,6 +72,7 @@ async function loadScenario(n: number, opts: { passivate: boolean; senders?: num
   const chats = Array.from({ length: n }, (_, i) => `s${i}`);
   const threadsBefore = threadCpu();
   const waitBefore = mainRunqueueWait();
+  const modelBefore = cpuMsOf(model.pid);
   const turns = turnTimes(daemon);
   const loopDelay = monitorEventLoopDelay({ resolution: LOOP_SAMPLE_MS });
   loopDelay.enable();
@@ -78,6 +81,7 @@ async function loadScenario(n: number, opts: { passivate: boolean; senders?: num
   const held = turns.stop();
   const threadsAfter = threadCpu();
   const waitAfter = mainRunqueueWait();
+  const modelMs = cpuMsOf(model.pid) - modelBefore;
   const liveAfter = sessionsAlive(daemon) - 1;
   const ideal = (n / 100) * 2 * 50;
   const stats = daemon.store.commitStats;
@@ -86,7 +90,7 @@ async function loadScenario(n: number, opts: { passivate: boolean; senders?: num
   if (threadsBefore && threadsAfter) {
     const main = threadsAfter.main - threadsBefore.main;
     const other = threadsAfter.other - threadsBefore.other;
-    console.log(`CPU              main thread ${main.toFixed(0)} ms (busy ${((100 * main) / total).toFixed(0)}% of the time), other threads ${other.toFixed(0)} ms; ${(main / n).toFixed(2)} ms of the main thread per turn`);
+    console.log(`CPU              main thread ${main.toFixed(0)} ms (busy ${((100 * main) / total).toFixed(0)}% of the time), other threads ${other.toFixed(0)} ms; ${(main / n).toFixed(2)} ms of the main thread per turn; the fake model's process ${modelMs.toFixed(0)} ms (on the same ${availableParallelism()} CPUs)`);
   }
   if (waitBefore !== undefined && waitAfter !== undefined) {
     const wait = waitAfter - waitBefore;

@@ -1,4 +1,5 @@
 import { spawnSync } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -6,6 +7,21 @@ import { fileURLToPath } from "node:url";
 import { writeHome } from "../helpers/home.js";
 import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { fakeModel } from "./harness.js";
+
+/**
+ * A process's CPU time so far in ms, every thread of it (Linux: /proc/<pid>/task/<tid>/schedstat,
+ * whose first field is the time on a CPU in ns, to the µs; 0 elsewhere or once it is gone). /proc's
+ * stat counts in 10 ms ticks: a mean of 10 turns read from it was 0, 1 or 3 ms, too coarse to subtract.
+ */
+export function cpuMsOf(pid: number | undefined): number {
+  try {
+    let ns = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+    return ns / 1e6;
+  } catch {
+    return 0;
+  }
+}
 
 /** A process's resident set size in bytes, from /proc/<pid>/status (Linux). */
 export async function rssOf(pid: number): Promise<number> {
