@@ -148,6 +148,25 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
     };
   }
 
+  /**
+   * nanobot's acknowledgement: channels.telegram.reactEmoji on a message once it is in the inbox, taken
+   * back once its reply is delivered. Best effort: a chat where reactions are off, or an emoji
+   * Telegram does not offer as a reaction, costs a debug line.
+   */
+  function react(chatId: string, messageId: number, on: boolean) {
+    if (!cfg.reactEmoji) return;
+    void api
+      .setMessageReaction(chatId, messageId, on ? [{ type: "emoji", emoji: cfg.reactEmoji as never }] : [])
+      .catch((err: unknown) => log?.debug({ err, chatId, messageId }, "telegram reaction not set"));
+  }
+  /** Its reply delivered: the reactions on the Telegram messages of its chat it answers are taken back. */
+  const answered = (record: OutboxRecord) => {
+    for (const id of record.answers) {
+      const [, chat, message] = /^telegram:(-?\d+):(\d+)$/.exec(id) ?? [];
+      if (chat === record.chatId) react(chat, Number(message), false);
+    }
+  };
+
   const stopTyping = (chatId: string) => {
     clearInterval(typing.get(chatId));
     typing.delete(chatId);
@@ -221,7 +240,10 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
             const offset: StoreOp[] = last === undefined || last + 1 === written ? [] : [{ type: "put", sublevel: "meta", key: OFFSET_KEY, value: { offset: last + 1 } }];
             const messages = pending;
             pending = [];
-            if (messages.length) await accept(messages, offset);
+            if (messages.length) {
+              await accept(messages, offset);
+              for (const m of messages) react(m.chatId, Number(m.messageId!.split(":").at(-1)), true);
+            }
             else if (offset.length) await deps.store.batch(offset, { sync: true });
             if (last !== undefined) written = last + 1;
           };
@@ -288,7 +310,7 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
         streams.delete(record.chatId);
         clearTimeout(stream.timer);
         await stream.busy;
-        if (stream.messageId !== undefined && (await finishStream(record.chatId, stream.messageId, record.content))) return;
+        if (stream.messageId !== undefined && (await finishStream(record.chatId, stream.messageId, record.content))) return answered(record);
       }
       const replyTo = cfg.replyToMessage ? Number(/^telegram:-?\d+:(\d+)$/.exec(record.answers[0] ?? "")?.[1]) || undefined : undefined;
       // The parts, numbered alike on every attempt (the split depends on the text alone): the text's pieces, then the files.
@@ -307,6 +329,7 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
           await sendIt();
           await onPartDelivered(i);
         }
+        answered(record);
       } catch (err) {
         if (err instanceof GrammyError && (err.error_code === 403 || (err.error_code === 400 && /chat not found|user is deactivated|bot was blocked/i.test(err.description)))) {
           throw new DeliveryRejectedError(`Telegram refused the message: ${err.description}`);

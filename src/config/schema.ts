@@ -154,6 +154,8 @@ const telegramSchema = z.object({
     .default([]),
   proxy: z.string().nullable().default(null),
   replyToMessage: z.boolean().default(false),
+  /** The reaction put on a message once it is taken in, taken back with the reply (nanobot's); "" for none. */
+  reactEmoji: z.string().default("👀"),
   groupPolicy: z.enum(["mention", "open"]).default("mention"),
   streaming: z.boolean().default(false),
   apiRoot: httpUrl.default("https://api.telegram.org"),

@@ -70,6 +70,33 @@ describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () =
     expect(String(userMessage)).toMatch(/Channel: telegram\nChat ID: 42\n\[\/Runtime Context\]\n\nhi there$/);
   });
 
+  it("reacts to a message with channels.telegram.reactEmoji (👀 by default) once it is taken in, and takes the reaction back with the reply, as nanobot does", async () => {
+    fake = await startFakeOpenAi([{ content: "one", delayMs: 300 }, { content: "two" }]);
+    await start();
+    tg!.message("hi there");
+    await until(() => tg!.sent()[0]);
+    const reactions = () => tg!.calls.filter((c) => c.method === "setMessageReaction");
+    await until(() => reactions().length === 2);
+    const messageId = reactions()[0]!.body.message_id;
+    expect(messageId).not.toBe(tg!.calls.find((c) => c.method === "sendMessage")!.body.message_id);
+    expect(reactions().map((c) => c.body)).toEqual([
+      { chat_id: "42", message_id: messageId, reaction: [{ type: "emoji", emoji: "👀" }] },
+      { chat_id: "42", message_id: messageId, reaction: [] },
+    ]);
+    // On while the turn ran: set before the reply was sent, taken back after.
+    const order = tg!.calls.filter((c) => ["setMessageReaction", "sendMessage"].includes(c.method)).map((c) => (c.method === "sendMessage" ? "reply" : (c.body.reaction as unknown[]).length ? "on" : "off"));
+    expect(order[0]).toBe("on");
+    expect(order.indexOf("reply")).toBeLessThan(order.lastIndexOf("off"));
+    await daemon!.shutdown();
+    daemon = undefined;
+    // reactEmoji "" reacts to nothing.
+    const before = tg!.calls.length;
+    await start({ reactEmoji: "" });
+    tg!.message("again");
+    await until(() => tg!.sent().length === 2);
+    expect(tg!.calls.slice(before).filter((c) => c.method === "setMessageReaction")).toEqual([]);
+  });
+
   it("streams a reply by editing one message, at most once a second, ending with the final HTML", async () => {
     const answer = "**Streaming** works: " + "tokens arrive one by one. ".repeat(6);
     fake = await startFakeOpenAi([{ content: answer, chunkDelayMs: 25 }]);

@@ -74,7 +74,7 @@ describe("nanobot configs: keys troupe does not use", () => {
     const raw = {
       agents: { defaults: { dream: { intervalH: 4 }, unifiedSession: true, failOnToolError: false } },
       gateway: { heartbeat: { enabled: true, intervalS: 600 } },
-      channels: { sendMaxRetries: 5, discord: { enabled: true, token: "t" }, telegram: { enabled: false, reactEmoji: "🔥" } },
+      channels: { sendMaxRetries: 5, discord: { enabled: true, token: "t" }, telegram: { enabled: false, inlineKeyboards: true } },
       tools: { mcpServers: { fs: { command: "npx", enabled_tools: ["read"] } } },
       api: { port: 9000 },
     };
@@ -83,7 +83,7 @@ describe("nanobot configs: keys troupe does not use", () => {
     expect(warnings).toHaveLength(1);
     const [line] = warnings;
     expect(line).toMatch(/^not supported by troupe yet, ignored: /);
-    for (const part of ["agents.defaults: unifiedSession, failOnToolError", "discord (enabled: it will not run)", "channels.telegram: reactEmoji", "(top level): api"]) {
+    for (const part of ["agents.defaults: unifiedSession, failOnToolError", "discord (enabled: it will not run)", "channels.telegram: inlineKeyboards", "(top level): api"]) {
       expect(line).toContain(part);
     }
     expect(unrunnableChannels).toEqual(["channels.discord"]);
