@@ -94,9 +94,9 @@ const agentDefaultsSchema = z.object({
   /** A provider name from the registry, or "auto" to infer it from the model, key or apiBase. */
   provider: z.string().default("auto"),
   maxTokens: z.number().int().positive().default(8192),
-  contextWindowTokens: z.number().int().positive().default(65_536),
+  contextWindowTokens: z.number().int().positive().default(200_000),
   temperature: z.number().min(0).max(2).default(0.1),
-  maxToolIterations: z.number().int().positive().default(40),
+  maxToolIterations: z.number().int().positive().default(200),
   maxConcurrentSubagents: z.number().int().positive().default(4),
   /** Tool iterations one subagent may use before it must answer. */
   maxSubagentIterations: z.number().int().positive().default(15),
@@ -140,7 +140,7 @@ const agentDefaultsSchema = z.object({
       enabled: z.boolean().default(true),
       intervalH: z.number().positive().max(MAX_TIMER_SECONDS / 3600).default(2),
       maxBatchSize: z.number().int().positive().default(20),
-      maxIterations: z.number().int().positive().default(10),
+      maxIterations: z.number().int().positive().default(15),
       modelOverride: z.string().min(1).nullable().default(null),
     })
     .prefault({}),
@@ -157,7 +157,7 @@ const telegramSchema = z.object({
   /** The reaction put on a message once it is taken in, taken back with the reply (nanobot's); "" for none. */
   reactEmoji: z.string().default("👀"),
   groupPolicy: z.enum(["mention", "open"]).default("mention"),
-  streaming: z.boolean().default(false),
+  streaming: z.boolean().default(true),
   apiRoot: httpUrl.default("https://api.telegram.org"),
 });
 

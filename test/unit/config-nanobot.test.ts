@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig, parseConfig } from "../../src/config/index.js";
 import { classifyKey, isInert, nanobotAcceptsNull } from "../../src/config/known-keys.js";
+import { NANOBOT_KEYS, NANOBOT_LATEST } from "../../src/config/nanobot-keys.js";
 import { ConfigError } from "../../src/errors.js";
 import { createOpenAiProvider } from "../../src/providers/client.js";
 import { resolveProvider } from "../../src/providers/registry.js";
@@ -67,6 +68,32 @@ describe("nanobot configs: values", () => {
   });
 
   const tempDir = useTempDirs();
+});
+
+describe("nanobot configs: a key left out means what it means in nanobot", () => {
+  /** troupe's defaults that differ from nanobot's on purpose, each with its reason (README says each). */
+  const OWN_DEFAULTS: Record<string, string> = {
+    "agents.defaults.model": "with no model configured troupe picks one for the key it finds (nanobot's own default with only an Anthropic key)",
+    "agents.defaults.workspace": "empty: <data dir>/workspace (a nanobot workspace is used when named)",
+    "agents.defaults.maxConcurrentSubagents": "troupe runs subagents in parallel (4), nanobot one at a time",
+    "tools.restrictToWorkspace": "file tools stay in the workspace unless told otherwise",
+    "tools.exec.sandbox": "exec runs under bubblewrap where it is installed",
+    "tools.web.search.provider": "brave with a key, else DuckDuckGo (nanobot's default): the same without a key",
+  };
+  const at = (o: unknown, path: string[]) => path.reduce<unknown>((a, k) => (a && typeof a === "object" ? (a as Record<string, unknown>)[k] : undefined), o);
+
+  it(`every default troupe shares with nanobot ${NANOBOT_LATEST} is nanobot's, bar the listed ones`, () => {
+    const { config } = parseConfig({}, "c.json");
+    const differ: string[] = [];
+    for (const [key, [, , last, nanobotDefault]] of Object.entries(NANOBOT_KEYS)) {
+      if (last !== NANOBOT_LATEST || nanobotDefault === undefined || key.includes("*") || key in OWN_DEFAULTS) continue;
+      const ours = at(config, key.split("."));
+      if (ours !== undefined && JSON.stringify(ours) !== JSON.stringify(nanobotDefault)) differ.push(`${key}: troupe ${JSON.stringify(ours)}, nanobot ${JSON.stringify(nanobotDefault)}`);
+    }
+    expect(differ).toEqual([]);
+    // The listed ones are still troupe's keys with a default of their own (a stale entry would hide nothing).
+    for (const key of Object.keys(OWN_DEFAULTS)) expect(JSON.stringify(at(config, key.split(".")))).not.toBe(JSON.stringify(NANOBOT_KEYS[key]?.[3]));
+  });
 });
 
 describe("nanobot configs: keys troupe does not use", () => {
