@@ -47,7 +47,7 @@ describe("Telegram across kill -9 (real gateway, fake Bot API)", () => {
   });
 
   it.each([
-    // Fetched (and read), not yet stored: nothing of the batch is in the store, the offset did not move, Telegram hands the same updates out again.
+    // Fetched, not yet read or stored: nothing of the batch is in the store, the offset did not move, Telegram hands the same updates out again.
     { fault: "after-updates-fetched", stored: false },
     // The batch and its offset stored together, the sessions not yet told: the restart finds every message in the inbox, and getUpdates asks from past them.
     { fault: "after-inbox-write", stored: true },
