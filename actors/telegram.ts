@@ -10,9 +10,11 @@ import { DeliveryRejectedError, PermanentChannelError } from "../src/channels/ch
 import { markdownToTelegramHtml, splitMessage, TELEGRAM_MAX_CHARS, toolHintHtml } from "../src/channels/telegram-format.js";
 import { httpGet, pollError, proxyAgent } from "../src/channels/telegram-net.js";
 import { admit, readAllowFrom, type TelegramMessage } from "../src/channels/telegram-update.js";
+import { gatherAlbums } from "../src/channels/telegram-album.js";
+import { takeInAnswer } from "../src/channels/telegram-intake.js";
 import type { Config } from "../src/config/schema.js";
 import type { OutboxRecord } from "../src/store/outbox.js";
-import type { Store, StoreOp } from "../src/store/store.js";
+import type { Store } from "../src/store/store.js";
 import { fault } from "../src/fault.js";
 import { telegramPollerMachine, type PollError } from "../machines/telegram.machine.js";
 import type { Transcriber } from "../src/channels/transcription.js";
@@ -53,7 +55,8 @@ const IMAGE_EXTS = [".jpg", ".jpeg", ".png", ".gif", ".webp"];
 
 /**
  * The Telegram channel: long polling driven by the poller machine, each getUpdates answer's messages
- * into the inbox in one synced batch with the offset past them, replies rendered as Telegram HTML (plain text if Telegram refuses the
+ * into the inbox in one synced batch with the offset past them (src/channels/telegram-intake.ts; an album as one
+ * message, src/channels/telegram-album.ts), replies rendered as Telegram HTML (plain text if Telegram refuses the
  * HTML), split at 4,096 characters, a typing indicator while a turn runs.
  */
 export function createTelegramChannel(deps: TelegramDeps): Channel {
@@ -224,40 +227,23 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
         let fetched = false;
         try {
           const stored = await deps.store.get("meta", OFFSET_KEY, offsetSchema);
-          const updates = await api.getUpdates({ offset: stored?.offset, timeout, allowed_updates: ["message"] }, watchdog as Parameters<Api["getUpdates"]>[1]);
+          const getUpdates = (wait: number) => api.getUpdates({ offset: stored?.offset, timeout: wait, allowed_updates: ["message"] }, watchdog as Parameters<Api["getUpdates"]>[1]);
+          const first = await getUpdates(timeout);
           fetched = true;
-          // The answer's messages go into the inbox with the offset past them in one synced write (a
-          // busy bot pays one fsync per getUpdates, not two per update); the offset never moves past
-          // a message not stored. A crash or a failed write stores none of a write's messages, and
-          // Telegram hands them out again. An update whose reading waits on the network (a file to
-          // download, a voice note to transcribe) is read only once what came before it is in, and is
-          // taken in on its own once read: a text message does not wait on another chat's media, and
-          // a failed write reads no media again that an earlier write stored.
-          let pending: ChannelInbound[] = [];
-          let last: number | undefined;
-          let written = stored?.offset;
-          const takeIn = async () => {
-            const offset: StoreOp[] = last === undefined || last + 1 === written ? [] : [{ type: "put", sublevel: "meta", key: OFFSET_KEY, value: { offset: last + 1 } }];
-            const messages = pending;
-            pending = [];
-            if (messages.length) {
-              await accept(messages, offset);
-              for (const m of messages) react(m.chatId, Number(m.messageId!.split(":").at(-1)), true);
-            }
-            else if (offset.length) await deps.store.batch(offset, { sync: true });
-            if (last !== undefined) written = last + 1;
-          };
+          if (first.length) fault("after-updates-fetched");
+          // An album's items still on their way are asked for again from the same offset (nothing acknowledged yet).
+          const updates = await gatherAlbums(first as unknown[], () => getUpdates(0), signal, (err) => log?.warn({ err }, "getUpdates for the rest of an album failed; taking what came"));
           // Read as unknown: each update is parsed by read(), and one that does not parse is dropped, not thrown on.
-          for (const update of updates as unknown[]) {
-            const fetches = carriesMedia(update);
-            if (fetches && pending.length) await takeIn();
-            const { updateId, message } = await read(update);
-            if (message) pending.push(message);
-            if (updateId !== undefined) last = Math.max(last ?? updateId, updateId);
-            if (fetches) await takeIn();
-          }
-          if (updates.length) fault("after-updates-fetched");
-          await takeIn();
+          await takeInAnswer(updates, stored?.offset, {
+            read,
+            carriesMedia,
+            accept: async (messages, ops) => {
+              await accept(messages, ops);
+              for (const m of messages) react(m.chatId, Number(m.messageId!.split(":").at(-1)), true);
+            },
+            offsetOp: (offset) => ({ type: "put", sublevel: "meta", key: OFFSET_KEY, value: { offset } }),
+            storeOffset: (offset) => deps.store.batch([{ type: "put", sublevel: "meta", key: OFFSET_KEY, value: { offset } }], { sync: true }),
+          });
           return updates.length;
         } catch (err) {
           if (signal.aborted) throw err;

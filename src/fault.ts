@@ -6,7 +6,7 @@ import { existsSync } from "node:fs";
  * costs one comparison per point.
  */
 export const FAULT_POINTS = [
-  // Telegram: a getUpdates answer fetched and read (media downloaded), nothing of it stored yet.
+  // Telegram: a getUpdates answer fetched, nothing of it read (no album's rest asked for, no media downloaded) or stored yet.
   "after-updates-fetched",
   "after-inbox-write",
   "awaiting-model",

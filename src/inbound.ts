@@ -45,6 +45,8 @@ export function createInbound(deps: InboundDeps) {
     const taking = inbounds.map((inbound) => ({
       inbound,
       id: inbound.messageId ? `${channel}:${inbound.messageId}` : `${channel}:${randomUUID()}`,
+      /** The other ids it stands for (a Telegram album's later items): seen under them too. */
+      also: inbound.messageId ? (inbound.otherMessageIds ?? []).map((other) => `${channel}:${other}`) : [],
       sessionKey: parseSessionKey(inbound.sessionKey ?? `${channel}:${inbound.chatId}`),
     }));
     // A platform redelivering a message we already took (same id) is not answered twice. One still
@@ -53,11 +55,13 @@ export function createInbound(deps: InboundDeps) {
     const others = new Set<Promise<void>>();
     let done!: () => void;
     const ours = new Promise<void>((resolve) => (done = resolve));
-    for (const { inbound, id } of taking) {
+    for (const { inbound, id, also } of taking) {
       if (!inbound.messageId) continue;
-      const other = inFlight.get(id);
-      if (other && other !== ours) others.add(other);
-      else inFlight.set(id, ours);
+      for (const known of [id, ...also]) {
+        const other = inFlight.get(known);
+        if (other && other !== ours) others.add(other);
+        else inFlight.set(known, ours);
+      }
     }
     try {
       await Promise.all(others);
@@ -68,15 +72,18 @@ export function createInbound(deps: InboundDeps) {
     }
   }
 
-  async function takeIn(channel: string, taking: Array<{ inbound: ChannelInbound; id: string; sessionKey: string }>, ops: StoreOp[]): Promise<string[]> {
-    const seen = await Promise.all(taking.map((t) => (t.inbound.messageId ? wasSeen(deps.store, t.id) : false)));
-    const fresh = new Map<string, InboxRecord>();
-    taking.forEach(({ inbound, id, sessionKey }, i) => {
-      if (seen[i] || fresh.has(id)) return deps.logger.info({ id }, "duplicate message dropped");
-      fresh.set(id, { id, sessionKey, channel, chatId: inbound.chatId, senderId: inbound.senderId, content: inbound.content, media: inbound.media ?? [], at: stamp() });
+  async function takeIn(channel: string, taking: Array<{ inbound: ChannelInbound; id: string; also: string[]; sessionKey: string }>, ops: StoreOp[]): Promise<string[]> {
+    const seenAny = async (ids: string[]) => (await Promise.all(ids.map((id) => wasSeen(deps.store, id)))).some(Boolean);
+    const seen = await Promise.all(taking.map((t) => (!t.inbound.messageId ? false : t.also.length ? seenAny([t.id, ...t.also]) : wasSeen(deps.store, t.id))));
+    const fresh = new Map<string, { record: InboxRecord; also: string[] }>();
+    const claimed = new Set<string>();
+    taking.forEach(({ inbound, id, also, sessionKey }, i) => {
+      if (seen[i] || [id, ...also].some((known) => claimed.has(known))) return deps.logger.info({ id }, "duplicate message dropped");
+      [id, ...also].forEach((known) => claimed.add(known));
+      fresh.set(id, { record: { id, sessionKey, channel, chatId: inbound.chatId, senderId: inbound.senderId, content: inbound.content, media: inbound.media ?? [], at: stamp() }, also });
     });
-    const records = [...fresh.values()];
-    if (records.length || ops.length) await deps.store.batch([...records.flatMap(inboxPutOps), ...ops], { sync: true });
+    const records = [...fresh.values()].map((f) => f.record);
+    if (records.length || ops.length) await deps.store.batch([...[...fresh.values()].flatMap((f) => inboxPutOps(f.record, f.also)), ...ops], { sync: true });
     if (records.length) fault("after-inbox-write");
     for (const { id, sessionKey, chatId, senderId, content, media, at } of records) {
       deps.logger.info({ channel, sessionKey, messageId: id, chars: content.length, ...(media.length ? { media: media.length } : {}) }, "message received");

@@ -9,6 +9,8 @@ export interface ChannelInbound {
   content: string;
   /** The platform's message id (dedupes redeliveries). */
   messageId?: string;
+  /** Further platform ids this one message stands for (a Telegram album's later items): a redelivery of any is a duplicate too. */
+  otherMessageIds?: string[];
   media?: string[];
   /** Overrides the default session key `channel:chatId`. */
   sessionKey?: string;

@@ -25,12 +25,15 @@ export type InboxRecord = z.infer<typeof inboxRecordSchema>;
 const key = (sessionKey: string, id: string) => `${sessionKey}${KEY_END}${id}`;
 const seenKey = (id: string) => `seen:${id}`;
 
-/** The write that takes a message in; `seen` stays behind so a redelivered message is recognised. */
-export function inboxPutOps(record: InboxRecord): StoreOp[] {
-  return [
-    { type: "put", sublevel: "inbox", key: key(record.sessionKey, record.id), value: record },
-    { type: "put", sublevel: "meta", key: seenKey(record.id), value: { at: record.at } },
-  ];
+/** Marks a platform message id as taken in (what wasSeen reads). */
+export const seenOp = (id: string, at: number): StoreOp => ({ type: "put", sublevel: "meta", key: seenKey(id), value: { at } });
+
+/**
+ * The write that takes a message in; `seen` stays behind so a redelivered message is recognised,
+ * also under `alsoSeen` (the other ids the message stands for: a Telegram album's later items).
+ */
+export function inboxPutOps(record: InboxRecord, alsoSeen: string[] = []): StoreOp[] {
+  return [{ type: "put", sublevel: "inbox", key: key(record.sessionKey, record.id), value: record }, seenOp(record.id, record.at), ...alsoSeen.map((id) => seenOp(id, record.at))];
 }
 
 export const inboxDeleteOps = (sessionKey: string, ids: string[]): StoreOp[] =>

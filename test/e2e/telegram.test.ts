@@ -47,7 +47,7 @@ describe("Telegram across kill -9 (real gateway, fake Bot API)", () => {
   });
 
   it.each([
-    // Fetched (and read), not yet stored: nothing of the batch is in the store, the offset did not move, Telegram hands the same updates out again.
+    // Fetched, not yet read or stored: nothing of the batch is in the store, the offset did not move, Telegram hands the same updates out again.
     { fault: "after-updates-fetched", stored: false },
     // The batch and its offset stored together, the sessions not yet told: the restart finds every message in the inbox, and getUpdates asks from past them.
     { fault: "after-inbox-write", stored: true },
@@ -86,5 +86,34 @@ describe("Telegram across kill -9 (real gateway, fake Bot API)", () => {
     // One answer per turn in chat 42 (a message injected into a running turn shares its answer), one in each other chat.
     expect(tg.sent().filter((s) => s.chat_id === "42")).toHaveLength(chat42.turns.length);
     for (const chat of [43, 44, 45]) expect(tg.sent().filter((s) => s.chat_id === String(chat)).map((s) => s.text)).toEqual([`re: hello from ${chat}`]);
+  });
+  it("an album killed at after-updates-fetched while it was still arriving: after restart it is answered once, as one message", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "Seen all three." }));
+    tg = await startFakeTelegram(TOKEN);
+    for (const id of ["p1", "p2", "p3"]) tg.addFile(id, `photos/${id}.jpg`, Buffer.from(`JPEG-${id}`));
+    const home = await tmp();
+    await writeTelegramHome(home, fake.url, tg);
+    gateway = await startGateway(home, { TROUPE_FAULT: "after-updates-fetched" });
+    await until(() => tg!.calls.some((c) => c.method === "getUpdates") || undefined, 20_000, "the first poll");
+    // An album of three photos (the caption on the first) that Telegram splits: the first answer holds two.
+    const photo = (id: string) => ({ media_group_id: "album-1", photo: [{ file_id: id, file_unique_id: `u${id}`, width: 9, height: 9 }] });
+    tg.message("", undefined, undefined, { ...photo("p1"), caption: "all three" });
+    tg.message("", undefined, undefined, photo("p2"));
+    tg.holdNext(1);
+    tg.message("", undefined, undefined, photo("p3"));
+    expect((await gateway.exited).signal).toBe("SIGKILL");
+    const pollsBefore = tg.calls.filter((c) => c.method === "getUpdates").length;
+
+    gateway = await startGateway(home);
+    await until(() => tg!.sent()[0], 20_000, "the album answered");
+    await sleep(1_500);
+    // Nothing of the album was stored before the kill: the restart fetched it again from the old offset.
+    expect(tg.calls.filter((c) => c.method === "getUpdates")[pollsBefore]?.body.offset).toBeUndefined();
+    expect(tg.sent().map((s) => s.text)).toEqual(["Seen all three."]);
+    expect(fake.requests).toHaveLength(1);
+    const content = fake.requests[0]!.body.messages.at(-1)?.content as Array<{ type: string; text?: string; image_url?: { url: string } }>;
+    const images = content.filter((p) => p.type === "image_url").map((p) => Buffer.from(p.image_url!.url.split(",")[1]!, "base64").toString());
+    expect(images).toEqual(["JPEG-p1", "JPEG-p2", "JPEG-p3"]);
+    expect(content.at(-1)?.text).toContain("all three");
   });
 });
