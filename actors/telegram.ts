@@ -1,5 +1,4 @@
-import { mkdir, writeFile } from "node:fs/promises";
-import { extname, join } from "node:path";
+import { extname } from "node:path";
 import { Api, GrammyError, InputFile } from "grammy";
 import type { Logger } from "pino";
 import { createActor, fromPromise } from "xstate";
@@ -8,9 +7,10 @@ import type { Bus } from "../src/bus/index.js";
 import type { Channel, ChannelInbound, ProgressUpdate } from "../src/channels/channel.js";
 import { DeliveryRejectedError, PermanentChannelError } from "../src/channels/channel.js";
 import { markdownToTelegramHtml, splitMessage, TELEGRAM_MAX_CHARS, toolHintHtml } from "../src/channels/telegram-format.js";
-import { httpGet, pollError, proxyAgent } from "../src/channels/telegram-net.js";
-import { admit, readAllowFrom, type TelegramMessage } from "../src/channels/telegram-update.js";
+import { pollError, proxyAgent } from "../src/channels/telegram-net.js";
+import { admit, readAllowFrom } from "../src/channels/telegram-update.js";
 import { gatherAlbums } from "../src/channels/telegram-album.js";
+import { telegramContent } from "../src/channels/telegram-content.js";
 import { takeInAnswer } from "../src/channels/telegram-intake.js";
 import type { Config } from "../src/config/schema.js";
 import type { OutboxRecord } from "../src/store/outbox.js";
@@ -19,8 +19,6 @@ import { fault } from "../src/fault.js";
 import { telegramPollerMachine, type PollError } from "../machines/telegram.machine.js";
 import type { Transcriber } from "../src/channels/transcription.js";
 
-/** The message fields whose file read() downloads (contentOf). */
-const MEDIA_FIELDS = ["photo", "document", "voice", "audio"] as const;
 
 export interface TelegramDeps {
   config: Config["channels"]["telegram"];
@@ -76,57 +74,7 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
   const notes = new Map<string, Promise<void>>();
   const subs: Array<{ unsubscribe(): void }> = [];
 
-  async function downloadFile(fileId: string, fallbackName: string): Promise<string> {
-    const file = await api.getFile(fileId);
-    if (!file.file_path) throw new Error("Telegram gave no file path");
-    const body = await httpGet(`${cfg.apiRoot}/file/bot${cfg.token}/${file.file_path}`, agent);
-    const dir = join(deps.mediaDir, "telegram");
-    await mkdir(dir, { recursive: true });
-    const path = join(dir, `${file.file_unique_id}${extname(file.file_path) || extname(fallbackName)}`);
-    await writeFile(path, body);
-    return path;
-  }
-
-  /** The text and files of a message; media are downloaded to <data dir>/media/telegram. */
-  async function contentOf(m: TelegramMessage): Promise<{ content: string; media: string[] }> {
-    const parts = [m.text ?? m.caption ?? ""];
-    const media: string[] = [];
-    const attach = async (fileId: string, name: string, label: string) => {
-      try {
-        const path = await downloadFile(fileId, name);
-        media.push(path);
-        parts.push(`[${label}: ${path}]`);
-      } catch (err) {
-        log?.warn({ err }, "could not download a file");
-        parts.push(`[${label}: could not be downloaded]`);
-      }
-    };
-    if (m.photo?.length) await attach(m.photo.at(-1)!.file_id, "photo.jpg", "image");
-    if (m.document) await attach(m.document.file_id, m.document.file_name ?? "file", `file ${m.document.file_name ?? ""}`.trim());
-    // Voice notes and audio files are transcribed as on every channel (the file stays attached).
-    const transcribed = async (count: number) => {
-      const path = media.length > count ? media.at(-1) : undefined;
-      const text = path && deps.transcriber ? await deps.transcriber.transcribe(path) : undefined;
-      if (text) parts.push(`[transcription: ${text}]`);
-    };
-    if (m.voice) {
-      const before = media.length;
-      await attach(m.voice.file_id, "voice.ogg", "voice message");
-      await transcribed(before);
-    }
-    if (m.audio) {
-      const before = media.length;
-      await attach(m.audio.file_id, m.audio.file_name ?? "audio.mp3", "audio");
-      await transcribed(before);
-    }
-    return { content: parts.filter(Boolean).join("\n"), media };
-  }
-
-  /** Whether reading an update downloads a file (and may transcribe it): a message with media. */
-  const carriesMedia = (update: unknown): boolean => {
-    const m = (update as { message?: Record<string, unknown> } | null)?.message;
-    return typeof m === "object" && m !== null && MEDIA_FIELDS.some((field) => m[field] !== undefined);
-  };
+  const { contentOf, carriesMedia } = telegramContent({ api, apiRoot: cfg.apiRoot, token: cfg.token, agent, mediaDir: deps.mediaDir, transcriber: deps.transcriber, log });
 
   /**
    * Reads one update: the message to take in (its media downloaded), or none when it is dropped
@@ -143,7 +91,7 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
       return { updateId: admitted.updateId };
     }
     const m = admitted.message;
-    const { content, media } = await contentOf(admitted.text !== undefined ? { ...m, text: admitted.text } : m);
+    const { content, media } = await contentOf(admitted.text !== undefined ? { ...m, text: admitted.text } : m, me?.id);
     const text = content.replace(/^\/start\b/, "/help").replace(new RegExp(`^(/\\w+)@${me?.username ?? "\\w+"}`), "$1");
     return {
       updateId: admitted.updateId,

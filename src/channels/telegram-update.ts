@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { fileOf } from "./telegram-context.js";
 
 /**
  * The boundary with the Bot API: an update is parsed here before anything reads it, and who may
@@ -11,6 +12,16 @@ const userSchema = z.object({ id: z.number().int(), username: z.string().optiona
 const chatSchema = z.object({ id: z.number().int(), type: z.string(), username: z.string().optional() });
 const fileSchema = z.object({ file_id: z.string() });
 const namedFileSchema = fileSchema.extend({ file_name: z.string().optional() });
+/** The files a message may carry (src/channels/telegram-context.ts picks one, as nanobot does). */
+const mediaFields = {
+  photo: z.array(fileSchema).optional(),
+  document: namedFileSchema.optional(),
+  voice: fileSchema.optional(),
+  audio: namedFileSchema.optional(),
+  video: namedFileSchema.optional(),
+  video_note: fileSchema.optional(),
+  animation: namedFileSchema.optional(),
+};
 
 const messageSchema = z.object({
   message_id: z.number().int(),
@@ -20,13 +31,12 @@ const messageSchema = z.object({
   sender_chat: chatSchema.optional(),
   text: z.string().optional(),
   caption: z.string().optional(),
-  photo: z.array(fileSchema).optional(),
-  document: namedFileSchema.optional(),
-  voice: fileSchema.optional(),
-  audio: namedFileSchema.optional(),
-  // Read only to see whether a group message answers the bot: a malformed one counts as none.
+  ...mediaFields,
+  location: z.object({ latitude: z.number(), longitude: z.number() }).optional(),
+  // The message this one answers: quoted in the turn (its text, its file), and read to see whether a
+  // group message answers the bot. A malformed one counts as none.
   reply_to_message: z
-    .object({ from: z.object({ id: z.number().int() }).optional() })
+    .object({ from: z.object({ id: z.number().int(), username: z.string().optional(), first_name: z.string().optional() }).optional(), text: z.string().optional(), caption: z.string().optional(), ...mediaFields })
     .optional()
     .catch(undefined),
 });
@@ -107,7 +117,7 @@ export function admit(raw: unknown, opts: AdmitOptions): Admission {
   if (!parsed.success) return { ok: false, updateId, why: "malformed", detail: { issues: issuesOf(parsed.error).map((i) => `message.${i}`) } };
   const m = parsed.data;
   const where = { chatId: m.chat.id };
-  if (!(m.text?.trim() || m.caption?.trim() || m.photo?.length || m.document || m.voice || m.audio)) return { ok: false, updateId, why: "nothing to read", detail: where };
+  if (!(m.text?.trim() || m.caption?.trim() || m.location || fileOf(m))) return { ok: false, updateId, why: "nothing to read", detail: where };
 
   // A message posted as a chat names no person: only `*` lets it in, and the chat is its sender.
   const sender = m.sender_chat ?? m.from;

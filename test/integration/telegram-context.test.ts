@@ -1,0 +1,89 @@
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { Daemon } from "../../src/runtime.js";
+import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
+import { BOT, startFakeTelegram, type FakeTelegram } from "../fixtures/fake-telegram.js";
+import { startDaemon, telegramOn } from "../helpers/daemon.js";
+import { useTempDirs } from "../helpers/tmp.js";
+import { until } from "../helpers/wait.js";
+
+const TOKEN = "123:TEST";
+const alice = { id: 42, username: "alice" };
+const privateChat = { id: 42, type: "private" };
+
+// What nanobot puts in a turn beside a Telegram message's own text (its test_telegram_channel.py
+// cases, end to end here against a fake Bot API): the message replied to, a location, a video.
+describe("Telegram: a message's context reaches the turn as nanobot puts it", () => {
+  const tmp = useTempDirs();
+  let fake: FakeOpenAi | undefined;
+  let tg: FakeTelegram | undefined;
+  let daemon: Daemon | undefined;
+  afterEach(async () => {
+    await daemon?.shutdown();
+    await fake?.close();
+    await tg?.close();
+    daemon = undefined;
+  });
+
+  async function start() {
+    fake = await startFakeOpenAi([], () => ({ content: "answered" }));
+    tg = await startFakeTelegram(TOKEN);
+    const home = await tmp();
+    daemon = await startDaemon(home, fake.url, { config: { channels: { telegram: telegramOn(tg) } } }, { telegram: { pollTimeoutS: 1, baseBackoffMs: 100, watchdogGraceS: 1 } });
+    return home;
+  }
+  /** The text of the user message of the n-th model request (the part after the runtime context). */
+  const asked = async (n: number) => {
+    await until(() => fake!.requests[n]);
+    const content = fake!.requests[n]!.body.messages.at(-1)!.content;
+    const text = typeof content === "string" ? content : (content as Array<{ type: string; text?: string }>).filter((p) => p.type === "text").at(-1)!.text!;
+    return text.replace(/^[\s\S]*\[\/Runtime Context\]\n\n/, "");
+  };
+
+  it("quotes the message replied to, naming its writer; the bot's own as 'bot'", async () => {
+    await start();
+    tg!.message("translate this", alice, privateChat, { reply_to_message: { message_id: 2, chat: privateChat, from: { id: 1, is_bot: false, first_name: "" }, date: 0, text: "Hello" } });
+    expect(await asked(0)).toBe("[Reply to: Hello]\ntranslate this");
+    tg!.message("why?", alice, privateChat, { reply_to_message: { message_id: 3, chat: privateChat, from: BOT, date: 0, text: "It is 42." } });
+    expect(await asked(1)).toBe("[Reply to bot: It is 42.]\nwhy?");
+  });
+
+  it("attaches the photo of the message replied to, quoting its caption; without a caption the tag names the file", async () => {
+    const home = await start();
+    tg!.addFile("cat", "photos/cat.jpg", Buffer.from("JPEGCAT"));
+    const photo = [{ file_id: "cat", file_unique_id: "ucat", width: 9, height: 9 }];
+    tg!.message("what breed is this?", alice, privateChat, { reply_to_message: { message_id: 7, chat: privateChat, date: 0, caption: "A cute cat", photo } });
+    expect(await asked(0)).toBe("[Reply to: A cute cat]\nwhat breed is this?");
+    const parts = fake!.requests[0]!.body.messages.at(-1)!.content as Array<{ type: string; image_url?: { url: string } }>;
+    expect(parts.find((p) => p.type === "image_url")?.image_url?.url).toBe(`data:image/jpeg;base64,${Buffer.from("JPEGCAT").toString("base64")}`);
+    tg!.message("and this one?", alice, privateChat, { reply_to_message: { message_id: 8, chat: privateChat, date: 0, photo } });
+    expect(await asked(1)).toBe(`[Reply to: [image: ${join(home, "media/telegram/ucat.jpg")}]]\nand this one?`);
+  });
+
+  it("a replied-to file that cannot be downloaded adds no tag and no file", async () => {
+    await start();
+    tg!.message("what is this?", alice, privateChat, { reply_to_message: { message_id: 9, chat: privateChat, date: 0, photo: [{ file_id: "gone", file_unique_id: "ugone", width: 1, height: 1 }] } });
+    expect(await asked(0)).toBe("what is this?");
+  });
+
+  it("a location is [location: lat, lon], after the text when there is one", async () => {
+    await start();
+    tg!.message("", alice, privateChat, { location: { latitude: 48.8566, longitude: 2.3522 } });
+    expect(await asked(0)).toBe("[location: 48.8566, 2.3522]");
+    tg!.message("meet me here", alice, privateChat, { location: { latitude: 51.5074, longitude: -0.1278 } });
+    expect(await asked(1)).toBe("meet me here\n[location: 51.5074, -0.1278]");
+  });
+
+  it("a video, a video note and an animation are downloaded and named, not dropped", async () => {
+    const home = await start();
+    tg!.addFile("v1", "videos/v.mp4", Buffer.from("MP4"));
+    tg!.addFile("n1", "video_notes/n.mp4", Buffer.from("MP4N"));
+    tg!.addFile("g1", "animations/g.mp4", Buffer.from("GIF"));
+    tg!.message("", alice, privateChat, { caption: "watch", video: { file_id: "v1", file_unique_id: "uv1", width: 1, height: 1, duration: 1 } });
+    expect(await asked(0)).toBe(`watch\n[video: ${join(home, "media/telegram/uv1.mp4")}]`);
+    tg!.message("", alice, privateChat, { video_note: { file_id: "n1", file_unique_id: "un1", length: 1, duration: 1 } });
+    expect(await asked(1)).toBe(`[video: ${join(home, "media/telegram/un1.mp4")}]`);
+    tg!.message("", alice, privateChat, { animation: { file_id: "g1", file_unique_id: "ug1", width: 1, height: 1, duration: 1 } });
+    expect(await asked(2)).toBe(`[animation: ${join(home, "media/telegram/ug1.mp4")}]`);
+  });
+});
