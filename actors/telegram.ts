@@ -11,6 +11,7 @@ import { pollError, proxyAgent } from "../src/channels/telegram-net.js";
 import { admit, readAllowFrom } from "../src/channels/telegram-update.js";
 import { gatherAlbums } from "../src/channels/telegram-album.js";
 import { telegramContent } from "../src/channels/telegram-content.js";
+import { chatKeyOf, chatTarget } from "../src/channels/telegram-context.js";
 import { takeInAnswer } from "../src/channels/telegram-intake.js";
 import type { Config } from "../src/config/schema.js";
 import type { OutboxRecord } from "../src/store/outbox.js";
@@ -95,7 +96,8 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
     const text = content.replace(/^\/start\b/, "/help").replace(new RegExp(`^(/\\w+)@${me?.username ?? "\\w+"}`), "$1");
     return {
       updateId: admitted.updateId,
-      message: { chatId: String(m.chat.id), senderId: admitted.senderId, content: text, messageId: `${m.chat.id}:${m.message_id}`, media },
+      // A forum topic's messages are a chat of their own (chatKeyOf), answered in their topic.
+      message: { chatId: chatKeyOf(m), senderId: admitted.senderId, content: text, messageId: `${m.chat.id}:${m.message_id}`, media },
     };
   }
 
@@ -107,14 +109,14 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
   function react(chatId: string, messageId: number, on: boolean) {
     if (!cfg.reactEmoji) return;
     void api
-      .setMessageReaction(chatId, messageId, on ? [{ type: "emoji", emoji: cfg.reactEmoji as never }] : [])
+      .setMessageReaction(chatTarget(chatId).chat, messageId, on ? [{ type: "emoji", emoji: cfg.reactEmoji as never }] : [])
       .catch((err: unknown) => log?.debug({ err, chatId, messageId }, "telegram reaction not set"));
   }
   /** Its reply delivered: the reactions on the Telegram messages of its chat it answers are taken back. */
   const answered = (record: OutboxRecord) => {
     for (const id of record.answers) {
       const [, chat, message] = /^telegram:(-?\d+):(\d+)$/.exec(id) ?? [];
-      if (chat === record.chatId) react(chat, Number(message), false);
+      if (chat === chatTarget(record.chatId).chat) react(chat, Number(message), false);
     }
   };
 
@@ -125,31 +127,33 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
 
   /** One part of a reply (at most SPLIT_AT characters of markdown) as HTML, or plain if Telegram refuses the HTML. */
   async function sendPart(chatId: string, part: string, replyTo?: number) {
-    const reply = replyTo ? { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } } : {};
+    const { chat, thread } = chatTarget(chatId);
+    const reply = { ...thread, ...(replyTo ? { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } } : {}) };
     const html = markdownToTelegramHtml(part);
     try {
       if (html.length > TELEGRAM_MAX_CHARS) throw new GrammyError("too long after escaping", { ok: false, error_code: 400, description: "message is too long" }, "sendMessage", {});
-      await api.sendMessage(chatId, html, { parse_mode: "HTML", link_preview_options: { is_disabled: true }, ...reply });
+      await api.sendMessage(chat, html, { parse_mode: "HTML", link_preview_options: { is_disabled: true }, ...reply });
     } catch (err) {
       if (!(err instanceof GrammyError) || err.error_code !== 400 || !/parse entities|too long/i.test(err.description)) throw err;
       // Telegram refused the HTML: the same text, plain.
-      for (const plain of splitMessage(part, TELEGRAM_MAX_CHARS)) await api.sendMessage(chatId, plain, reply);
+      for (const plain of splitMessage(part, TELEGRAM_MAX_CHARS)) await api.sendMessage(chat, plain, reply);
     }
   }
 
   /** Puts the final reply into the streamed message; false when it does not fit in one (it is then sent normally). */
   async function finishStream(chatId: string, messageId: number, markdown: string): Promise<boolean> {
+    const { chat } = chatTarget(chatId);
     const html = markdownToTelegramHtml(markdown);
     if (html.length > TELEGRAM_MAX_CHARS) {
-      await api.deleteMessage(chatId, messageId).catch(() => undefined);
+      await api.deleteMessage(chat, messageId).catch(() => undefined);
       return false;
     }
     try {
-      await api.editMessageText(chatId, messageId, html, { parse_mode: "HTML", link_preview_options: { is_disabled: true } });
+      await api.editMessageText(chat, messageId, html, { parse_mode: "HTML", link_preview_options: { is_disabled: true } });
     } catch (err) {
       if (!(err instanceof GrammyError) || err.error_code !== 400) throw err;
       if (/not modified/i.test(err.description)) return true;
-      await api.editMessageText(chatId, messageId, markdown);
+      await api.editMessageText(chat, messageId, markdown);
     }
     return true;
   }
@@ -224,7 +228,8 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
           const chatId = e.sessionKey.slice("telegram:".length);
           if (["responded", "failed", "cancelled", "max_iterations"].includes(e.state)) return stopTyping(chatId);
           if (typing.has(chatId)) return;
-          const tick = () => void api.sendChatAction(chatId, "typing").catch(() => undefined);
+          const { chat, thread } = chatTarget(chatId);
+          const tick = () => void api.sendChatAction(chat, "typing", thread).catch(() => undefined);
           tick();
           typing.set(chatId, setInterval(tick, TYPING_EVERY_MS));
         }),
@@ -253,7 +258,8 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
         ...text.map((part, i) => () => sendPart(record.chatId, part, i === 0 ? replyTo : undefined)),
         ...record.media.map((path) => () => {
           const file = new InputFile(path);
-          return IMAGE_EXTS.includes(extname(path).toLowerCase()) ? api.sendPhoto(record.chatId, file) : api.sendDocument(record.chatId, file);
+          const { chat, thread } = chatTarget(record.chatId);
+          return IMAGE_EXTS.includes(extname(path).toLowerCase()) ? api.sendPhoto(chat, file, thread) : api.sendDocument(chat, file, thread);
         }),
       ];
       const done = new Set(record.deliveredParts);
@@ -274,13 +280,14 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
     progress(update: ProgressUpdate) {
       if (!update.sessionKey.startsWith("telegram:")) return;
       const chatId = update.sessionKey.slice("telegram:".length);
+      const to = chatTarget(chatId);
       if (update.type === "tool_hint" || update.type === "thought") {
         // nanobot's progress messages: what the model said with its tool calls (already shown when streaming), then the hint as a quote.
         if (update.type === "thought" && cfg.streaming) return;
         const [html, plain] = update.type === "thought" ? [markdownToTelegramHtml(update.text), update.text] : [toolHintHtml(update.hint || update.tool), update.hint || update.tool];
         // In order, one after another per chat; plain text when Telegram refuses the HTML. Never worth failing the turn over.
         const next = (notes.get(chatId) ?? Promise.resolve())
-          .then(() => api.sendMessage(chatId, html, { parse_mode: "HTML" }).catch(() => api.sendMessage(chatId, plain)))
+          .then(() => api.sendMessage(to.chat, html, { parse_mode: "HTML", ...to.thread }).catch(() => api.sendMessage(to.chat, plain, to.thread)))
           .then(
             () => undefined,
             (err: unknown) => log?.debug({ err }, "progress message not sent"),
@@ -312,8 +319,8 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
         const text = stream.text.slice(0, TELEGRAM_MAX_CHARS);
         stream.busy = stream.busy
           .then(async () => {
-            if (stream.messageId === undefined) stream.messageId = (await api.sendMessage(chatId, text)).message_id;
-            else await api.editMessageText(chatId, stream.messageId, text);
+            if (stream.messageId === undefined) stream.messageId = (await api.sendMessage(to.chat, text, to.thread)).message_id;
+            else await api.editMessageText(to.chat, stream.messageId, text);
           })
           .catch((err: unknown) => log?.debug({ err }, "stream edit failed"));
       }, wait);

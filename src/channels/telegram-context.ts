@@ -52,3 +52,20 @@ export function replyTag(reply: RepliedTo, botId: number | undefined, fileLine?:
   if (from?.first_name) return `[Reply to ${from.first_name}: ${text}]`;
   return `[Reply to: ${text}]`;
 }
+
+/**
+ * The chat id troupe keys a Telegram conversation by: the chat, and its forum topic (a supergroup's
+ * topic, or a private chat's thread in threaded mode) when the message is in one: `-100123:topic:42`,
+ * so the session key is nanobot's (`telegram:-100123:topic:42`) and each topic is a session of its own.
+ * A reply thread of an ordinary group (a message_thread_id without is_topic_message) is not a topic.
+ */
+export function chatKeyOf(m: { chat: { id: number; is_forum?: boolean }; message_thread_id?: number; is_topic_message?: boolean }): string {
+  const topic = m.message_thread_id !== undefined && (m.is_topic_message === true || m.chat.is_forum === true);
+  return topic ? `${m.chat.id}:topic:${m.message_thread_id}` : String(m.chat.id);
+}
+
+/** A chat id (chatKeyOf) as the Bot API takes it: the chat, and the topic to send into (`message_thread_id`). */
+export function chatTarget(chatId: string): { chat: string; thread: { message_thread_id?: number } } {
+  const [, chat, topic] = /^(-?\d+):topic:(\d+)$/.exec(chatId) ?? [];
+  return chat ? { chat, thread: { message_thread_id: Number(topic) } } : { chat: chatId, thread: {} };
+}

@@ -9,7 +9,7 @@ import { fileOf } from "./telegram-context.js";
  */
 
 const userSchema = z.object({ id: z.number().int(), username: z.string().optional() });
-const chatSchema = z.object({ id: z.number().int(), type: z.string(), username: z.string().optional() });
+const chatSchema = z.object({ id: z.number().int(), type: z.string(), username: z.string().optional(), is_forum: z.boolean().optional() });
 const fileSchema = z.object({ file_id: z.string() });
 const namedFileSchema = fileSchema.extend({ file_name: z.string().optional() });
 /** The files a message may carry (src/channels/telegram-context.ts picks one, as nanobot does). */
@@ -29,6 +29,9 @@ const messageSchema = z.object({
   from: userSchema.optional(),
   /** Set when the message was posted as a channel or by an anonymous group admin; `from` is then a placeholder account. */
   sender_chat: chatSchema.optional(),
+  /** A forum topic's (or a private chat's thread's) id, with is_topic_message: the topic is a session of its own. */
+  message_thread_id: z.number().int().optional(),
+  is_topic_message: z.boolean().optional(),
   text: z.string().optional(),
   caption: z.string().optional(),
   ...mediaFields,

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Daemon } from "../../src/runtime.js";
+import { listSessions } from "../../src/store/sessions.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { BOT, startFakeTelegram, type FakeTelegram } from "../fixtures/fake-telegram.js";
 import { startDaemon, telegramOn } from "../helpers/daemon.js";
@@ -86,4 +87,23 @@ describe("Telegram: a message's context reaches the turn as nanobot puts it", ()
     tg!.message("", alice, privateChat, { animation: { file_id: "g1", file_unique_id: "ug1", width: 1, height: 1, duration: 1 } });
     expect(await asked(2)).toBe(`[animation: ${join(home, "media/telegram/ug1.mp4")}]`);
   });
+
+  it("a forum topic is a session of its own, answered in its topic (nanobot's telegram:<chat>:topic:<thread>)", async () => {
+    await start();
+    const forum = { id: -100123, type: "supergroup", is_forum: true };
+    tg!.message("@troupe_bot remember the word apple", alice, forum, { message_thread_id: 42, is_topic_message: true });
+    await until(() => tg!.sent()[0]);
+    tg!.message("@troupe_bot which word?", alice, forum, { message_thread_id: 43, is_topic_message: true });
+    await until(() => tg!.sent()[1]);
+    expect(tg!.sent().map((b) => [b.chat_id, b.message_thread_id])).toEqual([
+      ["-100123", 42],
+      ["-100123", 43],
+    ]);
+    // Topic 43 knows nothing of topic 42's conversation.
+    expect(JSON.stringify(fake!.requests[1]!.body.messages)).not.toContain("apple");
+    expect(tg!.calls.filter((c) => c.method === "sendChatAction").every((c) => [42, 43].includes(c.body.message_thread_id as number))).toBe(true);
+    const keys = (await listSessions(daemon!.store)).map((m) => m.key);
+    expect(keys).toEqual(expect.arrayContaining(["telegram:-100123:topic:42", "telegram:-100123:topic:43"]));
+  });
 });
+

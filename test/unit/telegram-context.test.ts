@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fileOf, locationLine, replyTag } from "../../src/channels/telegram-context.js";
+import { chatKeyOf, chatTarget, fileOf, locationLine, replyTag } from "../../src/channels/telegram-context.js";
 import { TELEGRAM_MAX_CHARS } from "../../src/channels/telegram-format.js";
 
 // nanobot's cases (nanobot/channels/telegram/tests/test_telegram_channel.py: _extract_reply_context, locations).
@@ -38,5 +38,18 @@ describe("Telegram message context, as nanobot puts it in the turn", () => {
     expect(fileOf({ video_note: { file_id: "n1" } })).toMatchObject({ field: "video_note", label: "video" });
     expect(fileOf({ animation: { file_id: "g1", file_name: "cat.gif.mp4" } })).toMatchObject({ field: "animation", name: "cat.gif.mp4", label: "animation" });
     expect(fileOf({})).toBeUndefined();
+  });
+});
+
+// nanobot's _derive_topic_session_key cases: a topic's messages are a session of their own.
+describe("Telegram forum topics", () => {
+  it("keys a topic's chat as <chat>:topic:<thread> (nanobot's session key without telegram:), and sends back into it", () => {
+    expect(chatKeyOf({ chat: { id: -100123, is_forum: true }, message_thread_id: 42, is_topic_message: true })).toBe("-100123:topic:42");
+    expect(chatKeyOf({ chat: { id: 999 }, message_thread_id: 7, is_topic_message: true })).toBe("999:topic:7");
+    for (const chat of [{ id: 123 }, { id: -100123, is_forum: true }]) expect(chatKeyOf({ chat })).toBe(String(chat.id));
+    // A reply thread in an ordinary supergroup is not a topic.
+    expect(chatKeyOf({ chat: { id: -100555 }, message_thread_id: 77 })).toBe("-100555");
+    expect(chatTarget("-100123:topic:42")).toEqual({ chat: "-100123", thread: { message_thread_id: 42 } });
+    expect(chatTarget("42")).toEqual({ chat: "42", thread: {} });
   });
 });
