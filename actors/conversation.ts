@@ -8,6 +8,7 @@ import {
   getSessionMeta,
   newEpochOps,
   newSessionMeta,
+  sessionMessages,
 } from "../src/store/sessions.js";
 import { blobRefs } from "../src/store/blobs.js";
 import type { StoreOp } from "../src/store/store.js";
@@ -21,6 +22,7 @@ import { recentHistory } from "../src/memory/recent.js";
 import { fixedCost, inputBudget, messagesTokens, messagesTokensBound } from "../src/memory/tokens.js";
 import type { ChatMessage, Usage } from "../src/providers/messages.js";
 import { statusText } from "../src/chat-status.js";
+import { historyAnswer, skillsAnswer } from "../src/chat-lists.js";
 import type { RestartOrigin } from "../src/restart-origin.js";
 import { isFinished, listSubagents } from "../src/store/subagents.js";
 import { VERSION } from "../src/version.js";
@@ -62,6 +64,8 @@ export const HELP_TEXT = [
   "troupe commands:",
   "/new — start a new conversation (the old one is kept)",
   "/status — version, model, last usage, context, messages, uptime, running tasks and cron jobs",
+  "/history [n] — the last n messages of this conversation (10; at most 50)",
+  "/skill — the skills the agent has",
   "/restart — restart the daemon (interrupted work resumes)",
   "/stop — cancel the running turn",
   "/dream — digest recent history into memory now",
@@ -194,6 +198,12 @@ export function createConversation(deps: ConversationDeps) {
       }
     }
     if (word === "/status") return { content: await status(msg.sessionKey, opts.busy ?? false) };
+    if (word === "/history") {
+      const meta = await getSessionMeta(deps.store, msg.sessionKey);
+      const messages = meta ? (await sessionMessages(deps.store, meta)).map((m) => m.message) : [];
+      return { content: historyAnswer(messages, msg.content.trim().slice(word.length)) };
+    }
+    if (word === "/skill") return { content: skillsAnswer((await systemPrompt()).skills) };
     if (word === "/restart") {
       const restart = restartHook;
       // Only the daemon restarts itself; a chat run in this process has nothing to restart.

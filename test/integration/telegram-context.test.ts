@@ -105,5 +105,23 @@ describe("Telegram: a message's context reaches the turn as nanobot puts it", ()
     const keys = (await listSessions(daemon!.store)).map((m) => m.key);
     expect(keys).toEqual(expect.arrayContaining(["telegram:-100123:topic:42", "telegram:-100123:topic:43"]));
   });
+
+  it("/history, /skill and Telegram's /dream_log answer as nanobot's commands, and the menu lists them", async () => {
+    await start();
+    tg!.message("list the files", alice, privateChat);
+    await until(() => tg!.sent()[0]);
+    tg!.message("/history 5", alice, privateChat);
+    tg!.message("/skill", alice, privateChat);
+    tg!.message("/dream_log", alice, privateChat);
+    const [history, skills, dreamLog] = await until(() => (tg!.sent().length >= 4 ? tg!.sent().slice(1).map((b) => String(b.text)) : undefined));
+    expect(history).toBe("Last 2 message(s):\n👤 You: list the files\n🤖 Bot: answered");
+    expect(skills).toMatch(/^Available skills \(\d+\):\n\n• <b>\w/);
+    expect(skills).toContain("<b>weather</b> — ");
+    // Telegram commands cannot hold a hyphen: /dream_log is nanobot's alias of /dream-log.
+    expect(dreamLog).not.toContain("answered");
+    expect(fake!.requests).toHaveLength(1);
+    const menu = (tg!.calls.find((c) => c.method === "setMyCommands")!.body.commands as Array<{ command: string }>).map((c) => c.command);
+    expect(menu).toEqual(expect.arrayContaining(["history", "skill", "dream", "dream_log", "dream_restore"]));
+  });
 });
 

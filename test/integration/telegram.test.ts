@@ -63,6 +63,11 @@ describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () =
       { command: "new", description: "Start a new conversation" },
       { command: "stop", description: "Stop the running turn" },
       { command: "status", description: "Show session status" },
+      { command: "history", description: "Show recent conversation messages" },
+      { command: "skill", description: "List enabled skills" },
+      { command: "dream", description: "Run Dream memory consolidation now" },
+      { command: "dream_log", description: "Show the latest Dream memory change" },
+      { command: "dream_restore", description: "Restore Dream memory to an earlier version" },
       { command: "restart", description: "Restart the bot" },
       { command: "help", description: "Show the commands" },
     ]);
