@@ -250,12 +250,13 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
       // Only its turn's reply takes a draft over (not a command's answer sent meanwhile).
       const draft = streams.get(record.chatId);
       const stream = record.answers.length && draft && record.deliveryId === `reply:${draft.turnId}` ? draft : undefined;
+      let streamed = false;
       if (stream) {
         // The streamed message becomes the reply: its final text replaces the draft.
         streams.delete(record.chatId);
         clearTimeout(stream.timer);
         await stream.busy;
-        if (stream.messageId !== undefined && (await finishStream(record.chatId, stream.messageId, record.content))) return answered(record);
+        streamed = stream.messageId !== undefined && (await finishStream(record.chatId, stream.messageId, record.content));
       }
       const replyTo = cfg.replyToMessage ? Number(/^telegram:-?\d+:(\d+)$/.exec(record.answers[0] ?? "")?.[1]) || undefined : undefined;
       // The parts, numbered alike on every attempt (the split depends on the text alone): the text's pieces, then the files.
@@ -269,6 +270,12 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
         }),
       ];
       const done = new Set(record.deliveredParts);
+      // The text is in the edited draft: its parts are recorded as delivered, so a restart before the
+      // record is gone does not send the reply again; the files still go after it.
+      if (streamed) {
+        for (const i of text.keys()) if (!done.has(i)) await onPartDelivered(i);
+        text.forEach((_, i) => done.add(i));
+      }
       try {
         for (const [i, sendIt] of parts.entries()) {
           if (done.has(i)) continue;

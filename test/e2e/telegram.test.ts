@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { startFakeTelegram, type FakeTelegram } from "../fixtures/fake-telegram.js";
-import { writeTelegramHome } from "../helpers/daemon.js";
+import { telegramOn, writeHome, writeTelegramHome } from "../helpers/daemon.js";
 import { getJson, startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { sleep, until } from "../helpers/wait.js";
@@ -87,6 +87,23 @@ describe("Telegram across kill -9 (real gateway, fake Bot API)", () => {
     expect(tg.sent().filter((s) => s.chat_id === "42")).toHaveLength(chat42.turns.length);
     for (const chat of [43, 44, 45]) expect(tg.sent().filter((s) => s.chat_id === String(chat)).map((s) => s.text)).toEqual([`re: hello from ${chat}`]);
   });
+  it("a streamed reply (nanobot's default) killed after its final edit, before its outbox record went: after restart it is not sent again", async () => {
+    fake = await startFakeOpenAi([], (req) => ({ content: String(req.body.messages.findLast((m) => m.role === "user")?.content).endsWith("second?") ? "Second answer." : "Here is your answer." }));
+    tg = await startFakeTelegram(TOKEN);
+    const home = await tmp();
+    await writeHome(home, fake.url, { config: { gateway: { port: 0 }, channels: { telegram: { ...telegramOn(tg), streaming: true } } } });
+    gateway = await startGateway(home, { TROUPE_FAULT: "before-outbox-delete" });
+    tg.message("what is the answer?");
+    expect((await gateway.exited).signal).toBe("SIGKILL");
+    gateway = await startGateway(home);
+    // Replies go out in order: once the next message's reply is shown, a resend of the first would have been too.
+    tg.message("second?");
+    const shown = (text: string) => tg!.calls.filter((c) => ["sendMessage", "editMessageText"].includes(c.method) && c.body.text === text);
+    await until(() => shown("Second answer.").length > 0, 20_000, "the second reply");
+    const texts = tg.calls.filter((c) => ["sendMessage", "editMessageText"].includes(c.method)).map((c) => `${c.method}:${String(c.body.text)}`);
+    expect(tg.calls.filter((c) => c.method === "sendMessage" && String(c.body.text).startsWith("Here")), texts.join(" | ")).toHaveLength(1);
+  });
+
   it("an album killed at after-updates-fetched while it was still arriving: after restart it is answered once, as one message", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "Seen all three." }));
     tg = await startFakeTelegram(TOKEN);
