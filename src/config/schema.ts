@@ -94,7 +94,8 @@ const agentDefaultsSchema = z.object({
   /** A provider name from the registry, or "auto" to infer it from the model, key or apiBase. */
   provider: z.string().default("auto"),
   maxTokens: z.number().int().positive().default(8192),
-  contextWindowTokens: z.number().int().positive().default(200_000),
+  /** Not nanobot's 200,000 (which fits its Claude default): troupe's default model, gpt-4o-mini, takes 128k; this fits any current model. */
+  contextWindowTokens: z.number().int().positive().default(65_536),
   temperature: z.number().min(0).max(2).default(0.1),
   maxToolIterations: z.number().int().positive().default(200),
   maxConcurrentSubagents: z.number().int().positive().default(4),

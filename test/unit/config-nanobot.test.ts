@@ -76,6 +76,7 @@ describe("nanobot configs: a key left out means what it means in nanobot", () =>
     "agents.defaults.model": "with no model configured troupe picks one for the key it finds (nanobot's own default with only an Anthropic key)",
     "agents.defaults.workspace": "empty: <data dir>/workspace (a nanobot workspace is used when named)",
     "agents.defaults.maxConcurrentSubagents": "troupe runs subagents in parallel (4), nanobot one at a time",
+    "agents.defaults.contextWindowTokens": "65,536 fits every model troupe picks by default (gpt-4o-mini takes 128k); nanobot's 200,000 fits its Claude default",
     "tools.restrictToWorkspace": "file tools stay in the workspace unless told otherwise",
     "tools.exec.sandbox": "exec runs under bubblewrap where it is installed",
     "tools.web.search.provider": "brave with a key, else DuckDuckGo (nanobot's default): the same without a key",
