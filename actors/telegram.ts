@@ -16,6 +16,7 @@ import { takeInAnswer } from "../src/channels/telegram-intake.js";
 import type { Config } from "../src/config/schema.js";
 import type { OutboxRecord } from "../src/store/outbox.js";
 import type { Store } from "../src/store/store.js";
+import { wasSeen } from "../src/store/inbox.js";
 import { fault } from "../src/fault.js";
 import { telegramPollerMachine, type PollError } from "../machines/telegram.machine.js";
 import type { Transcriber } from "../src/channels/transcription.js";
@@ -201,6 +202,10 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
             },
             offsetOp: (offset) => ({ type: "put", sublevel: "meta", key: OFFSET_KEY, value: { offset } }),
             storeOffset: (offset) => deps.store.batch([{ type: "put", sublevel: "meta", key: OFFSET_KEY, value: { offset } }], { sync: true }),
+            taken: async (update) => {
+              const m = (update as { message?: { chat?: { id?: unknown }; message_id?: unknown } }).message;
+              return typeof m?.chat?.id === "number" && typeof m.message_id === "number" && wasSeen(deps.store, `telegram:${m.chat.id}:${m.message_id}`);
+            },
           });
           return updates.length;
         } catch (err) {

@@ -1,6 +1,6 @@
 import type { StoreOp } from "../store/store.js";
 import type { AcceptMessages, ChannelInbound } from "./channel.js";
-import { mergeAlbum, unitsOf, updateIdOf } from "./telegram-album.js";
+import { albumOf, mergeAlbum, unitsOf, updateIdOf } from "./telegram-album.js";
 
 export interface IntakeDeps {
   /** Reads one update: the message to take in (media downloaded), or none when it is dropped. */
@@ -13,6 +13,8 @@ export interface IntakeDeps {
   storeOffset(offset: number): Promise<void>;
   /** The op that stores the offset, written with the messages. */
   offsetOp(offset: number): StoreOp;
+  /** Whether an update's message was taken in already (an album item stored before its album was redelivered with more). */
+  taken(update: unknown): Promise<boolean>;
 }
 
 /**
@@ -48,6 +50,13 @@ export async function takeInAnswer(updates: unknown[], storedOffset: number | un
     if (fetches && pending.length) await takeIn();
     const read: ChannelInbound[] = [];
     for (const update of unit) {
+      // An album redelivered with an item more (a write or a download failed between): the items
+      // stored before are left out, so the new one is taken in on its own, not dropped with them.
+      if (albumOf(update) !== undefined && (await deps.taken(update))) {
+        const id = updateIdOf(update);
+        if (id !== undefined) done.add(id);
+        continue;
+      }
       const { updateId, message } = await deps.read(update);
       if (message) read.push(message);
       if (updateId !== undefined) done.add(updateId);

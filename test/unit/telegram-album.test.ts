@@ -6,7 +6,7 @@ import { albumOf, gatherAlbums, joinAnswers, mergeAlbum, unitsOf } from "../../s
 import { takeInAnswer } from "../../src/channels/telegram-intake.js";
 import { createInbound } from "../../src/inbound.js";
 import { silentLogger } from "../../src/log/logger.js";
-import { sessionInbox } from "../../src/store/inbox.js";
+import { sessionInbox, wasSeen } from "../../src/store/inbox.js";
 import { openStore, type StoreOp } from "../../src/store/store.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
@@ -83,6 +83,7 @@ describe("Telegram albums", () => {
       accept: async (messages, ops) => void writes.push({ messages: messages.map((m) => m.content), offset: offsetOf(ops) }),
       offsetOp: (offset) => ({ type: "put", sublevel: "meta", key: "o", value: { offset } }),
       storeOffset: async (offset) => void writes.push({ messages: [], offset }),
+      taken: async () => false,
     });
     expect(writes).toEqual([
       // The voice note is in, but update 1 (the album's first item) is not: the offset stays at it.
@@ -108,4 +109,36 @@ describe("Telegram albums", () => {
     expect((await sessionInbox(store, "telegram:42")).map((m) => m.id)).toEqual(["telegram:42:7", "telegram:42:20"]);
     await store.close();
   });
+
+  it("an album redelivered with an item more (its first write's neighbour failed) takes the new item in, not dropped with those stored", async () => {
+    const store = await openStore(join(await tempDir(), "store"));
+    const inbound = createInbound({ store, bus: createBus(), logger: silentLogger(), accepting: () => true, route: () => undefined });
+    let failOn: number | undefined = 4;
+    let offset: number | undefined;
+    const deps = {
+      read: async (u: unknown) => {
+        const { update_id: id, message } = u as ReturnType<typeof item>;
+        if (id === failOn) throw new Error("killed while downloading album b");
+        return { updateId: id, message: { chatId: String(message.chat.id), senderId: "s", content: `photo ${id}`, media: [`f${id}`], messageId: `${message.chat.id}:${id}` } };
+      },
+      carriesMedia: (u: unknown) => albumOf(u) !== undefined,
+      accept: async (messages: ChannelInbound[], ops: StoreOp[] = []) => void (await inbound.acceptAll("telegram", messages, ops)),
+      offsetOp: (o: number): StoreOp => ({ type: "put", sublevel: "meta", key: "o", value: { o } }),
+      storeOffset: async (o: number) => void (offset = o),
+      taken: async (u: unknown) => {
+        const m = (u as ReturnType<typeof item>).message;
+        return wasSeen(store, `telegram:${m.chat.id}:${m.message_id}`);
+      },
+    };
+    // Two chats' albums at once: b (chat 43) items 1 and 4, a (chat 42) items 2 and 3. a is stored, b's download fails: the offset stays at 1.
+    await expect(takeInAnswer([item(1, "b", 43), item(2, "a"), item(3, "a"), item(4, "b", 43)], undefined, deps)).rejects.toThrow();
+    expect((await sessionInbox(store, "telegram:42")).map((m) => m.content)).toEqual(["photo 2\nphoto 3"]);
+    // Redelivered from update 1, with a's third photo (update 5) come meanwhile.
+    failOn = undefined;
+    await takeInAnswer([item(1, "b", 43), item(2, "a"), item(3, "a"), item(4, "b", 43), item(5, "a")], offset, deps);
+    expect((await sessionInbox(store, "telegram:42")).map((m) => m.content)).toEqual(["photo 2\nphoto 3", "photo 5"]);
+    expect((await sessionInbox(store, "telegram:43")).map((m) => m.content)).toEqual(["photo 1\nphoto 4"]);
+    await store.close();
+  });
 });
+
