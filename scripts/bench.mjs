@@ -29,10 +29,13 @@ const SCRIPTS = [
 const SOAK = ["soak", ["--experimental-websocket"]];
 
 const args = process.argv.slice(2);
-const only = args.find((a) => a.startsWith("--only="))?.slice("--only=".length) ?? (args.includes("--only") ? args[args.indexOf("--only") + 1] : undefined);
-const unknown = args.filter((a, i) => a !== "--soak" && !a.startsWith("--only") && args[i - 1] !== "--only");
-if (unknown.length) {
-  console.error(`npm run bench: unknown argument ${unknown.join(" ")}; use --soak, or --only <script,...> (${SCRIPTS.map(([s]) => s).join(", ")})`);
+const usage = `use --soak, or --only <script,...> (${SCRIPTS.map(([s]) => s).join(", ")})`;
+const onlyAt = args.findIndex((a) => a === "--only" || a.startsWith("--only="));
+const only = onlyAt < 0 ? undefined : args[onlyAt].startsWith("--only=") ? args[onlyAt].slice("--only=".length) : (args[onlyAt + 1] ?? "");
+const unknown = args.filter((a, i) => a !== "--soak" && i !== onlyAt && !(i === onlyAt + 1 && args[onlyAt] === "--only"));
+if (unknown.length || only === "" || (only !== undefined && args.includes("--soak"))) {
+  const why = unknown.length ? `unknown argument ${unknown.join(" ")}` : only === "" ? "--only names no script" : "--soak runs the soak alone, without --only";
+  console.error(`npm run bench: ${why}; ${usage}`);
   process.exit(2);
 }
 let plan = SCRIPTS;

@@ -1,4 +1,3 @@
-import { TELEGRAM_MAX_CHARS } from "./telegram-format.js";
 
 /**
  * What a Telegram message says beyond its own text, put into the turn's content as nanobot does
@@ -37,15 +36,18 @@ export interface RepliedTo {
   from?: { id: number; username?: string; first_name?: string };
 }
 
+/** How much of the message replied to is quoted (nanobot's TELEGRAM_REPLY_CONTEXT_MAX_LEN). */
+export const REPLY_QUOTE_CHARS = 4_000;
+
 /**
- * The tag for the message replied to: its text (or caption), cut at Telegram's message length, and who
+ * The tag for the message replied to: its text (or caption), cut at REPLY_QUOTE_CHARS, and who
  * wrote it: `[Reply to bot: …]`, `[Reply to @name: …]`, `[Reply to First: …]` or `[Reply to: …]`. Without
  * text, the line of its downloaded file (`[Reply to: [image: …]]`); undefined when there is neither.
  */
 export function replyTag(reply: RepliedTo, botId: number | undefined, fileLine?: string): string | undefined {
   let text = reply.text || reply.caption || "";
   if (!text) return fileLine ? `[Reply to: ${fileLine}]` : undefined;
-  if (text.length > TELEGRAM_MAX_CHARS) text = `${text.slice(0, TELEGRAM_MAX_CHARS)}...`;
+  if (text.length > REPLY_QUOTE_CHARS) text = `${text.slice(0, REPLY_QUOTE_CHARS)}...`;
   const from = reply.from;
   if (from && botId !== undefined && from.id === botId) return `[Reply to bot: ${text}]`;
   if (from?.username) return `[Reply to @${from.username}: ${text}]`;

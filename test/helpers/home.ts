@@ -15,9 +15,8 @@ export async function writeHome(dir: string, url: string, extra: { defaults?: Re
   });
 }
 
-/** channels.telegram on a fake Bot API, open to every sender unless told. */
 /**
- * Telegram on, against a fake Bot API. Not streaming (nanobot's default, and troupe's, streams a reply
+ * channels.telegram on a fake Bot API, open to every sender unless told. Not streaming (nanobot's default, and troupe's, streams a reply
  * by editing one message): these tests read each reply as its sendMessage calls; streaming has tests of its own.
  */
 export const telegramOn = (tg: { token: string; apiRoot: string }, allowFrom: string[] = ["*"]) => ({ enabled: true, token: tg.token, apiRoot: tg.apiRoot, allowFrom, streaming: false });

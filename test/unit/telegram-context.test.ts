@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { chatKeyOf, chatTarget, fileOf, locationLine, replyTag } from "../../src/channels/telegram-context.js";
-import { TELEGRAM_MAX_CHARS } from "../../src/channels/telegram-format.js";
+import { chatKeyOf, chatTarget, fileOf, locationLine, REPLY_QUOTE_CHARS, replyTag } from "../../src/channels/telegram-context.js";
 
 // nanobot's cases (nanobot/channels/telegram/tests/test_telegram_channel.py: _extract_reply_context, locations).
 describe("Telegram message context, as nanobot puts it in the turn", () => {
@@ -11,11 +10,11 @@ describe("Telegram message context, as nanobot puts it in the turn", () => {
     expect(replyTag({ text: "earlier answer", from: { id: 999, username: "troupe_bot" } }, 999)).toBe("[Reply to bot: earlier answer]");
   });
 
-  it("cuts the replied text at Telegram's message length, marking the cut", () => {
-    const tag = replyTag({ text: "x".repeat(TELEGRAM_MAX_CHARS + 100), from: { id: 2 } }, 999)!;
+  it("cuts the replied text at 4,000 characters, marking the cut", () => {
+    const tag = replyTag({ text: "x".repeat(REPLY_QUOTE_CHARS + 100), from: { id: 2 } }, 999)!;
     expect(tag.startsWith("[Reply to: ")).toBe(true);
     expect(tag.endsWith("...]")).toBe(true);
-    expect(tag.length).toBe("[Reply to: ]".length + TELEGRAM_MAX_CHARS + "...".length);
+    expect(tag.length).toBe("[Reply to: ]".length + REPLY_QUOTE_CHARS + "...".length);
   });
 
   it("without text, the replied message's file line is the tag; with neither there is none", () => {
