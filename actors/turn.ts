@@ -252,10 +252,14 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
         resumes,
         messageCount: messages.length,
       };
-      // Without durability only the final batch is written, and it carries the first one's ops.
+      // Without durability only the final batch is written. What the first batch adds besides its
+      // checkpoint (the user's message in the session, the open-turn index) is still written, unsynced,
+      // at the first checkpoint: the final batch's ops are made from it (the session's next seq), as
+      // with checkpoints on; carried in the final batch instead, they were made without it (the user's
+      // message overwritten, no history for the next turn).
       const write = deps.durable !== false || final;
-      const initial = write ? pendingInitial : [];
-      if (write) pendingInitial = [];
+      const initial = pendingInitial;
+      pendingInitial = [];
       const newMessages = write ? { from: messagesQueued, messages: messages.slice(messagesQueued) } : undefined;
       const written = messagesQueued;
       if (write) messagesQueued = messages.length;
@@ -293,7 +297,7 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
             const earlier = carried;
             carried = [];
             await deps.store.batch([...initial, ...earlier, ...ops, ...turnSummaryOps(record, { first: withInput }), ...extra], { sync: true });
-          }
+          } else if (initial.length) await deps.store.batch(initial, { sync: false });
           if (withInput) inputStored = true;
           for (const r of started) prestarted.set(`${turnId}|${toolCallKey(r.iteration!, r.index!)}`, r);
           barrier.mark(turnId, record.seq);
