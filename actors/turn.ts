@@ -237,6 +237,28 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
         });
         return;
       }
+      // Without durability only the final batch is written: a transition before it makes no record.
+      // What the first batch adds besides its checkpoint (the user's message in the session, the
+      // open-turn index) is still written, unsynced, at the first transition: the final batch's ops
+      // are made from it (the session's next seq), as with checkpoints on. (Carried in the final
+      // batch instead, they were made without it: the user's message overwritten, no history for
+      // the next turn.)
+      if (deps.durable === false && !final) {
+        const at = now();
+        deps.bus?.publish({ type: "turn_state", sessionKey: input.sessionKey, turnId, state, iteration: snap.context.iteration, at });
+        const initial = pendingInitial;
+        pendingInitial = [];
+        const seq = snap.context.seq;
+        entry.chain = entry.chain
+          .then(async () => {
+            if (failed) return;
+            if (initial.length) await deps.store.batch(initial, { sync: false });
+            barrier.mark(turnId, seq);
+            proceed(state);
+          })
+          .catch(fail);
+        return;
+      }
       const record: TurnRecord = {
         format: TURN_FORMAT,
         turnId,
@@ -252,20 +274,18 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
         resumes,
         messageCount: messages.length,
       };
-      // Without durability only the final batch is written, and it carries the first one's ops.
-      const write = deps.durable !== false || final;
-      const initial = write ? pendingInitial : [];
-      if (write) pendingInitial = [];
-      const newMessages = write ? { from: messagesQueued, messages: messages.slice(messagesQueued) } : undefined;
+      const initial = pendingInitial;
+      pendingInitial = [];
+      const newMessages = { from: messagesQueued, messages: messages.slice(messagesQueued) };
       const written = messagesQueued;
-      if (write) messagesQueued = messages.length;
+      messagesQueued = messages.length;
       const result: TurnResult | undefined = final ? { turnId, state: record.state as TurnFinalState, output: snap.output as TurnOutput } : undefined;
       deps.bus?.publish({ type: "turn_state", sessionKey: input.sessionKey, turnId, state: record.state, iteration: snap.context.iteration, at: record.updatedAt });
       entry.chain = entry.chain
         .then(async () => {
           // Nothing queued behind a failed write commits.
           if (failed) return;
-          const withInput = write && !inputStored;
+          const withInput = !inputStored;
           // A finished turn's input and messages are pruned in its final batch (the session holds them now).
           const extra = result
             ? [
@@ -282,18 +302,16 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
           // durable without a synced write of their own. Not with hooks loaded: beforeExecuteTools
           // runs between the checkpoint and the calls.
           const started =
-            write && record.state === "awaiting_tools" && record.seq > startedAtSeq && fresh.has(turnId) && (deps.hooks?.size ?? 0) === 0
+            record.state === "awaiting_tools" && record.seq > startedAtSeq && fresh.has(turnId) && (deps.hooks?.size ?? 0) === 0
               ? startedWithCheckpoint(turnId, snap.context.iteration, snap.context.pendingToolCalls, deps.registry, record.updatedAt)
               : [];
           ops.push(...started.map(toolJournalOp));
           // Once per awaiting_tools: a later checkpoint of the same state (an injected message) must
           // not write them again over a call that completed meanwhile.
           if (started.length) startedAtSeq = record.seq;
-          if (write) {
-            const earlier = carried;
-            carried = [];
-            await deps.store.batch([...initial, ...earlier, ...ops, ...turnSummaryOps(record, { first: withInput }), ...extra], { sync: true });
-          }
+          const earlier = carried;
+          carried = [];
+          await deps.store.batch([...initial, ...earlier, ...ops, ...turnSummaryOps(record, { first: withInput }), ...extra], { sync: true });
           if (withInput) inputStored = true;
           for (const r of started) prestarted.set(`${turnId}|${toolCallKey(r.iteration!, r.index!)}`, r);
           barrier.mark(turnId, record.seq);

@@ -60,4 +60,23 @@ describe("conversation", () => {
     expect(seen[0]!.loaded.map((m) => m.split(":")[0])).toEqual(["system", "user", "assistant", "tool", "assistant", "user"]);
     expect(seen[0]!.loaded[1]).toBe("user:first");
   });
+
+  it("with checkpoints off (durable: false, for measuring their cost) the session is the same: the user message is kept and the next turn is sent the history", async () => {
+    const sent: string[][] = [];
+    fake = await startFakeOpenAi([], async (req, i) => {
+      sent.push(req.body.messages.map((m: { role: string; content?: unknown }) => `${m.role}:${typeof m.content === "string" ? m.content.slice(0, 12) : ""}`));
+      return i % 2 === 0 ? { toolCalls: [{ id: `x${i}`, name: "lookup", arguments: { word: "w", delayMs: 1 } }] } : { content: `answer ${i}` };
+    });
+    const deps = await turnDeps(await tempDir(), fake.url, countingTools().registry);
+    store = deps.store;
+    const conversation = createConversation({ ...deps, config: defaultConfig(), durable: false });
+    await conversation.handle({ sessionKey: "cli:a", channel: "cli", chatId: "a", content: "first" });
+    const reply = await conversation.handle({ sessionKey: "cli:a", channel: "cli", chatId: "a", content: "second" });
+    expect(reply.content).toBe("answer 3");
+    const meta = await getSessionMeta(store, "cli:a");
+    expect((await sessionMessages(store, meta!)).map((m) => m.message.role)).toEqual(["user", "assistant", "tool", "assistant", "user", "assistant", "tool", "assistant"]);
+    // The second turn's first call: the first turn whole between the system prompt and the new message.
+    expect(sent[2]!.map((m) => m.split(":")[0])).toEqual(["system", "user", "assistant", "tool", "assistant", "user"]);
+    expect(sent[2]![1]).toBe("user:first");
+  });
 });
