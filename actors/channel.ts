@@ -158,7 +158,7 @@ export function createChannelActor(deps: ChannelActorDeps) {
         .ofType("outbound")
         .pipe(
           filter((e) => e.channel === input.name),
-          map((e): OutboxRecord => ({ deliveryId: e.deliveryId, channel: e.channel, chatId: e.chatId, content: e.content, media: e.media, replyTo: e.replyTo, answers: e.answers, createdAt: e.at, attempts: 0 })),
+          map((e): OutboxRecord => ({ deliveryId: e.deliveryId, channel: e.channel, chatId: e.chatId, content: e.content, media: e.media, replyTo: e.replyTo, answers: e.answers, createdAt: e.at, attempts: 0, ...(e.alreadySent ? { alreadySent: true } : {}) })),
         )
         .subscribe((record) => (early ? early.push(record) : announced(record))),
     );

@@ -55,7 +55,9 @@ export function createSessionTurns(deps: SessionTurnDeps) {
     const reply = replyRecord(input, result.output.reply, `reply:${result.turnId}`, answers, now());
     if (result.output.replySent) reply.alreadySent = true;
     const hook = (await deps.finalHook?.(result, answers)) ?? { ops: [], deliver: true };
-    const deliver = hook.deliver && !skipReply(input.channel, result.output);
+    // A reply the message tool already sent (alreadySent) still goes to its channel, which does not
+    // send it again but learns the messages it answers are answered (Telegram takes its reaction back).
+    const deliver = hook.deliver;
     const ops = [
       ...(await deps.conversation.sessionFinalOps(input.sessionKey, result)),
       ...(deliver ? [outboxPutOp(reply)] : []),

@@ -252,6 +252,8 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
       [...typing.keys()].forEach(stopTyping);
     },
     async send(record: OutboxRecord, onPartDelivered) {
+      // The message tool sent the answer already (nanobot's _sent_in_turn): nothing more to show.
+      if (record.alreadySent) return answered(record);
       // Only its turn's reply takes a draft over (not a command's answer sent meanwhile).
       const draft = streams.get(record.chatId);
       const stream = record.answers.length && draft && record.deliveryId === `reply:${draft.turnId}` ? draft : undefined;

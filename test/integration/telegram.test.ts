@@ -99,8 +99,20 @@ describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () =
     const before = tg!.calls.length;
     await start({ reactEmoji: "", streaming: true }, home);
     tg!.message("again");
-    await until(() => fake!.requests.length === 2 && tg!.calls.slice(before).some((c) => c.method === "editMessageText"));
+    // The reply shown (streamed into a draft and edited, or sent whole if it came before the draft).
+    await until(() => tg!.calls.slice(before).some((c) => ["sendMessage", "editMessageText"].includes(c.method) && c.body.text === "two"));
     expect(tg!.calls.slice(before).filter((c) => c.method === "setMessageReaction")).toEqual([]);
+  });
+
+  it("takes the reaction back when the message tool sent the answer and the reply itself is not sent again", async () => {
+    fake = await startFakeOpenAi([{ toolCalls: [{ name: "message", arguments: { content: "It is 42." } }] }, { content: "done" }]);
+    await start();
+    tg!.message("what is 6 x 7?");
+    const reactions = () => tg!.calls.filter((c) => c.method === "setMessageReaction").map((c) => (c.body.reaction as unknown[]).length);
+    await until(() => reactions().length === 2);
+    expect(reactions()).toEqual([1, 0]);
+    // The reaction goes once the turn's reply record is handled: by then a resend of "done" would have been made.
+    expect(tg!.sent().map((b) => b.text)).toEqual(["It is 42."]);
   });
 
   it("streams a reply by editing one message, at most once a second, ending with the final HTML", async () => {
