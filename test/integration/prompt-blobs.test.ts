@@ -9,6 +9,7 @@ import type { Store, StoreOp } from "../../src/store/store.js";
 import { getTurn, listOpenTurns, referencedBlobs, turnInputSchema } from "../../src/store/turns.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { useTempDirs } from "../helpers/tmp.js";
+import { until } from "../helpers/wait.js";
 import { countingTools, turnDeps } from "../helpers/turn-env.js";
 
 const storedInput = async (store: Store, turnId: string) => (await store.get("journal", `${turnId}:input`, z.object({ input: turnInputSchema })))!.input;
@@ -147,7 +148,8 @@ describe("system prompts stored by content", () => {
     await writeFile(join(dir, "memory", "MEMORY.md"), "The user likes coffee now.\n");
     const open = await createConversation({ ...deps, config: defaultConfig() }).begin(msg("second"));
     await model.reached(1);
-    const names = (await storedInput(deps.store, open.turnId)).systemBlobs!;
+    // The call went out while its first checkpoint was written: that input is durable once the call's answer may be taken.
+    const names = (await until(() => deps.store.get("journal", `${open.turnId}:input`, z.object({ input: turnInputSchema })), 10_000, "the turn's stored input"))!.input.systemBlobs!;
     const stale = splitPrompt(firstPrompt).map(blobHash).filter((h) => !names.includes(h));
     expect(stale).toHaveLength(1);
     expect(await blobKeys(deps.store)).toEqual(expect.arrayContaining(stale));
