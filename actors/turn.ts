@@ -7,6 +7,7 @@ import { fitToBudget } from "../src/memory/fit.js";
 import { fixedCost } from "../src/memory/tokens.js";
 import { mergeConsecutiveUsers, repairHistory } from "../src/providers/history.js";
 import type { LlmProvider } from "../src/providers/client.js";
+import { blobsWritten } from "../src/store/blobs.js";
 import { createCheckpointBarrier, type CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
 import type { Store, StoreOp } from "../src/store/store.js";
 import { checkpointOps, closeTurnOp, openTurnOp, pruneFinishedOps, TURN_FORMAT, type TurnRecord } from "../src/store/turns.js";
@@ -293,6 +294,8 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
             const earlier = carried;
             carried = [];
             await deps.store.batch([...initial, ...earlier, ...ops, ...turnSummaryOps(record, { first: withInput }), ...extra], { sync: true });
+            // The prompt's chunks it carried are stored: the next turns do not read them back.
+            if (initial.length) blobsWritten(deps.store, initial);
           }
           if (withInput) inputStored = true;
           for (const r of started) prestarted.set(`${turnId}|${toolCallKey(r.iteration!, r.index!)}`, r);
