@@ -1,6 +1,6 @@
 import { fromPromise } from "xstate";
 import type { Bus } from "../src/bus/index.js";
-import { fault } from "../src/fault.js";
+import { fault, faultArmed } from "../src/fault.js";
 import type { LlmProvider, ToolSchema } from "../src/providers/client.js";
 import type { ModelResponse } from "../src/providers/messages.js";
 import type { CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
@@ -38,9 +38,11 @@ export function createCallModel(deps: CallModelDeps) {
     // hooks the request goes out at once and the disk's fsync overlaps the model's latency; its
     // answer is taken only once that checkpoint is durable, so nothing that follows from it (a tool
     // call, a reply) can run ahead of it. Hooks may have effects of their own: with them the call
-    // starts only once its checkpoint is durable.
+    // starts only once its checkpoint is durable. So does it when the kill tests' fault point
+    // awaiting-model is armed: it kills with the checkpoint durable and the call not yet sent.
     const durable = deps.barrier.reached(input.turnId, input.seq, signal);
-    if (hooks.size) {
+    const waitFirst = hooks.size > 0 || faultArmed("awaiting-model");
+    if (waitFirst) {
       await durable;
       fault("awaiting-model");
     } else durable.catch(() => undefined);
@@ -69,11 +71,10 @@ export function createCallModel(deps: CallModelDeps) {
       });
     // A model without vision refuses image parts: then once more without them.
     const answer = chatWithImageFallback(chat, sent, signal);
-    if (!hooks.size) {
+    if (!waitFirst) {
       // Its failure is taken below, once the checkpoint is durable (or the turn stopped).
       answer.catch(() => undefined);
       await durable;
-      fault("awaiting-model");
     }
     const response = await answer;
     if (hooks.size) {
