@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { startTurn } from "../../actors/turn.js";
 import { composeHooks } from "../../src/hooks/hook.js";
 import type { Store } from "../../src/store/store.js";
+import { toolJournal } from "../../src/store/turn-journal.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { countingTools, turnDeps, turnInput } from "../helpers/turn-env.js";
 import { useTempDirs } from "../helpers/tmp.js";
@@ -24,7 +25,7 @@ function holdFirstCheckpoint(store: Store) {
   return state;
 }
 
-describe("a model call and the checkpoint before it", () => {
+describe("what a turn's steps wait for", () => {
   const tempDir = useTempDirs();
   let fake: FakeOpenAi | undefined;
   let store: Store | undefined;
@@ -54,6 +55,41 @@ describe("a model call and the checkpoint before it", () => {
     expect(result.state).toBe("responded");
     expect(result.output.reply).toBe("Hello there.");
     expect(states).toEqual(["awaiting_model", "responded"]);
+  });
+
+  it("a tool's results go on to the next model call without waiting for its tool.completed write; the next checkpoint is written after it", async () => {
+    fake = await startFakeOpenAi([{ toolCalls: [{ id: "l1", name: "lookup", arguments: { word: "alpha", delayMs: 1 } }] }, { content: "Alpha is a letter." }]);
+    const deps = await turnDeps(await tempDir(), fake.url, countingTools().registry);
+    store = deps.store;
+    const batch = deps.store.batch.bind(deps.store);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let completedWritten = false;
+    const syncedAfterCompleted: string[] = [];
+    deps.store.batch = async (ops, opts) => {
+      const completed = ops.some((op) => op.type === "put" && (op.value as { status?: string }).status === "completed");
+      if (completed) {
+        await gate;
+        await batch(ops, opts);
+        completedWritten = true;
+        return;
+      }
+      if (opts?.sync) syncedAfterCompleted.push(`${completedWritten}`);
+      return batch(ops, opts);
+    };
+    const turn = startTurn(deps, { input: turnInput("t-completed", "define alpha") });
+
+    // The second model call is made while the tool's completed record is still being written.
+    await until(() => fake!.requests.length === 2, 10_000, "the second model call while tool.completed is held");
+    expect(completedWritten).toBe(false);
+    release();
+    const result = await turn.done;
+    expect(result.state).toBe("responded");
+    expect(result.output.reply).toBe("Alpha is a letter.");
+    // Checkpoints 1 and 2 before it; the next ones (awaiting_model, responded) only after it was written.
+    expect(syncedAfterCompleted).toEqual(["false", "false", "true", "true"]);
+    const journal = await toolJournal(deps.store, "t-completed");
+    expect([...journal.values()].map((r) => r.status)).toEqual(["completed"]);
   });
 
   it("with hooks (which may have effects) the call starts only once its checkpoint is durable", async () => {
