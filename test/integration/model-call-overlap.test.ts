@@ -3,6 +3,7 @@ import { startTurn } from "../../actors/turn.js";
 import { composeHooks } from "../../src/hooks/hook.js";
 import type { Store } from "../../src/store/store.js";
 import { toolJournal } from "../../src/store/turn-journal.js";
+import { getTurn } from "../../src/store/turns.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { countingTools, turnDeps, turnInput } from "../helpers/turn-env.js";
 import { useTempDirs } from "../helpers/tmp.js";
@@ -90,6 +91,20 @@ describe("what a turn's steps wait for", () => {
     expect(syncedAfterCompleted).toEqual(["false", "false", "true", "true"]);
     const journal = await toolJournal(deps.store, "t-completed");
     expect([...journal.values()].map((r) => r.status)).toEqual(["completed"]);
+  });
+
+  it("a failed tool.completed write fails the turn's next checkpoint: the turn stays open at awaiting_tools, to resume from there", async () => {
+    fake = await startFakeOpenAi([{ toolCalls: [{ id: "l1", name: "lookup", arguments: { word: "alpha", delayMs: 1 } }] }, { content: "Alpha is a letter." }]);
+    const deps = await turnDeps(await tempDir(), fake.url, countingTools().registry);
+    store = deps.store;
+    const batch = deps.store.batch.bind(deps.store);
+    deps.store.batch = async (ops, opts) => {
+      if (ops.some((op) => op.type === "put" && (op.value as { status?: string }).status === "completed")) throw new Error("disk on fire");
+      return batch(ops, opts);
+    };
+    await expect(startTurn(deps, { input: turnInput("t-lost", "define alpha") }).done).rejects.toThrow("disk on fire");
+    const record = await getTurn(deps.store, "t-lost");
+    expect([record?.state, record?.final]).toEqual(["awaiting_tools", false]);
   });
 
   it("with hooks (which may have effects) the call starts only once its checkpoint is durable", async () => {
