@@ -1,6 +1,6 @@
 import { fromPromise } from "xstate";
 import type { Bus } from "../src/bus/index.js";
-import { fault } from "../src/fault.js";
+import { fault, faultArmed } from "../src/fault.js";
 import type { LlmProvider, ToolSchema } from "../src/providers/client.js";
 import type { ModelResponse } from "../src/providers/messages.js";
 import type { CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
@@ -33,8 +33,19 @@ export function createCallModel(deps: CallModelDeps) {
   const now = deps.now ?? Date.now;
   const hooks = deps.hooks ?? NO_HOOKS;
   return fromPromise<ModelResponse, CallModelInput>(async ({ input, signal }) => {
-    await deps.barrier.reached(input.turnId, input.seq, signal);
-    fault("awaiting-model");
+    // The checkpoint before the call (its turn's input, or the tool results it answers) is written
+    // meanwhile. A model call has no side effect (one interrupted is simply issued again), so without
+    // hooks the request goes out at once and the disk's fsync overlaps the model's latency; its
+    // answer is taken only once that checkpoint is durable, so nothing that follows from it (a tool
+    // call, a reply) can run ahead of it. Hooks may have effects of their own: with them the call
+    // starts only once its checkpoint is durable. So does it when the kill tests' fault point
+    // awaiting-model is armed: it kills with the checkpoint durable and the call not yet sent.
+    const durable = deps.barrier.reached(input.turnId, input.seq, signal);
+    const waitFirst = hooks.size > 0 || faultArmed("awaiting-model");
+    if (waitFirst) {
+      await durable;
+      fault("awaiting-model");
+    } else durable.catch(() => undefined);
     const messages: ModelMessages = input.finalize ? [...input.messages, { role: "user", content: FINALIZATION_RETRY_PROMPT }] : input.messages;
     const turn = { turnId: input.turnId, sessionKey: input.sessionKey, channel: input.channel ?? "", chatId: input.chatId ?? "", iteration: input.iteration ?? 0 };
     if (hooks.size) await hooks.beforeIteration({ ...turn, messages: input.messages });
@@ -59,7 +70,13 @@ export function createCallModel(deps: CallModelDeps) {
           deps.bus?.publish({ type: "model_fallback", sessionKey: input.sessionKey, turnId: input.turnId, from, to, error, at: now() }),
       });
     // A model without vision refuses image parts: then once more without them.
-    const response = await chatWithImageFallback(chat, sent, signal);
+    const answer = chatWithImageFallback(chat, sent, signal);
+    if (!waitFirst) {
+      // Its failure is taken below, once the checkpoint is durable (or the turn stopped).
+      answer.catch(() => undefined);
+      await durable;
+    }
+    const response = await answer;
     if (hooks.size) {
       await streamed;
       await hooks.onStreamEnd({ ...turn, response }, { resuming: response.toolCalls.length > 0 });

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Config } from "../src/config/schema.js";
 import { buildSystemPrompt, runtimeContextBlock } from "../src/context/prompt.js";
+import { createTimedCache } from "../src/context/prompt-cache.js";
 import { userMessageWithMedia } from "../src/context/media.js";
 import { loadSkills, withMentionedSkills, type Skill } from "../src/context/skills.js";
 import {
@@ -109,11 +110,10 @@ export function createConversation(deps: ConversationDeps) {
   });
 
   // Reading the bootstrap files and parsing every skill costs about a millisecond a turn; under load
-  // that adds up, so the prompt is rebuilt at most every PROMPT_TTL_MS (edits show up within that).
-  let cachedPrompt: { text: Promise<{ prompt: string; skills: Skill[] }>; at: number } | undefined;
-  function systemPrompt(): Promise<{ prompt: string; skills: Skill[] }> {
-    if (cachedPrompt && now() - cachedPrompt.at < PROMPT_TTL_MS) return cachedPrompt.text;
-    const text = (async () => {
+  // that adds up, so the prompt is rebuilt at most every PROMPT_TTL_MS (edits show up within that),
+  // in the background from half of it on, so no turn waits for the files (src/context/prompt-cache.ts).
+  const promptCache = createTimedCache(
+    async (): Promise<{ prompt: string; skills: Skill[] }> => {
       const skills = await loadSkills(deps.workspace, deps.env, {
         disabled: deps.config.agents.defaults.disabledSkills,
         onWarning: (warning) => deps.logger?.warn(`skill: ${warning}`),
@@ -127,11 +127,10 @@ export function createConversation(deps: ConversationDeps) {
         }),
         skills,
       };
-    })();
-    cachedPrompt = { text, at: now() };
-    text.catch(() => (cachedPrompt = undefined));
-    return text;
-  }
+    },
+    { ttlMs: PROMPT_TTL_MS, now },
+  );
+  const systemPrompt = promptCache.get;
 
   /** Set by the daemon: /restart calls it once its answer is durable. */
   let restartHook: ((from: RestartOrigin) => void) | undefined;
@@ -185,7 +184,7 @@ export function createConversation(deps: ConversationDeps) {
     if (word === "/new") {
       // The unarchived tail goes to history.jsonl first; a crash in between redoes only what is not written.
       const archived = await consolidator.archiveTail(msg.sessionKey);
-      cachedPrompt = undefined;
+      promptCache.invalidate();
       const meta = (await getSessionMeta(deps.store, msg.sessionKey)) ?? newSessionMeta(msg.sessionKey, now());
       await deps.store.batch(newEpochOps(meta, now()).ops, { sync: true });
       return { content: archived ? `New session started; ${archived} message(s) archived to memory.` : "New session started." };
@@ -193,7 +192,7 @@ export function createConversation(deps: ConversationDeps) {
     if (word?.startsWith("/dream")) {
       const answer = await dreamCommand(deps.dream, msg.content);
       if (answer !== undefined) {
-        cachedPrompt = undefined;
+        promptCache.invalidate();
         return { content: answer };
       }
     }
@@ -233,7 +232,7 @@ export function createConversation(deps: ConversationDeps) {
       deps.logger?.error({ err, sessionKey: msg.sessionKey }, "consolidation failed");
       return undefined;
     });
-    if (consolidated?.rounds) cachedPrompt = undefined;
+    if (consolidated?.rounds) promptCache.invalidate();
     const view = consolidated ? consolidated.view : await consolidator.view(msg.sessionKey);
     const meta = view?.meta ?? newSessionMeta(msg.sessionKey, now());
     const stored = view ? consolidator.unarchived(view) : { messages: [], seqOf: () => 0 };
@@ -304,7 +303,7 @@ export function createConversation(deps: ConversationDeps) {
     started.delete(sessionKey);
     if (before !== undefined && added && before.estimate + (before.exact ? messagesTokens : messagesTokensBound)(added) < budget) return;
     void consolidator.maybeConsolidate(sessionKey).then(
-      (n) => void (n && (cachedPrompt = undefined)),
+      (n) => void (n && promptCache.invalidate()),
       (err: unknown) => deps.logger?.error({ err, sessionKey }, "background consolidation failed"),
     );
   }

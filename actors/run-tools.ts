@@ -34,6 +34,12 @@ export interface RunToolsDeps {
    * its synced batch), taken once: the call then runs without writing it again.
    */
   takeStarted?: (turnId: string, key: string) => ToolJournalRecord | undefined;
+  /**
+   * Takes a call's `tool.completed` write (the turn runtime): the turn's next checkpoint is written
+   * after it and fails with it, so the results go on without waiting for it. Without it the write
+   * is awaited here.
+   */
+  journalled?: (turnId: string, write: Promise<void>) => void;
 }
 
 /** The `tool.started` records an awaiting_tools checkpoint may carry: its first batch of calls (they start together). */
@@ -144,16 +150,26 @@ export function createRunTools(deps: RunToolsDeps) {
       );
       const completedAt = now();
       // Not synced on its own: LevelDB's log keeps writes in order, so the next checkpoint's synced
-      // batch (which the next model call waits for) makes it durable too; a kill -9 in between loses
-      // nothing written (the OS has it), and a power cut leaves the call started, as if it had been cut.
-      await deps.store.batch([toolJournalOp({ ...started, status: "completed", result, at: completedAt, startedAt: started.at })], { sync: false });
+      // batch (which the next model call's answer waits for) makes it durable too; a kill -9 in
+      // between loses nothing written (the OS has it), and a power cut leaves the call started, as if
+      // it had been cut. Nor waited for when the turn runtime takes it: that checkpoint is written
+      // after it, while the results go on to the next model call (a kill before it is written is a
+      // kill while the tool ran).
+      const written = deps.store.batch([toolJournalOp({ ...started, status: "completed", result, at: completedAt, startedAt: started.at })], { sync: false });
       // A short hint of the arguments only (the logger redacts secrets in it); never the arguments.
       deps.logger?.info(
         { sessionKey: input.sessionKey, turnId: input.turnId, tool: call.name, hint: formatToolHint(hintCall(call), deps.hintMaxLength), durationMs: completedAt - started.at, outcome: result.startsWith("Error") ? "error" : "ok" },
         "tool call",
       );
-      fault("after-tool-completed");
       results.set(index, result);
+      if (!deps.journalled) {
+        await written;
+        fault("after-tool-completed");
+        return;
+      }
+      deps.journalled(input.turnId, written);
+      // Before the runtime's next checkpoint (queued later on the same write): as when it was awaited here.
+      written.then(() => fault("after-tool-completed"), () => undefined);
     }
 
     // One hint for the response's calls still to run, as nanobot shows it: "read a.ts, $ npm test".

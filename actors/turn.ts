@@ -7,6 +7,7 @@ import { fitToBudget } from "../src/memory/fit.js";
 import { fixedCost } from "../src/memory/tokens.js";
 import { mergeConsecutiveUsers, repairHistory } from "../src/providers/history.js";
 import type { LlmProvider } from "../src/providers/client.js";
+import { blobsWritten } from "../src/store/blobs.js";
 import { createCheckpointBarrier, type CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
 import type { Store, StoreOp } from "../src/store/store.js";
 import { checkpointOps, closeTurnOp, openTurnOp, pruneFinishedOps, TURN_FORMAT, type TurnRecord } from "../src/store/turns.js";
@@ -98,7 +99,13 @@ export interface TurnRuntime {
 export const CARRIED_STATES: ReadonlySet<string> = new Set(["tools_completed"]);
 
 /** The turn machine with its effects supplied. */
-function effects(deps: TurnDeps, barrier: CheckpointBarrier, fresh: ReadonlySet<string>, prestarted: Map<string, ToolJournalRecord>) {
+function effects(
+  deps: TurnDeps,
+  barrier: CheckpointBarrier,
+  fresh: ReadonlySet<string>,
+  prestarted: Map<string, ToolJournalRecord>,
+  journalled: (turnId: string, write: Promise<void>) => void,
+) {
   const hooks = deps.hooks ?? NO_HOOKS;
   return turnMachine.provide({
     guards: { hasHooks: () => hooks.size > 0 },
@@ -118,7 +125,7 @@ function effects(deps: TurnDeps, barrier: CheckpointBarrier, fresh: ReadonlySet<
         },
         attach: (messages, turnMessages) => attachToolImages(messages, (name) => deps.registry.get(name), turnMessages),
       }),
-      runTools: createRunTools({ registry: deps.registry, store: deps.store, barrier, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now: deps.now, hooks, hintMaxLength: deps.toolHintMaxLength, fresh: (turnId) => fresh.has(turnId),
+      runTools: createRunTools({ registry: deps.registry, store: deps.store, barrier, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now: deps.now, hooks, hintMaxLength: deps.toolHintMaxLength, fresh: (turnId) => fresh.has(turnId), journalled,
         takeStarted: (turnId, key) => {
           const record = prestarted.get(`${turnId}|${key}`);
           prestarted.delete(`${turnId}|${key}`);
@@ -155,7 +162,16 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
   const forgetStarted = (turnId: string) => {
     for (const key of prestarted.keys()) if (key.startsWith(`${turnId}|`)) prestarted.delete(key);
   };
-  const base = effects(deps, barrier, fresh, prestarted);
+  /** Journal writes (`tool.completed`) the turn's next written checkpoint waits for, by turn. */
+  const journalWrites = new Map<string, Array<Promise<void>>>();
+  const journalled = (turnId: string, write: Promise<void>) => {
+    // Awaited by the next checkpoint (whose failure it then is); handled here in case none follows.
+    write.catch(() => undefined);
+    const list = journalWrites.get(turnId);
+    if (list) list.push(write);
+    else journalWrites.set(turnId, [write]);
+  };
+  const base = effects(deps, barrier, fresh, prestarted, journalled);
   const starts = new WeakMap<AnyActorRef, TurnStart>();
   const entries = new Map<string, Entry>();
 
@@ -204,6 +220,7 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
       barrier.forget(turnId);
       fresh.delete(turnId);
       forgetStarted(turnId);
+      journalWrites.delete(turnId);
       entry.reject(err);
       // The turn resumes as a new actor, with an entry of its own.
       if (entries.get(turnId) === entry) entries.delete(turnId);
@@ -309,9 +326,17 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
           // Once per awaiting_tools: a later checkpoint of the same state (an injected message) must
           // not write them again over a call that completed meanwhile.
           if (started.length) startedAtSeq = record.seq;
+          // Journal writes handed in before this checkpoint (tool.completed) land before it.
+          const journal = journalWrites.get(turnId);
+          if (journal) {
+            journalWrites.delete(turnId);
+            await Promise.all(journal);
+          }
           const earlier = carried;
           carried = [];
           await deps.store.batch([...initial, ...earlier, ...ops, ...turnSummaryOps(record, { first: withInput }), ...extra], { sync: true });
+          // The prompt's chunks it carried are stored: the next turns do not read them back.
+          if (initial.length) blobsWritten(deps.store, initial);
           if (withInput) inputStored = true;
           for (const r of started) prestarted.set(`${turnId}|${toolCallKey(r.iteration!, r.index!)}`, r);
           barrier.mark(turnId, record.seq);
@@ -340,6 +365,7 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
         forgetStarted(turnId);
         void entry.chain.then(() => {
           if (entries.get(turnId) === entry && !entry.live) entries.delete(turnId);
+          if (!entry.live) journalWrites.delete(turnId);
         });
       },
     });

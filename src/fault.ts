@@ -46,6 +46,9 @@ function parse(spec: string | undefined): { point: string; at: number } | undefi
 const armed = parse(process.env.TROUPE_FAULT);
 let hits = 0;
 
+/** Whether TROUPE_FAULT names this point (code whose order a test's kill relies on keeps it then). */
+export const faultArmed = (point: FaultPoint): boolean => armed?.point === point;
+
 export function fault(point: FaultPoint): void {
   if (armed?.point !== point) return;
   if (++hits === armed.at) process.kill(process.pid, "SIGKILL");

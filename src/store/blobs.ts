@@ -73,11 +73,13 @@ interface BlobState {
   known: Set<string>;
   touched: Map<string, number>;
   doomed: Set<string>;
+  /** Reads of blobs under way: turns prepared at once wait for the same read (whether it is stored). */
+  reading: Map<string, Promise<boolean>>;
 }
 const states = new WeakMap<Store, BlobState>();
 const stateOf = (store: Store): BlobState => {
   let state = states.get(store);
-  if (!state) states.set(store, (state = { known: new Set(), touched: new Map(), doomed: new Set() }));
+  if (!state) states.set(store, (state = { known: new Set(), touched: new Map(), doomed: new Set(), reading: new Map() }));
   return state;
 };
 
@@ -96,7 +98,7 @@ export async function blobRefs(store: Store, text: string, now = Date.now()): Pr
     if (seen.has(ref)) continue;
     seen.add(ref);
     if (state.known.has(ref)) continue;
-    if (!state.doomed.has(ref) && (await store.get("blobs", ref, blobSchema)) !== undefined) {
+    if (!state.doomed.has(ref) && (await isStored(store, state, ref))) {
       // The sweep may have doomed it while we read: then it is written again.
       if (!state.doomed.has(ref)) {
         state.known.add(ref);
@@ -107,6 +109,28 @@ export async function blobRefs(store: Store, text: string, now = Date.now()): Pr
   }
   // A copy: the remembered list is shared by every turn with this prompt.
   return { refs: [...refs], ops };
+}
+
+/** Whether a blob is stored, read once for all the turns that ask while the read is under way. */
+function isStored(store: Store, state: BlobState, ref: string): Promise<boolean> {
+  let read = state.reading.get(ref);
+  if (!read) {
+    read = store.get("blobs", ref, blobSchema).then((blob) => blob !== undefined);
+    const forget = () => void state.reading.delete(ref);
+    read.then(forget, forget);
+    state.reading.set(ref, read);
+  }
+  return read;
+}
+
+/**
+ * A batch carrying blob puts (a turn's first checkpoint) is durable: those blobs are stored, and the
+ * turns after it need not read them back. One a sweep is deleting now stays unknown (written again).
+ */
+export function blobsWritten(store: Store, ops: readonly StoreOp[]): void {
+  const state = states.get(store);
+  if (!state) return;
+  for (const op of ops) if (op.type === "put" && op.sublevel === "blobs" && !state.doomed.has(op.key)) state.known.add(op.key);
 }
 
 /** The text the references stand for; a missing chunk is a corrupt record, named with `what`. */

@@ -9,6 +9,7 @@ import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { countingTools, turnDeps } from "../helpers/turn-env.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { closeAfterEach } from "../helpers/teardown.js";
+import { until } from "../helpers/wait.js";
 
 describe("conversation", () => {
   const tempDir = useTempDirs();
@@ -16,19 +17,22 @@ describe("conversation", () => {
   let store: Store | undefined;
   closeAfterEach(() => [store, fake]);
 
-  it("stores the user message before the model is called, and the whole turn after", async () => {
-    const storedWhenCalled: string[][] = [];
-    fake = await startFakeOpenAi([], async (_req, i) => {
-      const meta = await getSessionMeta(store as Store, "cli:a");
-      storedWhenCalled.push(meta ? (await sessionMessages(store as Store, meta)).map((m) => m.message.role) : []);
-      return i === 0 ? { toolCalls: [{ id: "x", name: "lookup", arguments: { word: "w", delayMs: 1 } }] } : { content: "answer" };
-    });
+  it("stores the user message with the turn's first checkpoint, durable before the model's answer is taken, and the whole turn after", async () => {
+    fake = await startFakeOpenAi([], async (_req, i) =>
+      i === 0 ? { toolCalls: [{ id: "x", name: "lookup", arguments: { word: "w", delayMs: 1 } }] } : { content: "answer" },
+    );
     const deps = await turnDeps(await tempDir(), fake.url, countingTools().registry);
     store = deps.store;
+    // Read as the first answer is taken (the turn enters awaiting_tools): the session holds the user message.
+    const storedAtAnswer: Array<Promise<string[]>> = [];
+    deps.bus!.ofType("turn_state").subscribe((e) => {
+      if (e.state !== "awaiting_tools") return;
+      storedAtAnswer.push(getSessionMeta(deps.store, "cli:a").then(async (meta) => (meta ? (await sessionMessages(deps.store, meta)).map((m) => m.message.role) : [])));
+    });
     const conversation = createConversation({ ...deps, config: defaultConfig() });
     const reply = await conversation.handle({ sessionKey: "cli:a", channel: "cli", chatId: "a", content: "question" });
     expect(reply).toMatchObject({ content: "answer", state: "responded" });
-    expect(storedWhenCalled).toEqual([["user"], ["user"]]);
+    expect(await Promise.all(storedAtAnswer)).toEqual([["user"]]);
     const meta = await getSessionMeta(store, "cli:a");
     expect((await sessionMessages(store, meta!)).map((m) => m.message.role)).toEqual(["user", "assistant", "tool", "assistant"]);
     expect(meta?.turns).toBe(1);
@@ -39,8 +43,9 @@ describe("conversation", () => {
     const seen: Array<{ stored: number; loaded: string[] }> = [];
     fake = await startFakeOpenAi([], async (req, i) => {
       if (i === 2) {
-        // The second turn, at its first model call: its input as stored and as a resumed turn gets it.
-        const [open] = await listOpenTurns(store as Store, "cli:a");
+        // The second turn, at its first model call: its input as stored and as a resumed turn gets it
+        // (its first checkpoint is written while the call is made; the answer is taken once it is durable).
+        const open = await until(async () => (await listOpenTurns(store as Store, "cli:a"))[0], 10_000, "the turn's first checkpoint");
         const raw = await (store as Store).get("journal", `${open!.turnId}:input`, z.object({ input: turnInputSchema }));
         const record = await getTurn(store as Store, open!.turnId);
         seen.push({ stored: raw!.input.messages.length, loaded: record!.input!.messages.map((m) => `${m.role}:${typeof m.content === "string" ? m.content.slice(0, 20) : ""}`) });

@@ -9,6 +9,7 @@ import type { Store, StoreOp } from "../../src/store/store.js";
 import { getTurn, listOpenTurns, referencedBlobs, turnInputSchema } from "../../src/store/turns.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { useTempDirs } from "../helpers/tmp.js";
+import { until } from "../helpers/wait.js";
 import { countingTools, turnDeps } from "../helpers/turn-env.js";
 
 const storedInput = async (store: Store, turnId: string) => (await store.get("journal", `${turnId}:input`, z.object({ input: turnInputSchema })))!.input;
@@ -108,6 +109,29 @@ describe("system prompts stored by content", () => {
     expect(written.flat().some((op) => op.type === "put" && JSON.stringify(op.value).includes("entry 4:"))).toBe(false);
   });
 
+  it("a prompt's chunks written with a turn's first checkpoint are not read back by the turns after it; turns prepared at once read each stored chunk once", async () => {
+    fake = await startFakeOpenAi([], async (_req, i) => ({ content: `answer ${i}` }));
+    const dir = await workspaceWithHistory(4);
+    const registry = countingTools().registry;
+    const first = await turnDeps(dir, fake.url, registry);
+    const blobReads = (store: Store) => store.readStats.gets.blobs ?? 0;
+    const conversation = createConversation({ ...first, config: defaultConfig() });
+    await conversation.handle(msg("first"));
+    const chunks = splitPrompt(systemOf(fake.requests[0]!.body)).length;
+    const afterFirst = blobReads(first.store);
+    await conversation.handle(msg("second"));
+    expect(blobReads(first.store)).toBe(afterFirst);
+    await first.store.close();
+
+    // Another process: the chunks are stored, not known. Ten sessions' turns prepared at once read each chunk once.
+    const again = await turnDeps(dir, fake.url, registry);
+    stores.push(again.store);
+    const other = createConversation({ ...again, config: defaultConfig() });
+    const prepared = await Promise.all(Array.from({ length: 10 }, (_, i) => other.prepare({ ...msg(`hello ${i}`), sessionKey: `cli:s${i}` })));
+    expect(prepared.every((p) => p.initialOps.every((op) => op.sublevel !== "blobs"))).toBe(true);
+    expect(blobReads(again.store)).toBe(chunks);
+  });
+
   it("a turn interrupted in its model call resumes after a restart with its prompt read back from the blobs", async () => {
     const model = gatedModel([0]);
     fake = await startFakeOpenAi([], model.handler);
@@ -147,7 +171,8 @@ describe("system prompts stored by content", () => {
     await writeFile(join(dir, "memory", "MEMORY.md"), "The user likes coffee now.\n");
     const open = await createConversation({ ...deps, config: defaultConfig() }).begin(msg("second"));
     await model.reached(1);
-    const names = (await storedInput(deps.store, open.turnId)).systemBlobs!;
+    // The call went out while its first checkpoint was written: that input is durable once the call's answer may be taken.
+    const names = (await until(() => deps.store.get("journal", `${open.turnId}:input`, z.object({ input: turnInputSchema })), 10_000, "the turn's stored input"))!.input.systemBlobs!;
     const stale = splitPrompt(firstPrompt).map(blobHash).filter((h) => !names.includes(h));
     expect(stale).toHaveLength(1);
     expect(await blobKeys(deps.store)).toEqual(expect.arrayContaining(stale));

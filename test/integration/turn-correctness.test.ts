@@ -50,11 +50,12 @@ describe("turn correctness", () => {
     const deps = await turnDeps(await tempDir(), fake.url, registry);
     store = deps.store;
     // An infrastructure failure (not a tool error): the tool journal's write fails. (The first
-    // call's tool.started rides on the awaiting_tools checkpoint; its completion is the first write
-    // of runTools' own.)
+    // call's tool.started rides on the awaiting_tools checkpoint; the second call's, synced before it
+    // runs, is written by runTools itself. A failed tool.completed write is the next checkpoint's
+    // failure instead: see model-call-overlap.test.ts.)
     const batch = deps.store.batch.bind(deps.store);
     deps.store.batch = async (ops, opts) => {
-      if (ops.some((op) => op.type === "put" && op.sublevel === "journal" && op.key.includes(":tool:") && (op.value as { status?: string }).status === "completed")) throw new Error("disk on fire");
+      if (ops.length === 1 && ops[0]!.type === "put" && ops[0]!.key.includes(":tool:") && (ops[0]!.value as { status?: string }).status === "started") throw new Error("disk on fire");
       return batch(ops, opts);
     };
     const result = await startTurn(deps, { input: turnInput("t-fail", "go") }).done;
