@@ -60,6 +60,11 @@ export interface StoreOptions {
   probe?: { baseMs?: number; maxMs?: number };
   /** Where the store reports a failure, a probe and a recovery (the daemon's logger). */
   log?: { error(obj: object, msg: string): void; warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
+  /**
+   * Called once LevelDB has been asked to open the store, which it does on a thread of its own: a
+   * caller that has other work (a command loading the rest of its code) can do it meanwhile.
+   */
+  onOpening?: () => void;
 }
 
 const HOLDER_FILE = "holder.json";
@@ -90,7 +95,9 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
   if (damaged) throw damaged;
   let db: Db = openLevel(path);
   try {
-    await db.open({ createIfMissing: !opts.readOnly });
+    const opened = db.open({ createIfMissing: !opts.readOnly });
+    opts.onOpening?.();
+    await opened;
   } catch (err) {
     if (isLocked(err)) throw new StoreLockedError(path, await readHolderPid(path));
     throw (await diagnoseOpenFailure(path, err)) ?? err;
