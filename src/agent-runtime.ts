@@ -5,7 +5,7 @@ import { createBus, type Bus } from "./bus/index.js";
 import type { LoadedConfig } from "./config/index.js";
 import { composeHooks, type HookChain } from "./hooks/hook.js";
 import { loadHooks } from "./hooks/load.js";
-import type { Logger } from "./log/logger.js";
+import { createLogger, type Logger } from "./log/logger.js";
 import { secretsOf } from "./log/redact.js";
 import type { McpHub } from "./mcp/hub.js";
 import { createDream } from "./memory/dream.js";
@@ -61,7 +61,7 @@ export interface RuntimeOptions {
  * load this module while the store opens; else they are taken here.
  */
 export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions = {}, started?: RuntimeStart): Promise<AgentRuntime> {
-  const start = started ?? startAgentRuntime(loaded, opts);
+  const start = started ?? startAgentRuntime(loaded);
   try {
     return await buildAgentRuntime(loaded, opts, start);
   } catch (err) {
@@ -71,16 +71,11 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
   }
 }
 
-async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { resolved, logger, store: opening }: RuntimeStart): Promise<AgentRuntime> {
+async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { resolved, useLogger, store: opening }: RuntimeStart): Promise<AgentRuntime> {
   const { config, paths, workspace } = loaded;
-  const store = await opening;
-  if (store.droppedAtOpen) {
-    const { records, bytes } = store.droppedAtOpen;
-    logger.warn(
-      { dropped: records, bytes },
-      `LevelDB dropped ${records} damaged record(s) (${bytes} bytes) of its log while opening the store; what they held is lost (troupe doctor shows what is left)`,
-    );
-  }
+  // Made while the store opens (what needs no store comes first).
+  const logger = createLogger({ logsDir: paths.logsDir, secrets: secretsOf(config), console: opts.consoleLogs });
+  useLogger(logger);
   const bus = createBus();
   const d = config.agents.defaults;
   const providerOptions = {
@@ -102,6 +97,14 @@ async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { r
       createOpenAiProvider(resolveProvider(config, paths.configFile, c), { ...providerOptions, maxTokens: c.maxTokens, temperature: c.temperature, reasoningEffort: c.reasoningEffort }),
   }));
   const provider = withFallbacks(createOpenAiProvider(resolved, providerOptions), fallbacks, logger);
+  const store = await opening;
+  if (store.droppedAtOpen) {
+    const { records, bytes } = store.droppedAtOpen;
+    logger.warn(
+      { dropped: records, bytes },
+      `LevelDB dropped ${records} damaged record(s) (${bytes} bytes) of its log while opening the store; what they held is lost (troupe doctor shows what is left)`,
+    );
+  }
   const registry = createToolRegistry(
     createBuiltinTools({ config, workspace, paths, store, bus, channels: () => opts.channelNames ?? ["cli"] }),
     { maxResultChars: config.tools.maxToolResultChars },

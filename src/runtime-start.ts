@@ -1,23 +1,23 @@
 import { mkdir } from "node:fs/promises";
 import type { LoadedConfig } from "./config/index.js";
 import { workspaceHooksDir } from "./hooks/load.js";
-import { createLogger, type Logger } from "./log/logger.js";
-import { secretsOf } from "./log/redact.js";
+import type { Logger } from "./log/logger.js";
 import { resolveProvider, type ResolvedProvider } from "./providers/registry.js";
-import { openStore, type Store } from "./store/store.js";
+import { openStore, type Store, type StoreOptions } from "./store/store.js";
 import { chooseExecSandbox } from "./tools/bwrap.js";
 
 /**
  * The first steps of an agent runtime (src/agent-runtime.ts), in a module of their own so a command
  * can take them before it loads the rest of the runtime's code: what a bad config fails on, checked
- * before anything is opened; then the logger, the workspace, and the store's open started.
+ * before anything is opened; then the workspace, and the store's open started.
  *
  * LevelDB opens on a thread of its own, and a fresh store's open is mostly waiting for the disk
  * (its first fdatasync): `troupe agent` loads the runtime's modules meanwhile (see `underWay`).
  */
 export interface RuntimeStart {
   resolved: ResolvedProvider;
-  logger: Logger;
+  /** Where the store reports (its disk probe) from now on: the runtime's logger, made while the store opens. */
+  useLogger(logger: Logger): void;
   /** The store, once open (rejects as openStore does: locked, damaged...; or as making the workspace did, before it is opened). */
   store: Promise<Store>;
   /**
@@ -29,13 +29,20 @@ export interface RuntimeStart {
   abandon(): Promise<void>;
 }
 
-export function startAgentRuntime(loaded: LoadedConfig, opts: { consoleLogs?: boolean } = {}): RuntimeStart {
+export function startAgentRuntime(loaded: LoadedConfig): RuntimeStart {
   const { config, paths, workspace } = loaded;
   // Resolve the provider first: a missing key should fail before anything is opened.
   const resolved = resolveProvider(config, paths.configFile);
   // tools.exec.sandbox "bwrap" with no bwrap installed: the same, before the store is opened.
   chooseExecSandbox(config.tools, process.env, paths.configFile);
-  const logger = createLogger({ logsDir: paths.logsDir, secrets: secretsOf(config), console: opts.consoleLogs });
+  // The store reports only a failing disk, which it can meet only once it is open and written to: by
+  // then the runtime has given it its logger.
+  let logger: Logger | undefined;
+  const log: NonNullable<StoreOptions["log"]> = {
+    error: (obj, msg) => logger?.error(obj, msg),
+    warn: (obj, msg) => logger?.warn(obj, msg),
+    info: (obj, msg) => logger?.info(obj, msg),
+  };
   // Present from the start, so the exec sandbox binds it read-only: a command cannot create it and plant a hook.
   const workspaceReady = (async () => {
     await mkdir(workspace, { recursive: true });
@@ -43,7 +50,7 @@ export function startAgentRuntime(loaded: LoadedConfig, opts: { consoleLogs?: bo
   })();
   let opening!: () => void;
   const onOpening = new Promise<void>((resolve) => (opening = resolve));
-  const store = workspaceReady.then(() => openStore(paths.storeDir, { log: logger, probe: { maxMs: config.storage.probeMaxSeconds * 1000 }, onOpening: opening }));
+  const store = workspaceReady.then(() => openStore(paths.storeDir, { log, probe: { maxMs: config.storage.probeMaxSeconds * 1000 }, onOpening: opening }));
   // Handled where it is awaited; until then a failure must not count as unhandled.
   store.catch(noop);
   // classic-level makes the store's directory (one trip to libuv's threads) before it calls LevelDB:
@@ -51,7 +58,7 @@ export function startAgentRuntime(loaded: LoadedConfig, opts: { consoleLogs?: bo
   const underWay = Promise.race([onOpening.then(() => new Promise<void>((resolve) => setImmediate(resolve))), store.then(noop, noop)]);
   return {
     resolved,
-    logger,
+    useLogger: (l) => (logger = l),
     store,
     underWay,
     abandon: () => store.then((s) => s.close(), noop),

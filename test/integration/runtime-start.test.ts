@@ -45,9 +45,9 @@ describe("an agent runtime started ahead", () => {
     await writeHome(home, "http://127.0.0.1:9/v1");
     const loaded = await loadConfig({ TROUPE_HOME: home });
     const start = startAgentRuntime(loaded);
-    // The last thing the runtime does once built is to log that it is ready: that fails here.
-    const failing = Object.create(start.logger, { info: { value: () => { throw new Error("failed late"); } } }) as typeof start.logger;
-    await expect(createAgentRuntime(loaded, {}, { ...start, logger: failing })).rejects.toThrow("failed late");
+    // The runtime is built on what the start resolved: a provider that makes no client fails it.
+    const broken = { ...start, resolved: { ...start.resolved, get model(): string { throw new Error("failed while built"); } } };
+    await expect(createAgentRuntime(loaded, {}, broken)).rejects.toThrow("failed while built");
     // Not held any more: this process can open it again.
     await (await openStore(loaded.paths.storeDir)).close();
   });
