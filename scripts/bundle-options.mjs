@@ -3,7 +3,7 @@
 import { readFile } from "node:fs/promises";
 import { Buffer } from "node:buffer";
 import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
+import { dirname, join, relative } from "node:path";
 
 /** Packages bundled into dist/; every other bare import stays an import from node_modules. */
 export const INLINE = new Set([
@@ -33,8 +33,10 @@ const treeShakable = {
     // rxjs's ES modules import their helpers from tslib: its ES module build, bundled, only the helpers used.
     b.onResolve({ filter: /^tslib$/ }, () => ({ path: join(nodeModule("tslib"), "tslib.es6.mjs") }));
     b.onResolve({ filter: /^\.\/binding(\.js)?$/ }, (args) =>
-      args.importer.includes(`${"node_modules"}/classic-level/`) ? { path: "classic-level/binding.js", external: true } : undefined,
+      args.importer.includes(`${"node_modules"}/classic-level/`) ? { path: "classic-level-binding", namespace: "troupe-binding" } : undefined,
     );
+    b.onLoad({ filter: /.*/, namespace: "troupe-binding" }, () => ({ contents: levelBinding(b.initialOptions.outdir), loader: "js" }));
+    b.onResolve({ filter: /^classic-level\/binding\.js$/ }, (args) => ({ path: args.path, external: true }));
     // commander requires node:child_process (with dgram and the rest, ~10 ms) for executable
     // subcommands, which troupe has none of: required when one would be spawned, not at every start.
     b.onLoad({ filter: /commander[\\/]lib[\\/]command\.js$/ }, async (args) => {
@@ -72,6 +74,27 @@ const treeShakable = {
     });
   },
 };
+
+/**
+ * classic-level's binding.js is `require("node-gyp-build")(__dirname)`: at every start it compiles
+ * node-gyp-build (no code cache for node_modules) and searches classic-level's folders for the
+ * native file that fits (~2 ms of a cold `agent -m`, measured). The build, which runs where the
+ * package is installed (`npm ci` runs it), asks node-gyp-build once and writes down where that file
+ * is, relative to the bundle; the bundle loads it from there, and goes through binding.js as
+ * before when it cannot (node_modules rearranged since the build, another platform's install).
+ */
+function levelBinding(outdir) {
+  const classicLevel = nodeModule("classic-level");
+  const found = createRequire(join(classicLevel, "package.json"))("node-gyp-build").path(classicLevel);
+  const fromBundle = JSON.stringify(relative(outdir, found));
+  return `let binding;
+try {
+  binding = require(require("node:path").join(__dirname, ${fromBundle}));
+} catch {
+  binding = require("classic-level/binding.js");
+}
+module.exports = binding;`;
+}
 
 function externalExcept(inline) {
   return {

@@ -1,11 +1,10 @@
-import { mkdir } from "node:fs/promises";
 import { createDreamRuntime, type DreamRuntime } from "../actors/dream.js";
 import { createConversation, type Conversation } from "../actors/conversation.js";
 import { DEFAULT_POLICY as DEFAULT_SUPERVISION } from "../machines/supervisor.machine.js";
 import { createBus, type Bus } from "./bus/index.js";
 import type { LoadedConfig } from "./config/index.js";
 import { composeHooks, type HookChain } from "./hooks/hook.js";
-import { loadHooks, workspaceHooksDir } from "./hooks/load.js";
+import { loadHooks } from "./hooks/load.js";
 import { createLogger, type Logger } from "./log/logger.js";
 import { secretsOf } from "./log/redact.js";
 import type { McpHub } from "./mcp/hub.js";
@@ -14,8 +13,8 @@ import { createMemoryFiles } from "./memory/files.js";
 import { createOpenAiProvider, type LlmProvider } from "./providers/client.js";
 import { fallbackChoices, withFallbacks } from "./providers/fallback.js";
 import { resolveProvider } from "./providers/registry.js";
-import { openStore, type Store } from "./store/store.js";
-import { chooseExecSandbox } from "./tools/bwrap.js";
+import { startAgentRuntime, type RuntimeStart } from "./runtime-start.js";
+import type { Store } from "./store/store.js";
 import { createBuiltinTools } from "./tools/builtin/index.js";
 import { createToolRegistry, type ToolRegistry } from "./tools/registry.js";
 
@@ -57,24 +56,26 @@ export interface RuntimeOptions {
   mcpConnectTimeoutMs?: number;
 }
 
-export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions = {}): Promise<AgentRuntime> {
-  const { config, paths, workspace } = loaded;
-  // Resolve the provider first: a missing key should fail before anything is opened.
-  const resolved = resolveProvider(config, paths.configFile);
-  // tools.exec.sandbox "bwrap" with no bwrap installed: the same, before the store is opened.
-  chooseExecSandbox(config.tools, process.env, paths.configFile);
-  const logger = createLogger({ logsDir: paths.logsDir, secrets: secretsOf(config), console: opts.consoleLogs });
-  await mkdir(workspace, { recursive: true });
-  // Present from the start, so the exec sandbox binds it read-only: a command cannot create it and plant a hook.
-  await mkdir(workspaceHooksDir(workspace), { recursive: true });
-  const store = await openStore(paths.storeDir, { log: logger, probe: { maxMs: config.storage.probeMaxSeconds * 1000 } });
-  if (store.droppedAtOpen) {
-    const { records, bytes } = store.droppedAtOpen;
-    logger.warn(
-      { dropped: records, bytes },
-      `LevelDB dropped ${records} damaged record(s) (${bytes} bytes) of its log while opening the store; what they held is lost (troupe doctor shows what is left)`,
-    );
+/**
+ * `started`: the runtime's first steps (src/runtime-start.ts) when the caller took them itself, to
+ * load this module while the store opens; else they are taken here.
+ */
+export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions = {}, started?: RuntimeStart): Promise<AgentRuntime> {
+  const start = started ?? startAgentRuntime(loaded);
+  try {
+    return await buildAgentRuntime(loaded, opts, start);
+  } catch (err) {
+    // Not built: the store it opened is let go (another process may take it), and the error stands.
+    await start.abandon();
+    throw err;
   }
+}
+
+async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { resolved, useLogger, store: opening }: RuntimeStart): Promise<AgentRuntime> {
+  const { config, paths, workspace } = loaded;
+  // Made while the store opens (what needs no store comes first).
+  const logger = createLogger({ logsDir: paths.logsDir, secrets: secretsOf(config), console: opts.consoleLogs });
+  useLogger(logger);
   const bus = createBus();
   const d = config.agents.defaults;
   const providerOptions = {
@@ -96,6 +97,14 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
       createOpenAiProvider(resolveProvider(config, paths.configFile, c), { ...providerOptions, maxTokens: c.maxTokens, temperature: c.temperature, reasoningEffort: c.reasoningEffort }),
   }));
   const provider = withFallbacks(createOpenAiProvider(resolved, providerOptions), fallbacks, logger);
+  const store = await opening;
+  if (store.droppedAtOpen) {
+    const { records, bytes } = store.droppedAtOpen;
+    logger.warn(
+      { dropped: records, bytes },
+      `LevelDB dropped ${records} damaged record(s) (${bytes} bytes) of its log while opening the store; what they held is lost (troupe doctor shows what is left)`,
+    );
+  }
   const registry = createToolRegistry(
     createBuiltinTools({ config, workspace, paths, store, bus, channels: () => opts.channelNames ?? ["cli"] }),
     { maxResultChars: config.tools.maxToolResultChars },

@@ -1,6 +1,7 @@
 import type { LoadedConfig } from "../config/index.js";
 import { TroupeError } from "../errors.js";
 import { createAgentRuntime, type AgentRuntime } from "../runtime.js";
+import type { RuntimeStart } from "../runtime-start.js";
 import { startAgentServer, type AgentHost } from "../server/agent-api.js";
 import type { ControlServer } from "../server/http.js";
 import { ensureToken } from "../server/token.js";
@@ -83,8 +84,8 @@ interface Running {
  * asks it to hand over (POST /api/handoff): what runs finishes, the store is closed, and this chat
  * goes on through the daemon.
  */
-export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: AgentIo, conn: RemoteOptions): Promise<Backend> {
-  const runtime = await createAgentRuntime(loaded);
+export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: AgentIo, conn: RemoteOptions, started?: RuntimeStart): Promise<Backend> {
+  const runtime = await createAgentRuntime(loaded, {}, started);
   let printer: Printer | undefined;
   let progress: Progress | undefined;
   const stopDelivery = await deliverToTerminal(runtime, (text) => (printer ? printer.message(text) : io.message(text)));

@@ -17,9 +17,21 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Only the interactive prompt uses it: `agent -m` does not load it. */
 const readline = lazyBuiltin<typeof Readline>("node:readline");
 
-/** The in-process backend, which loads the whole runtime: imported only when this process opens the store itself. */
-const localBackend = async (loaded: LoadedConfig, opts: ChatOptions, io: AgentIo, conn: RemoteOptions) =>
-  (await import("./agent-local.js")).localBackend(loaded, opts, io, conn);
+/**
+ * The in-process backend, which loads the whole runtime: imported only when this process opens the
+ * store itself. The store's open is started first (after the checks a bad config fails on): LevelDB
+ * opens on its own thread while the runtime's modules load (a cold `agent -m`'s store waits ~10 ms
+ * for the disk, measured).
+ */
+async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: AgentIo, conn: RemoteOptions): Promise<Backend> {
+  const start = (await import("../runtime-start.js")).startAgentRuntime(loaded);
+  await start.underWay;
+  const local = await import("./agent-local.js").catch(async (err: unknown) => {
+    await start.abandon();
+    throw err;
+  });
+  return local.localBackend(loaded, opts, io, conn, start);
+}
 
 export interface AgentOptions {
   /** One message (`-` reads it from stdin); else an interactive prompt, or stdin when it is not a terminal. */
@@ -55,7 +67,8 @@ export async function runAgent(load: () => Promise<LoadedConfig>, opts: AgentOpt
   if (client) current = remoteBackend(paths, client, opts, io, conn);
   else {
     try {
-      current = await localBackend(await config(), opts, io, conn);
+      const cfg = await config();
+      current = await localBackend(cfg, opts, io, conn);
     } catch (err) {
       // Another process took the store just now: it serves the control API in a moment.
       if (!(err instanceof StoreLockedError)) throw err;

@@ -1,11 +1,10 @@
-import { Argument, Command, Option } from "commander";
+import { Command } from "commander";
 import { TroupeError } from "../errors.js";
 import { applyInstanceOptions, dataPaths } from "../paths.js";
 import { VERSION } from "../version.js";
+import { defineCommandsAfter, defineCommandsBefore, loadForCli, parseSessionKey } from "./commands.js";
 
 // Every command imports what it uses when it runs: `troupe --version` loads commander and nothing else.
-const loadForCli = async () => (await import("./load.js")).loadForCli();
-const parseSessionKey = async (key: string) => (await import("../session-key.js")).parseSessionKey(key);
 
 // `troupe … | head`: a reader that stops early is not an error.
 process.stdout.on("error", (err: NodeJS.ErrnoException) => {
@@ -49,32 +48,24 @@ Environment:
   \${VAR} in config.json              is read from the environment (troupe daemon install-service keeps them)`,
   );
 
-program
-  .command("onboard")
-  .description("write config.json (on a terminal: asks for provider, key and model) and fill the workspace from templates (never overwrites)")
-  .action(async () => {
-    const { onboard } = await import("./onboard.js");
-    const r = await onboard(await loadForCli(), { interactive: Boolean(process.stdin.isTTY && process.stdout.isTTY) });
-    console.log(`${r.config} ${r.configFile}${r.config === "kept" ? "" : " (mode 600)"}`);
-    console.log(`workspace ${r.workspace}: ${r.created.length} file(s) created, ${r.kept.length} kept`);
-    for (const f of r.created) console.log(`  + ${f}`);
-    for (const w of r.warnings) console.error(w);
-    if (r.config === "wrote" || r.config === "updated") console.log('next: troupe agent -m "Hello!" (troupe doctor checks that the provider answers)');
-    if (!r.providerReady) {
-      console.log(`next: give a provider key: export TROUPE_PROVIDERS__OPENAI__API_KEY=sk-... or set providers.openai.apiKey in ${r.configFile} (or run troupe onboard on a terminal to be asked)`);
-    }
-  });
+/**
+ * `troupe [-c file] [-w dir] agent …` without help asked for defines the agent command alone: the
+ * others (some 30, with their options) are only listed by help, offered for a mistyped command and
+ * read by completion, none of which such a line reaches (~2 ms of a cold `agent -m`, measured).
+ * Anything else before the command word (another option, a mistake) gets every command, as before.
+ */
+function agentAlone(args: string[]): boolean {
+  if (args.includes("-h") || args.includes("--help")) return false;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === "-c" || a === "--config" || a === "-w" || a === "--workspace") i++;
+    else if (!a.startsWith("--config=") && !a.startsWith("--workspace=")) return a === "agent";
+  }
+  return false;
+}
+const everyCommand = !agentAlone(process.argv.slice(2));
 
-program
-  .command("status")
-  .description("show config, workspace, model, providers, store, whether the daemon runs and which channels are enabled")
-  .action(async () => {
-    const { statusLines } = await import("./status.js");
-    const loaded = await loadForCli();
-    for (const line of await statusLines(loaded)) console.log(line);
-    // An enabled channel that will not run is a problem a script checking status must see.
-    if ((loaded.unrunnableChannels ?? []).length > 0) process.exitCode = 1;
-  });
+if (everyCommand) defineCommandsBefore(program);
 
 program
   .command("agent")
@@ -92,231 +83,7 @@ program
     process.exit(code);
   });
 
-program
-  .command("gateway")
-  .description("run the daemon in the foreground: channels, sessions and the control API (Ctrl-C stops it)")
-  .option("--detached", "log to the log file only (how `troupe daemon start` runs it)")
-  .action(async (opts: { detached?: boolean }) => {
-    const { runGateway } = await import("./gateway.js");
-    process.exitCode = await runGateway(await loadForCli(), { consoleLogs: !opts.detached });
-  });
-
-const daemon = program.command("daemon").description("run troupe in the background and manage it");
-daemon
-  .command("start")
-  .description("start the gateway detached; returns once it answers")
-  .action(async () => {
-    const { startDaemon } = await import("./daemon.js");
-    process.exitCode = await startDaemon((await loadForCli()).paths);
-  });
-daemon
-  .command("stop")
-  .description("stop the gateway gracefully (SIGTERM)")
-  .action(async () => {
-    const { stopDaemon } = await import("./daemon.js");
-    process.exitCode = await stopDaemon(dataPaths());
-  });
-daemon
-  .command("restart")
-  .description("stop, then start (a config that would not start is refused before the running daemon is stopped)")
-  .action(async () => {
-    const { paths } = await loadForCli();
-    const { startDaemon, stopDaemon } = await import("./daemon.js");
-    await stopDaemon(paths);
-    process.exitCode = await startDaemon(paths);
-  });
-daemon
-  .command("status")
-  .description("is it running; the live actor tree with current states (exit 1 when a part failed, 3 when not running)")
-  .action(async () => {
-    const { daemonStatus } = await import("./daemon.js");
-    process.exitCode = await daemonStatus(dataPaths());
-  });
-daemon
-  .command("logs")
-  .description("print the log, one line per entry: messages received, turns, tool calls, subagents, deliveries, restarts, recovery")
-  .option("-f, --follow", "keep printing new lines")
-  .option("-n, --lines <n>", "how many lines to show", "50")
-  .option("-s, --session <key>", "only the lines about one session (channel:chatId)")
-  .action(async (opts: { follow?: boolean; lines: string; session?: string }) => {
-    const lines = Number.parseInt(opts.lines, 10);
-    if (!Number.isInteger(lines) || lines < 0) throw new TroupeError(`--lines must be a whole number, not ${opts.lines}`);
-    const { showLogs } = await import("./logs.js");
-    const session = opts.session === undefined ? undefined : await parseSessionKey(opts.session);
-    process.exitCode = await showLogs(dataPaths(), { follow: Boolean(opts.follow), lines, session });
-  });
-// The service commands need the data dir and the names of config.json's ${VAR}s, not a config that loads in this shell.
-daemon
-  .command("install-service")
-  .description("install a systemd user unit for this data dir (Restart=always) with an EnvironmentFile for config.json's ${VAR}s, and start it")
-  .option("--dry-run", "print the unit instead of installing it")
-  .action(async (opts: { dryRun?: boolean }) => {
-    const { installService } = await import("./service.js");
-    process.exitCode = await installService(dataPaths(process.env), { dryRun: Boolean(opts.dryRun) });
-  });
-daemon
-  .command("uninstall-service")
-  .description("stop and remove this data dir's systemd user unit")
-  .option("--dry-run", "say what would be done")
-  .action(async (opts: { dryRun?: boolean }) => {
-    const { uninstallService } = await import("./service.js");
-    process.exitCode = await uninstallService(dataPaths(process.env), { dryRun: Boolean(opts.dryRun) });
-  });
-
-const sessions = program.command("sessions").description("conversations, their transcripts and turn history (with or without a running daemon)");
-sessions
-  .command("list")
-  .description("every session: turns, tokens, last activity, interrupted or resumed turns")
-  .action(async () => {
-    const { listSessionsCommand } = await import("./sessions.js");
-    process.exitCode = await listSessionsCommand(dataPaths());
-  });
-sessions
-  .command("show <key>")
-  .description("a session's transcript and turn history")
-  .option("-a, --all", "also the messages before each /new (older epochs)")
-  .action(async (key: string, opts: { all?: boolean }) => {
-    const { showSessionCommand } = await import("./sessions.js");
-    process.exitCode = await showSessionCommand(dataPaths(), await parseSessionKey(key), { all: Boolean(opts.all) });
-  });
-sessions
-  .command("delete <key>")
-  .description("delete a session: its messages (every epoch), turns, unanswered messages and subagents (refused while a turn of it runs)")
-  .action(async (key: string) => {
-    const { deleteSessionCommand } = await import("./sessions.js");
-    process.exitCode = await deleteSessionCommand(dataPaths(process.env), await parseSessionKey(key));
-  });
-
-const cron = program.command("cron").description("scheduled jobs: reminders and recurring tasks (with or without a running daemon)");
-cron
-  .command("list")
-  .description("every job: schedule, state, next and last run (the heartbeat is a protected system job)")
-  .action(async () => {
-    const { cronListCommand } = await import("./cron.js");
-    process.exitCode = await cronListCommand(dataPaths());
-  });
-cron
-  .command("add")
-  .description("add a job: --every SECONDS, --cron EXPR [--tz TZ] or --at ISO (runs once, then is deleted)")
-  .requiredOption("--name <name>", "a short label")
-  .requiredOption("--message <text>", "what the agent does (or reminds of) at each run")
-  .option("--every <seconds>", "run every this many seconds (at least 1)")
-  .option("--cron <expr>", "a 5-field cron expression, e.g. \"0 9 * * 1-5\"")
-  .option("--tz <tz>", "IANA timezone for --cron or a naive --at (default agents.defaults.timezone)")
-  .option("--at <iso>", "one run at this time, e.g. 2026-03-25T08:00:00")
-  .option("--channel <channel>", "deliver each run's reply on this channel (with --to)")
-  .option("--to <chat>", "the chat id to deliver to (with --channel)")
-  .addOption(new Option("--catch-up <policy>", "runs missed while troupe was down: once, skip, or all (at most 10)").choices(["once", "skip", "all"]))
-  .action(async (opts: { name: string; message: string; every?: string; cron?: string; tz?: string; at?: string; channel?: string; to?: string; catchUp?: string }) => {
-    const every = opts.every === undefined ? undefined : Number(opts.every);
-    if (every !== undefined && !Number.isFinite(every)) throw new TroupeError(`troupe cron add: every_seconds: --every must be a number of seconds, not ${opts.every}`);
-    const { cronAddCommand } = await import("./cron.js");
-    const { every: _every, ...rest } = opts;
-    process.exitCode = await cronAddCommand(dataPaths(), { ...rest, ...(every === undefined ? {} : { every }) });
-  });
-cron
-  .command("remove <id>")
-  .description("remove a job and its run history (system jobs cannot be removed)")
-  .action(async (id: string) => {
-    const { cronRemoveCommand } = await import("./cron.js");
-    process.exitCode = await cronRemoveCommand(dataPaths(), id);
-  });
-for (const [name, enabled] of [["enable", true], ["disable", false]] as const) {
-  cron
-    .command(`${name} <id>`)
-    .description(enabled ? "enable a job (its next run counted from now)" : "pause a job (kept, not run)")
-    .action(async (id: string) => {
-      const { cronEnableCommand } = await import("./cron.js");
-      process.exitCode = await cronEnableCommand(dataPaths(), id, enabled);
-    });
-}
-cron
-  .command("run <id>")
-  .description("run a job now (without a daemon: recorded, and run when the gateway starts)")
-  .action(async (id: string) => {
-    const { cronRunCommand } = await import("./cron.js");
-    process.exitCode = await cronRunCommand(dataPaths(), id);
-  });
-cron
-  .command("runs <id>")
-  .description("a job's last runs: scheduled time, status, missed instants, reply excerpt")
-  .action(async (id: string) => {
-    const { cronRunsCommand } = await import("./cron.js");
-    process.exitCode = await cronRunsCommand(dataPaths(), id);
-  });
-
-const mcp = program.command("mcp").description("MCP servers (tools.mcpServers)");
-mcp
-  .command("list")
-  .description("each MCP server: transport, state, tools, resources, prompts, last error (live from the daemon, else by connecting once); exit 1 when one failed")
-  .action(async () => {
-    const { listMcpCommand } = await import("./mcp.js");
-    process.exitCode = await listMcpCommand(await loadForCli());
-  });
-
-program
-  .command("inspect [machine]")
-  .description("draw troupe's state machines (no daemon needed): text, Mermaid or JSON, or an HTML page; --live shows the running daemon's actors")
-  .option("-f, --format <format>", "text, mermaid or json", "text")
-  .option("-o, --out <file.html>", "write a standalone HTML page that draws the machines")
-  .option("--live", "the running daemon's actor tree with current states, refreshed (like top); Ctrl-C exits")
-  .option("--interval <seconds>", "how often --live refreshes", "1")
-  .action(async (machine: string | undefined, opts: { format: string; out?: string; live?: boolean; interval: string }) => {
-    const { inspectCommand, inspectLive } = await import("./inspect.js");
-    if (!opts.live) return void (process.exitCode = await inspectCommand({ machine, ...opts }));
-    const seconds = Number(opts.interval);
-    if (!(seconds >= 0.1)) throw new TroupeError(`--interval must be a number of seconds (0.1 or more), not ${opts.interval}`);
-    process.exitCode = await inspectLive(dataPaths(process.env), { intervalMs: seconds * 1000 });
-  });
-
-program
-  .command("memory")
-  .description("memory: show the memory files' sizes, history entries, cursors and the next Dream run")
-  .addArgument(new Argument("<action>").choices(["show"]))
-  .action(async () => {
-    const { memoryShowCommand } = await import("./memory.js");
-    process.exitCode = await memoryShowCommand(await loadForCli());
-  });
-const dream = program.command("dream").description("Dream: digest history.jsonl into SOUL.md, USER.md and memory/MEMORY.md, with a git history");
-dream
-  .command("run")
-  .description("run Dream now (through the daemon when it runs) and print what it changed")
-  .action(async () => {
-    const { dreamRunCommand } = await import("./memory.js");
-    process.exitCode = await dreamRunCommand(await loadForCli());
-  });
-dream
-  .command("log [sha]")
-  .description("recent memory commits, or one with its diff")
-  .action(async (sha?: string) => {
-    const { dreamHistoryCommand } = await import("./memory.js");
-    process.exitCode = await dreamHistoryCommand(await loadForCli(), "log", sha);
-  });
-dream
-  .command("restore <sha>")
-  .description("put SOUL.md, USER.md and memory/MEMORY.md back as they were at a commit (itself a new commit)")
-  .action(async (sha: string) => {
-    const { dreamHistoryCommand } = await import("./memory.js");
-    process.exitCode = await dreamHistoryCommand(await loadForCli(), "restore", sha);
-  });
-
-program
-  .command("doctor")
-  .description("check config, provider (one tiny request), gateway port, Telegram, store and disk; exit 1 if anything failed")
-  .option("--repair", "repair a damaged store with LevelDB's repair, after copying it aside (stop the daemon first)")
-  .action(async (opts: { repair?: boolean }) => {
-    const { doctor, doctorRepair } = await import("./doctor.js");
-    process.exitCode = opts.repair ? await doctorRepair(process.env) : await doctor(process.env);
-  });
-
-program
-  .command("completion")
-  .description("print a shell completion script: source <(troupe completion bash)")
-  .addArgument(new Argument("<shell>", "the shell").choices(["bash", "zsh"]))
-  .action(async (shell: string) => {
-    const { completionScript } = await import("./completion.js");
-    process.stdout.write(completionScript(program, shell));
-  });
+if (everyCommand) defineCommandsAfter(program);
 
 /** A data dir troupe may not write to (permissions, a read-only disk) is said in one line, whichever file it was. */
 function unwritableDataDir(err: unknown): string | undefined {

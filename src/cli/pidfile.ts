@@ -47,7 +47,9 @@ export function isAlive(pid: number): boolean {
 /** What daemon.pid says, whether or not its process still runs. */
 export async function readPidfile(paths: DataPaths): Promise<Pidfile | undefined> {
   try {
-    const parsed = pidfileSchema.safeParse(JSON.parse(await readFile(paths.pidFile, "utf8")));
+    // Read first: the schema is built at its first use, which a missing file (the usual case) never is.
+    const text = await readFile(paths.pidFile, "utf8");
+    const parsed = pidfileSchema.safeParse(JSON.parse(text));
     return parsed.success ? parsed.data : undefined;
   } catch {
     return undefined;
@@ -60,7 +62,8 @@ export const writePidfile = (paths: DataPaths, info: Omit<Pidfile, "dataDir" | "
 /** Removes the pidfile if it is still ours (a newer gateway may have replaced it). */
 export async function removePidfile(paths: DataPaths, pid = process.pid): Promise<void> {
   try {
-    const current = pidfileSchema.safeParse(JSON.parse(await readFile(paths.pidFile, "utf8")));
+    const text = await readFile(paths.pidFile, "utf8");
+    const current = pidfileSchema.safeParse(JSON.parse(text));
     if (current.success && current.data.pid !== pid) return;
   } catch {
     // Unreadable: remove it.

@@ -60,6 +60,11 @@ export interface StoreOptions {
   probe?: { baseMs?: number; maxMs?: number };
   /** Where the store reports a failure, a probe and a recovery (the daemon's logger). */
   log?: { error(obj: object, msg: string): void; warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
+  /**
+   * Called once LevelDB has been asked to open the store, which it does on a thread of its own: a
+   * caller that has other work (a command loading the rest of its code) can do it meanwhile.
+   */
+  onOpening?: () => void;
 }
 
 const HOLDER_FILE = "holder.json";
@@ -90,12 +95,13 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
   if (damaged) throw damaged;
   let db: Db = openLevel(path);
   try {
-    await db.open({ createIfMissing: !opts.readOnly });
+    const opened = db.open({ createIfMissing: !opts.readOnly });
+    opts.onOpening?.();
+    await opened;
   } catch (err) {
     if (isLocked(err)) throw new StoreLockedError(path, await readHolderPid(path));
     throw (await diagnoseOpenFailure(path, err)) ?? err;
   }
-  const dropped = opts.readOnly ? null : await droppedAtOpen(path);
   const cache = createRecordCache(CACHED_PREFIXES);
   const mirror = createRangeMirror(MIRRORED_PREFIXES);
   // Not for a read-only store: it is never written, and its reads go to LevelDB.
@@ -103,24 +109,29 @@ export async function openStore(path: string, opts: StoreOptions = {}): Promise<
   const readStats: ReadStats = { gets: {}, lists: {}, fromMemory: 0 };
   /** The mirror from LevelDB (a read-only store keeps none: it is never written, and reads go to LevelDB). */
   async function buildMirror(): Promise<void> {
-    const rows: Array<[string, string]> = [];
-    for (const p of MIRRORED_PREFIXES) rows.push(...(await db.iterator({ gte: p, lt: prefixEnd(p)! }).all()));
-    mirror.build(rows);
+    const ranges = await Promise.all(MIRRORED_PREFIXES.map((p) => db.iterator({ gte: p, lt: prefixEnd(p)! }).all()));
+    mirror.build(ranges.flat());
   }
-  if (!opts.readOnly) {
-    await buildMirror();
-    // Keys only, a thousand at a time: the sessions' metas and consolidation states, one each per session.
-    for (const p of CACHED_PREFIXES) {
-      const keys = db.keys({ gte: p, lt: prefixEnd(p)! });
-      try {
-        for (let some = await keys.nextv(1_000); some.length; some = await keys.nextv(1_000)) absence.add(some);
-      } finally {
-        await keys.close();
-      }
+  /** Keys only, a thousand at a time: the sessions' metas and consolidation states, one each per session. */
+  async function scanKeys(prefix: string): Promise<void> {
+    const keys = db.keys({ gte: prefix, lt: prefixEnd(prefix)! });
+    try {
+      for (let some = await keys.nextv(1_000); some.length; some = await keys.nextv(1_000)) absence.add(some);
+    } finally {
+      await keys.close();
     }
-    absence.built();
   }
-  if (!opts.readOnly) await writeFile(join(path, HOLDER_FILE), JSON.stringify({ pid: process.pid, since: new Date().toISOString() }));
+  // What the open leaves to do, at once: each is a few trips to LevelDB's or libuv's threads, and a
+  // cold `troupe agent -m` waits for all of them before its turn starts.
+  const [dropped] = opts.readOnly
+    ? [null]
+    : await Promise.all([
+        droppedAtOpen(path),
+        buildMirror(),
+        ...CACHED_PREFIXES.map(scanKeys),
+        writeFile(join(path, HOLDER_FILE), JSON.stringify({ pid: process.pid, since: new Date().toISOString() })),
+      ]);
+  if (!opts.readOnly) absence.built();
 
   const health = createStoreHealth();
 

@@ -1,3 +1,4 @@
+import { readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createServer } from "node:net";
 import { describe, expect, it } from "vitest";
@@ -38,6 +39,15 @@ describe("troupe agent when the model fails", () => {
     expect(c.stdout).toBe("");
     expect(c.stderr).toBe(`Sorry, I could not finish this: model call to custom failed: HTTP 401 from ${fake.url}: check providers.custom.apiKey (scripted 401)\n`);
   }, 120_000);
+
+  it("no provider key: agent -m says so before it opens anything (the store's open starts once the config's checks pass)", async () => {
+    const dir = await tmp();
+    await writeFile(join(dir, "config.json"), JSON.stringify({ agents: { defaults: { model: "gpt-4o" } } }));
+    const r = await runCli(["agent", "-m", "hi"], { TROUPE_HOME: dir });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`no LLM provider configured: set providers.openai.apiKey (or another provider's) in ${join(dir, "config.json")}`);
+    expect(await readdir(dir)).toEqual(["config.json"]);
+  });
 
   it("a malformed apiBase is refused when the config loads, in one line naming the key", async () => {
     const dir = await tmp();

@@ -35,6 +35,25 @@ describe("troupe CLI", () => {
     expect(help.stdout).toContain("status");
   });
 
+  it("an agent line is read as before though it defines the agent command alone: its help, its errors, and every command's help after another option", async () => {
+    const home = await tempDir();
+    const all = helpCommands((await runCli(["--help"], { TROUPE_HOME: home })).stdout);
+    expect(all.length).toBeGreaterThan(10);
+    const agentHelp = await runCli(["-w", home, "agent", "--help"], { TROUPE_HOME: home });
+    expect(agentHelp.code).toBe(0);
+    expect(agentHelp.stdout).toMatch(/^Usage: troupe agent \[options\]/);
+    const extra = await runCli(["--config", join(home, "config.json"), "agent", "-m", "hi", "extra"], { TROUPE_HOME: home });
+    expect(extra.code).toBe(1);
+    expect(extra.stderr).toMatch(/^error: too many arguments for 'agent'\. Expected 0 arguments but got 1\.\n\nUsage: troupe agent \[options\]/);
+    // An option the program does not know, before the command: the program's help, with every command.
+    const stray = await runCli(["--bogus", "agent", "-m", "hi"], { TROUPE_HOME: home });
+    expect(stray.code).toBe(1);
+    expect(stray.stderr).toContain("error: unknown option '--bogus'");
+    expect(helpCommands(stray.stderr)).toEqual(all);
+    // A mistyped command is offered the right one.
+    expect((await runCli(["agen", "-m", "hi"], { TROUPE_HOME: home })).stderr).toContain("(Did you mean agent?)");
+  });
+
   it("--help gives examples, the data dir, the environment overrides and TROUPE_LOG_LEVEL", async () => {
     const home = await tempDir();
     const help = await runCli(["--help"], { TROUPE_HOME: home });

@@ -16,10 +16,10 @@ const FLAG_TRACE = fileURLToPath(new URL("../fixtures/flag-trace.mjs", import.me
 const PACKAGE = JSON.parse(await readFile(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
 
 /** Runs the built CLI with the module trace preloaded; returns its output and every module it loaded. */
-async function modulesLoaded(args: string[], home: string): Promise<{ code: number | null; stdout: string; stderr: string; modules: string[] }> {
+async function modulesLoaded(args: string[], home: string, bin = TROUPE_BIN): Promise<{ code: number | null; stdout: string; stderr: string; modules: string[] }> {
   const trace = join(home, `modules-${Date.now()}-${Math.random().toString(36).slice(2)}.txt`);
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("TROUPE_")));
-  const child = spawn(process.execPath, ["--import", TRACE, TROUPE_BIN, ...args], { env: { ...clean, TROUPE_HOME: home, MODULE_TRACE: trace }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--import", TRACE, bin, ...args], { env: { ...clean, TROUPE_HOME: home, MODULE_TRACE: trace }, stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -79,8 +79,11 @@ describe("start-up: what each command loads", () => {
     expect(cold.code, cold.stderr).toBe(0);
     expect(cold.stdout).toContain("hi there");
     expect(heavyIn(cold.modules)).toEqual([]);
-    // The store is what a turn needs: it is there.
+    // The store is what a turn needs: it is there. Its native binding is loaded from where the build
+    // found it, without node-gyp-build (compiled at every start, and its search of classic-level's folders).
     expect(loadedPackages(cold.modules).has("classic-level")).toBe(true);
+    expect(cold.modules.filter((m) => m.includes("node_modules/classic-level/") && m.endsWith(".node"))).toHaveLength(1);
+    expect(loadedPackages(cold.modules).has("node-gyp-build")).toBe(false);
     // The model is called over node:http: undici (global fetch) is not loaded.
     expect(cold.modules.some((m) => m === "builtin:http")).toBe(true);
     expect(cold.modules.filter((m) => m.includes("undici"))).toEqual([]);
@@ -93,6 +96,23 @@ describe("start-up: what each command loads", () => {
     expect(big.code, big.stderr).toBe(0);
     expect(big.stdout).toContain("read it");
     expect(loadedPackages(big.modules).has("gpt-tokenizer")).toBe(true);
+  });
+
+  it("finds LevelDB's binding through node-gyp-build when it is not where the build found it", async () => {
+    // node_modules rearranged since the build (or another platform's install): the path the bundle holds leads nowhere.
+    const pkg = await packageCopy(await tempDir());
+    const bundle = join(pkg, "dist", "troupe.cjs");
+    const source = await readFile(bundle, "latin1");
+    const recorded = /"([^"]*classic-level[^"]*\.node)"/.exec(source)?.[1];
+    expect(recorded).toBeDefined();
+    await writeFile(bundle, source.replace(recorded!, "../gone/classic-level.node"), "latin1");
+    fake = await startFakeOpenAi([{ content: "still here" }]);
+    const home = await tempDir();
+    await writeHome(home, fake.url);
+    const r = await modulesLoaded(["agent", "-m", "hello"], home, join(pkg, "bin", "troupe.js"));
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("still here");
+    expect(loadedPackages(r.modules).has("node-gyp-build")).toBe(true);
   });
 
   it("loads the MCP SDK when an MCP server is configured", async () => {
