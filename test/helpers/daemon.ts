@@ -31,3 +31,12 @@ export const replyTo = (daemon: Daemon, messageId: string) =>
 
 /** A message from the API channel, as the control API would take it in; resolves with its id. */
 export const sendApi = (daemon: Daemon, chatId: string, content: string) => daemon.accept("api", { chatId, senderId: "u", content });
+
+/** The Telegram channel's options for tests: 1 s long polls, quick backoff, a 1 s watchdog grace. */
+export const QUICK_TELEGRAM = { pollTimeoutS: 1, baseBackoffMs: 100, watchdogGraceS: 1 };
+
+/** An in-process daemon with channels.telegram on against a fake Bot API (telegramOn, then `telegram`'s keys), polling quickly. */
+export function startTelegramDaemon(dir: string, url: string, tg: { token: string; apiRoot: string }, telegram: Record<string, unknown> = {}, opts: DaemonOptions = {}): Promise<Daemon> {
+  return startDaemon(dir, url, { config: { channels: { telegram: { ...telegramOn(tg), ...telegram } } } }, { telegram: QUICK_TELEGRAM, ...opts });
+}
+

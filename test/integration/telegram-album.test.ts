@@ -1,9 +1,10 @@
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Daemon } from "../../src/runtime.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { startFakeTelegram, type FakeTelegram } from "../fixtures/fake-telegram.js";
-import { startDaemon } from "../helpers/daemon.js";
+import { startTelegramDaemon } from "../helpers/daemon.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { sleep, until } from "../helpers/wait.js";
 
@@ -22,25 +23,14 @@ describe("Telegram: an album (media group) is one message", () => {
   let fake: FakeOpenAi | undefined;
   let tg: FakeTelegram | undefined;
   let daemon: Daemon | undefined;
-  afterEach(async () => {
-    await daemon?.shutdown();
-    await fake?.close();
-    await tg?.close();
-    daemon = undefined;
-    tg = undefined;
-  });
+  closeAfterEach(() => [daemon, fake, tg]);
 
   async function start(files: string[]) {
     fake = await startFakeOpenAi([], () => ({ content: "answered" }));
     tg = await startFakeTelegram(TOKEN);
     for (const id of files) tg.addFile(id, `photos/${id}.jpg`, Buffer.from(`JPEG-${id}`));
     const home = await tmp();
-    daemon = await startDaemon(
-      home,
-      fake.url,
-      { config: { channels: { telegram: { enabled: true, token: TOKEN, apiRoot: tg.apiRoot, allowFrom: ["alice"] } } } },
-      { telegram: { pollTimeoutS: 1, baseBackoffMs: 100, watchdogGraceS: 1 } },
-    );
+    daemon = await startTelegramDaemon(home, fake.url, tg, { allowFrom: ["alice"] });
     return { tg, fake, home, daemon };
   }
 

@@ -1,10 +1,11 @@
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Daemon } from "../../src/runtime.js";
 import { listSessions } from "../../src/store/sessions.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { BOT, startFakeTelegram, type FakeTelegram } from "../fixtures/fake-telegram.js";
-import { startDaemon, telegramOn } from "../helpers/daemon.js";
+import { startTelegramDaemon } from "../helpers/daemon.js";
+import { closeAfterEach } from "../helpers/teardown.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
 
@@ -19,18 +20,13 @@ describe("Telegram: a message's context reaches the turn as nanobot puts it", ()
   let fake: FakeOpenAi | undefined;
   let tg: FakeTelegram | undefined;
   let daemon: Daemon | undefined;
-  afterEach(async () => {
-    await daemon?.shutdown();
-    await fake?.close();
-    await tg?.close();
-    daemon = undefined;
-  });
+  closeAfterEach(() => [daemon, fake, tg]);
 
   async function start() {
     fake = await startFakeOpenAi([], () => ({ content: "answered" }));
     tg = await startFakeTelegram(TOKEN);
     const home = await tmp();
-    daemon = await startDaemon(home, fake.url, { config: { channels: { telegram: telegramOn(tg) } } }, { telegram: { pollTimeoutS: 1, baseBackoffMs: 100, watchdogGraceS: 1 } });
+    daemon = await startTelegramDaemon(home, fake.url, tg);
     return home;
   }
   /** The text of the user message of the n-th model request (the part after the runtime context). */

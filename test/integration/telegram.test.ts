@@ -9,7 +9,7 @@ import type { StoreOp } from "../../src/store/store.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { startFakeTelegram, telegramFuzzCase, type FakeTelegram } from "../fixtures/fake-telegram.js";
 import { startFakeWeb } from "../fixtures/fake-web.js";
-import { startDaemon } from "../helpers/daemon.js";
+import { startDaemon, startTelegramDaemon } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { sleep, until } from "../helpers/wait.js";
 
@@ -43,13 +43,9 @@ describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () =
   async function start(telegram: Record<string, unknown> = {}, dir?: string, stream = false) {
     tg ??= await startFakeTelegram(TOKEN);
     const home = dir ?? (await tmp());
-    daemon = await startDaemon(
-      home,
-      fake!.url,
-      // Replies read as sendMessage calls: streaming (the default) only where a test asks for it.
-      { config: { channels: { telegram: { enabled: true, token: TOKEN, apiRoot: tg.apiRoot, allowFrom: ["alice"], streaming: false, ...telegram } } } },
-      { telegram: { pollTimeoutS: 1, baseBackoffMs: 100, watchdogGraceS: 1 }, stream },
-    );
+    // Replies read as sendMessage calls: streaming (the default) only where a test asks for it.
+    // The daemon's token is TOKEN whatever the fake Bot API answers to (a test of a rejected token starts it with another).
+    daemon = await startTelegramDaemon(home, fake!.url, tg, { token: TOKEN, allowFrom: ["alice"], ...telegram }, { stream });
     return home;
   }
 
