@@ -11,8 +11,7 @@ import type { AddressInfo } from "node:net";
  * or not, as the request asks.
  *
  * It runs on the CPUs troupe runs on, where a real model does not: so it reads a request by scanning
- * its JSON text for the few things it needs (the client is troupe, whose encoder writes compact JSON),
- * not by parsing it, and keeps nothing of it. Parsing every request with the test fixture
+ * its JSON text for the few things it needs, not by parsing it, and keeps nothing of it. Parsing every request with the test fixture
  * (test/fixtures/fake-openai.ts) cost ~0.23 ms of CPU a request: ~460 ms in the 1,000-session burst.
  * Usage: fake-model.ts <latency ms> [calls, default 2]; prints the base URL on stdout.
  */
@@ -24,14 +23,15 @@ const answerOf = (n: number): string => Array.from({ length: n }, (_, i) => WORD
 
 type Answer = { content: string } | { tool: string };
 
-/** What to answer, read off the request's JSON text. */
+/** What to answer, read off the request's JSON text (with or without spaces between its tokens: jnano's client writes them too). */
 function answerFor(body: string): Answer {
   // A request without tools is the Consolidator's: it gets a summary.
-  if (!/"tools":\[\{/.test(body)) return { content: "The user listed the workspace; it was listed." };
+  if (!/"tools"\s*:\s*\[\s*\{/.test(body)) return { content: "The user listed the workspace; it was listed." };
   // Tool results of this turn only: those after the last user message.
-  const lastUser = body.lastIndexOf('"role":"user"');
+  let lastUser = -1;
+  for (const m of body.matchAll(/"role"\s*:\s*"user"/g)) lastUser = m.index;
   const turn = lastUser < 0 ? body : body.slice(lastUser);
-  const toolResults = turn.split('"role":"tool"').length - 1;
+  const toolResults = [...turn.matchAll(/"role"\s*:\s*"tool"/g)].length;
   if (toolResults < calls - 1) return { tool: "list_dir" };
   const asked = /an answer of (\d+) words/.exec(turn);
   return { content: asked ? answerOf(Number(asked[1])) : "done" };
@@ -65,7 +65,7 @@ const server = createServer((req, res) => {
   req.on("end", () => {
     const body = Buffer.concat(chunks).toString();
     const answer = answerFor(body);
-    const stream = /"stream":true/.test(body);
+    const stream = /"stream"\s*:\s*true/.test(body);
     setTimeout(() => respond(res, answer, stream), latency);
   });
 });
