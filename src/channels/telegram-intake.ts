@@ -48,16 +48,17 @@ export async function takeInAnswer(updates: unknown[], storedOffset: number | un
   for (const unit of unitsOf(updates)) {
     const fetches = unit.some((u) => deps.carriesMedia(u));
     if (fetches && pending.length) await takeIn();
+    // An album's items are read at once (their files downloaded side by side), then kept in order.
+    const results = await Promise.all(
+      unit.map(async (update) => {
+        // An album redelivered with an item more (a write or a download failed between): the items
+        // stored before are left out, so the new one is taken in on its own, not dropped with them.
+        if (albumOf(update) !== undefined && (await deps.taken(update))) return { updateId: updateIdOf(update) };
+        return deps.read(update);
+      }),
+    );
     const read: ChannelInbound[] = [];
-    for (const update of unit) {
-      // An album redelivered with an item more (a write or a download failed between): the items
-      // stored before are left out, so the new one is taken in on its own, not dropped with them.
-      if (albumOf(update) !== undefined && (await deps.taken(update))) {
-        const id = updateIdOf(update);
-        if (id !== undefined) done.add(id);
-        continue;
-      }
-      const { updateId, message } = await deps.read(update);
+    for (const { updateId, message } of results) {
       if (message) read.push(message);
       if (updateId !== undefined) done.add(updateId);
     }

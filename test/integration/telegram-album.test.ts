@@ -61,6 +61,15 @@ describe("Telegram: an album (media group) is one message", () => {
     expect(polls.at(-1)!.body.offset).toBe(lastId + 1);
   });
 
+  it("an album's files are downloaded side by side, and reach the model in the album's order", async () => {
+    const { tg: bot, fake: model } = await start(["r1", "r2", "r3"]);
+    bot.setFileLatency(300);
+    for (const id of ["r1", "r2", "r3"]) bot.message("", alice, { id: 42, type: "private" }, albumPhoto("g3", id));
+    await until(() => model.requests[0], 15_000, "the album's turn");
+    expect(bot.mostDownloadsAtOnce()).toBe(3);
+    expect(imagesOf(userParts(model)[0])).toEqual(["JPEG-r1", "JPEG-r2", "JPEG-r3"]);
+  });
+
   it("an album beside a text message from another chat: each answered once, the album as one message", async () => {
     const { tg: bot, fake: model, daemon: d } = await start(["q1", "q2"]);
     const received: Array<{ chatId: string; content: string }> = [];
