@@ -4,16 +4,14 @@ import type { StartedRun } from "./cron/fire.js";
 import type { CronJob } from "./cron/jobs.js";
 import type { CronService } from "./cron/service.js";
 import { listSessions } from "./store/sessions.js";
-import { createFreshSessions, createLoadSession } from "../actors/load-session.js";
+import { createFreshSessions } from "../actors/load-session.js";
 import { createSessionTurns, replyRecord } from "../actors/session-turn.js";
+import { createSessionLogic, sessionNotices } from "../actors/session-logic.js";
 import type { SubagentPool } from "../actors/subagents.js";
-import { userMessageWithMedia } from "./context/media.js";
-import { sessionMachine, type SessionMessage } from "../machines/session.machine.js";
 import type { SessionHost } from "../actors/session-host.js";
 import { channelActorId, DREAM_ACTOR_ID, sessionActorId, sessionKeyOfActor, supervisorMachine, type SupervisionPolicy } from "../machines/supervisor.machine.js";
 import type { Channel, ChannelInbound } from "./channels/channel.js";
 import { createInbound } from "./inbound.js";
-import { inboxDeleteOps } from "./store/inbox.js";
 import { listOpenTurns } from "./store/turns.js";
 import type { DiskState } from "./store/upkeep.js";
 import { ConfigError } from "./errors.js";
@@ -171,16 +169,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   });
   core.registry.register(spawnTool(subagents));
   core.registry.register(subagentsTool(subagents));
-  /** An answer that needs no turn; the message it answers leaves the inbox in the same batch. */
-  const notice = (sessionKey: string, message: SessionMessage, text: string) =>
-    queueDelivery(store, bus, replyRecord(message, text, `notice:${message.id}`, [message.id], Date.now()), inboxDeleteOps(sessionKey, [message.id])).catch(
-      (err: unknown) => logger.error({ err }, "could not queue a notice"),
-    );
-  /** Work an action started (every promise from an action ends here or in a catch) failed, a store error say: logged, and the user told. */
-  const failed = (sessionKey: string, message: SessionMessage, what: string, tell: (why: string) => string) => (err: unknown) => {
-    logger.error({ err, sessionKey, messageId: message.id }, `${what} failed`);
-    return notice(sessionKey, message, tell(err instanceof Error ? err.message : String(err)));
-  };
+  const { notice, failed } = sessionNotices(store, bus, logger);
 
   const cron = createCronService({ store, defaultTz: d.timezone, changed: () => supervisor.send({ type: "cron.changed" }) });
   core.registry.register(cronTool({ service: cron, defaultTz: d.timezone }));
@@ -206,54 +195,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   const slots = createSlots(limiter);
   // Sessions started for the first time with nothing stored skip their load's read (see createFreshSessions).
   const fresh = createFreshSessions();
-  const session = sessionMachine.provide({
-    guards: { storeDown, ...slots.guards },
-    actors: {
-      slot: slots.slot,
-      turn: sessionTurns.turn,
-    },
-    actions: {
-      ...slots.actions,
-      load: createLoadSession(store, fresh),
-      prepareTurn: sessionTurns.prepareTurn,
-      watchTurn: sessionTurns.watchTurn,
-      notify: (_, { sessionKey, message, text }) => void notice(sessionKey, message, text),
-      stop: (_, { sessionKey, message, text, idle }) =>
-        void subagents.cancelAll(sessionKey).then(
-          (n) => {
-            const also = n ? `Cancelled ${n} subagent(s).` : "";
-            return notice(sessionKey, message, idle && n ? also : [text, also].filter(Boolean).join(" "));
-          },
-          failed(sessionKey, message, "/stop", (why) => [idle ? "" : text, `Could not cancel subagents: ${why}`].filter(Boolean).join(" ")),
-        ),
-      inject: ({ self }, { message }) => {
-        const send = (content: string | Awaited<ReturnType<typeof userMessageWithMedia>>["content"]) =>
-          self.getSnapshot().children.turn?.send({ type: "inject", content, messageId: message.id });
-        if (!message.media?.length) return void send(message.content);
-        // Images reach the model as image parts, as in a turn's first message.
-        void userMessageWithMedia(message.content, message.media).then(
-          (m) => send(m.content),
-          (err: unknown) => logger.error({ err }, "could not read an injected message's media"),
-        );
-      },
-      discard: (_, { sessionKey, ids }) =>
-        void store.batch(inboxDeleteOps(sessionKey, ids), { sync: true }).catch((err: unknown) => logger.error({ err }, "could not discard messages")),
-      answerCommand: (_, { sessionKey, message, busy }) => {
-        const command = message.content.trim().split(/\s+/)[0] ?? "";
-        void conversation
-          .command({ sessionKey, channel: message.channel, chatId: message.chatId, content: message.content }, { busy })
-          .then(
-            async (reply) => {
-              const running = busy && command.toLowerCase() !== "/restart" ? "\nA turn is running; /stop cancels it." : "";
-              await notice(sessionKey, message, `${reply?.content ?? ""}${running}`);
-              // /restart: the answer and the message's removal from the inbox are durable before the shutdown starts.
-              reply?.afterAnswer?.();
-            },
-            failed(sessionKey, message, command, (why) => `Sorry, ${command} failed: ${why}`),
-          );
-      },
-    },
-  });
+  const session = createSessionLogic({ store, logger, conversation, subagents, sessionTurns, slots, storeDown, fresh, notice, failed });
 
   let accepting = true;
   const { accept, acceptAll } = createInbound({
