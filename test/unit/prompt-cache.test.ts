@@ -20,18 +20,24 @@ async function settled(p: Promise<unknown>): Promise<boolean> {
   return done;
 }
 
+/** A cache of 2 s TTL on a clock the test sets (`at`), its first value ("v0") built at 0. */
+async function warmCache() {
+  const clock = { now: 0 };
+  const b = builds();
+  const cache = createTimedCache(b.build, { ttlMs: 2_000, now: () => clock.now });
+  const first = cache.get();
+  b.finish(0);
+  expect(await first).toBe("v0");
+  return { b, cache, at: (ms: number) => void (clock.now = ms) };
+}
+
 describe("a value rebuilt at most every TTL (the system prompt)", () => {
   it("reuses the value within the TTL and never hands out one older than it", async () => {
-    let now = 0;
-    const b = builds();
-    const cache = createTimedCache(b.build, { ttlMs: 2_000, now: () => now });
-    const first = cache.get();
-    b.finish(0);
-    expect(await first).toBe("v0");
-    now = 900;
+    const { b, cache, at } = await warmCache();
+    at(900);
     expect(await cache.get()).toBe("v0");
     expect(b.count()).toBe(1);
-    now = 2_000;
+    at(2_000);
     const late = cache.get();
     expect(b.count()).toBe(2);
     expect(await settled(late)).toBe(false);
@@ -40,13 +46,8 @@ describe("a value rebuilt at most every TTL (the system prompt)", () => {
   });
 
   it("from half the TTL a request gets the current value at once and starts one rebuild, which the next requests get once built", async () => {
-    let now = 0;
-    const b = builds();
-    const cache = createTimedCache(b.build, { ttlMs: 2_000, now: () => now });
-    const first = cache.get();
-    b.finish(0);
-    await first;
-    now = 1_000;
+    const { b, cache, at } = await warmCache();
+    at(1_000);
     const during = cache.get();
     expect(await settled(during)).toBe(true);
     expect(await during).toBe("v0");
@@ -56,21 +57,16 @@ describe("a value rebuilt at most every TTL (the system prompt)", () => {
     await new Promise((r) => setImmediate(r));
     expect(await cache.get()).toBe("v1");
     // The rebuilt value's age counts from its build's start (1,000): past the first value's TTL, no request waits.
-    now = 2_900;
+    at(2_900);
     expect(await settled(cache.get())).toBe(true);
     expect(await cache.get()).toBe("v1");
   });
 
   it("past the TTL a request waits for the rebuild under way rather than starting another", async () => {
-    let now = 0;
-    const b = builds();
-    const cache = createTimedCache(b.build, { ttlMs: 2_000, now: () => now });
-    const first = cache.get();
-    b.finish(0);
-    await first;
-    now = 1_500;
+    const { b, cache, at } = await warmCache();
+    at(1_500);
     await cache.get();
-    now = 2_100;
+    at(2_100);
     const late = cache.get();
     expect(b.count()).toBe(2);
     expect(await settled(late)).toBe(false);
@@ -79,13 +75,8 @@ describe("a value rebuilt at most every TTL (the system prompt)", () => {
   });
 
   it("invalidate makes the next request build afresh; a rebuild started before it is dropped", async () => {
-    let now = 0;
-    const b = builds();
-    const cache = createTimedCache(b.build, { ttlMs: 2_000, now: () => now });
-    const first = cache.get();
-    b.finish(0);
-    await first;
-    now = 1_200;
+    const { b, cache, at } = await warmCache();
+    at(1_200);
     await cache.get();
     expect(b.count()).toBe(2);
     cache.invalidate();
