@@ -66,6 +66,13 @@ async function deliverToTerminal(runtime: AgentRuntime, print: (text: string) =>
   };
 }
 
+/**
+ * How long this process holds the store before it serves the control API to other troupe commands
+ * (TROUPE_LEND_AFTER_MS sets another wait, in ms: the tests make it long).
+ */
+const LEND_AFTER_MS = 100;
+const lendAfterMs = () => Number(process.env.TROUPE_LEND_AFTER_MS) || LEND_AFTER_MS;
+
 /** One running message of a session in this process: its turn (once begun) and whether it is to stop. */
 interface Running {
   turn?: TurnHandle;
@@ -178,6 +185,7 @@ export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: 
 
   let server: ControlServer | undefined;
   const release = async () => {
+    clearTimeout(lendTimer);
     await serving;
     await server?.close();
     // The store is still held (closed below): the record is this process's.
@@ -208,17 +216,23 @@ export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: 
       await moving;
     },
   };
-  // Served while the first message already runs (a command that finds the store held meanwhile waits
-  // for its holder to answer); released, after it is up, when the chat ends.
-  const serving = (async () => {
-    try {
-      server = await startAgentServer(host, await ensureToken(loaded.paths.tokenFile));
-      await writeAgentRecord(loaded.paths, server.url);
-    } catch (err) {
-      // The chat works without it; only the other commands cannot reach the store meanwhile.
-      runtime.logger.warn({ err }, "could not serve the control API for other troupe commands");
-    }
-  })();
+  // Lent once this process has held the store for a moment (LEND_AFTER_MS): a command that finds the store held
+  // meanwhile waits for its holder to answer (waitForHolder), and a message answered sooner (a
+  // one-shot `agent -m` against a fast model) never pays for serving (listening loads node:cluster,
+  // node:child_process and more; ~2.5 ms of a cold `agent -m`, measured). Released, after it is up, when the chat ends.
+  let serving: Promise<void> = Promise.resolve();
+  let lendTimer: NodeJS.Timeout | undefined = setTimeout(() => {
+    lendTimer = undefined;
+    serving = (async () => {
+      try {
+        server = await startAgentServer(host, await ensureToken(loaded.paths.tokenFile));
+        await writeAgentRecord(loaded.paths, server.url);
+      } catch (err) {
+        // The chat works without it; only the other commands cannot reach the store meanwhile.
+        runtime.logger.warn({ err }, "could not serve the control API for other troupe commands");
+      }
+    })();
+  }, lendAfterMs());
 
   return {
     async ask(content, out) {

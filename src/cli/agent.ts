@@ -8,11 +8,9 @@ import { StoreLockedError, TroupeError } from "../errors.js";
 import { dataPaths, type DataPaths } from "../paths.js";
 import { BackendReplaced, succeeded, type AgentIo, type Backend, type ChatOptions, type RemoteOptions, isStop } from "./agent-backend.js";
 import { remoteBackend } from "./agent-remote.js";
-import { connectStoreHolder, type DaemonClient } from "./client.js";
+import { connectStoreHolder, waitForHolder } from "./client.js";
 import { renderMarkdown } from "./markdown.js";
 import { createPrinter, type Printer, type PrinterOptions } from "./printer.js";
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Only the interactive prompt uses it: `agent -m` does not load it. */
 const readline = lazyBuiltin<typeof Readline>("node:readline");
@@ -72,7 +70,7 @@ export async function runAgent(load: () => Promise<LoadedConfig>, opts: AgentOpt
     } catch (err) {
       // Another process took the store just now: it serves the control API in a moment.
       if (!(err instanceof StoreLockedError)) throw err;
-      client = await waitForHolder(paths, HOLDER_WAIT_MS);
+      client = await waitForHolder(paths);
       if (!client) throw err;
       current = remoteBackend(paths, client, opts, io, conn);
     }
@@ -111,19 +109,6 @@ export async function runAgent(load: () => Promise<LoadedConfig>, opts: AgentOpt
   } finally {
     await backend.close();
   }
-}
-
-/** How long a command that found the store locked waits for its holder to serve the control API. */
-const HOLDER_WAIT_MS = 10_000;
-
-async function waitForHolder(paths: DataPaths, ms: number): Promise<DaemonClient | undefined> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const found = await connectStoreHolder(paths, 1_000).catch(() => undefined);
-    if (found) return found;
-    await sleep(200);
-  }
-  return undefined;
 }
 
 /** Reads stdin to its end. */

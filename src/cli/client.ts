@@ -62,6 +62,23 @@ export async function connectStoreHolder(paths: DataPaths, timeoutMs = 2_000): P
   return (await connectDaemon(paths, timeoutMs)) ?? (await (await import("./agent-record.js")).connectAgent(paths, timeoutMs));
 }
 
+/** How long a command that found the store locked waits for its holder to serve the control API. */
+export const HOLDER_WAIT_MS = 10_000;
+
+/**
+ * The store's holder once it serves the control API: a process that has just opened the store (a
+ * starting daemon, a `troupe agent` that lends it after a moment) answers soon; undefined after `ms`.
+ */
+export async function waitForHolder(paths: DataPaths, ms = HOLDER_WAIT_MS): Promise<DaemonClient | undefined> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    const found = await connectStoreHolder(paths, 1_000).catch(() => undefined);
+    if (found) return found;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return undefined;
+}
+
 /** A client for a control API at `url` (a gateway, or an in-process `troupe agent` serving one). */
 export function controlClient(url: string, pid: number, token: string): DaemonClient {
   const headers = { authorization: `Bearer ${token}` };

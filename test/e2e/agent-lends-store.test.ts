@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, watch } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -30,7 +30,8 @@ describe("one process at a time, without lock-outs (real processes)", () => {
     pty.type("hello\r");
     await pty.waitFor("hello answer");
     await pty.waitFor("you> ");
-    expect(existsSync(join(dir, "agent.json"))).toBe(true);
+    // It lends the store once it has held it for a moment (LEND_AFTER_MS).
+    await until(() => existsSync(join(dir, "agent.json")), 30_000, "agent.json");
 
     const list = await runCli(["sessions", "list"], { TROUPE_HOME: dir });
     expect(list.stderr).toBe("");
@@ -93,6 +94,48 @@ describe("one process at a time, without lock-outs (real processes)", () => {
     const show = await runCli(["sessions", "show", "cli:direct"], { TROUPE_HOME: dir });
     expect(show.stdout.split("\n").filter((l) => l.startsWith("  user:"))).toEqual(["  user: first", "  user: second"]);
   }, 180_000);
+
+  it("a command that finds the store held before its holder lends it waits for it, and goes through it", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    fake = await startFakeOpenAi([], async (req) => {
+      if (typed(req) === "first") await gate;
+      return { content: `${typed(req)} answer` };
+    });
+    const dir = await tmp();
+    await writeHome(dir, fake.url, { config: { gateway: { port: 0 } } });
+    // The holder lends the store 3 s after it opened it: sessions and agent -m start before that.
+    const first = runCli(["agent", "-m", "first"], { TROUPE_HOME: dir, TROUPE_LEND_AFTER_MS: "3000" });
+    await until(() => fake!.requests.length >= 1, 30_000, "the first model call");
+    expect(existsSync(join(dir, "agent.json"))).toBe(false);
+    const list = runCli(["sessions", "list"], { TROUPE_HOME: dir });
+    const other = runCli(["agent", "-m", "elsewhere", "-s", "cli:other"], { TROUPE_HOME: dir });
+    expect(await list).toMatchObject({ code: 0, stderr: "" });
+    expect(await other).toMatchObject({ code: 0, stdout: "elsewhere answer\n", stderr: "" });
+    release();
+    expect(await first).toMatchObject({ code: 0, stdout: "first answer\n" });
+    const show = await runCli(["sessions", "show", "cli:other"], { TROUPE_HOME: dir });
+    expect(show.stdout).toContain("user: elsewhere");
+  }, 180_000);
+
+  it("a message answered before its process would lend the store never serves, and the process exits at once", async () => {
+    fake = await startFakeOpenAi([], (req) => ({ content: `${typed(req)} answer` }));
+    const dir = await tmp();
+    await writeHome(dir, fake.url, { config: { gateway: { port: 0 } } });
+    const created: string[] = [];
+    const watcher = watch(dir, (_event, name) => name && created.push(name));
+    try {
+      const started = Date.now();
+      // Lending would start a minute in: the exit must not wait for it.
+      const run = await runCli(["agent", "-m", "quick"], { TROUPE_HOME: dir, TROUPE_LEND_AFTER_MS: "60000" });
+      expect(run).toMatchObject({ code: 0, stdout: "quick answer\n", stderr: "" });
+      expect(Date.now() - started).toBeLessThan(50_000);
+    } finally {
+      watcher.close();
+    }
+    expect(created).not.toContain("agent.json");
+    expect(await readFile(join(dir, "logs", "troupe.log"), "utf8")).not.toContain("could not serve the control API");
+  }, 120_000);
 
   it("a chat through another troupe agent goes on in-process once that agent exits", async () => {
     fake = await startFakeOpenAi([], (req) => ({ content: `${typed(req)} answer` }));
