@@ -7,7 +7,7 @@ import { dirname, join, relative } from "node:path";
 
 /** Packages bundled into dist/; every other bare import stays an import from node_modules. */
 export const INLINE = new Set([
-  ...["zod", "openai", "xstate", "rxjs", "commander", "jsonrepair", "yaml", "tinyglobby", "ipaddr.js", "fastest-levenshtein", "isbinaryfile"],
+  ...["zod", "openai", "xstate", "rxjs", "commander", "jsonrepair", "tinyglobby", "ipaddr.js", "fastest-levenshtein", "isbinaryfile"],
   // LevelDB's JavaScript (some 35 CommonJS files, resolved one by one at every start); its native
   // binding stays in node_modules, loaded by classic-level/binding.js from where it is built.
   ...["level", "classic-level", "abstract-level", "level-supports", "level-transcoder", "module-error", "maybe-combine-errors"],

@@ -1,4 +1,8 @@
-import { parse as parseYaml } from "yaml";
+import type * as Yaml from "yaml";
+import { lazyPackage } from "../builtin.js";
+
+const yaml = lazyPackage<typeof Yaml>("yaml");
+const parseYaml = (text: string): unknown => yaml().parse(text);
 
 /**
  * A SKILL.md's frontmatter, read as nanobot reads it (YAML between `---` lines) and, when the YAML
