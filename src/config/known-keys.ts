@@ -15,7 +15,9 @@ export type KeyKind =
   | { kind: "plugin-channel"; name: string }
   | { kind: "typo"; suggestion?: string };
 
-const PATTERNS = Object.keys(NANOBOT_KEYS).map((k) => k.split("."));
+/** The key list's keys split into segments: made when a config first has a key or a null to look up (most have neither). */
+let patterns: string[][] | undefined;
+const allPatterns = () => (patterns ??= Object.keys(NANOBOT_KEYS).map((k) => k.split(".")));
 
 /** A path as the key list spells it: camelCase segments, list indexes as `*`. */
 const canonical = (path: string[]) => path.map((s) => (/^\d+$/.test(s) ? "*" : snakeToCamel(s)));
@@ -25,7 +27,7 @@ function matchKey(path: string[]): string | undefined {
   const segs = canonical(path);
   if (NANOBOT_KEYS[segs.join(".")]) return segs.join(".");
   let best: { key: string; stars: number } | undefined;
-  for (const p of PATTERNS) {
+  for (const p of allPatterns()) {
     if (p.length !== segs.length || !p.every((s, i) => s === segs[i] || s === "*")) continue;
     const stars = p.filter((s) => s === "*").length;
     if (!best || stars < best.stars) best = { key: p.join("."), stars };
@@ -74,7 +76,7 @@ export const nanobotAcceptsNull = (path: string[]): boolean => nanobotKey(path)?
 function siblings(path: string[], troupeSiblings: string[]): string[] {
   const parent = canonical(path.slice(0, -1));
   const names = new Set(troupeSiblings);
-  for (const p of PATTERNS) {
+  for (const p of allPatterns()) {
     if (p.length === parent.length + 1 && parent.every((s, i) => p[i] === s || p[i] === "*") && p[parent.length] !== "*") {
       names.add(p[parent.length] as string);
     }
