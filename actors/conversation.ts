@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { Config } from "../src/config/schema.js";
-import { buildSystemPrompt, runtimeContextBlock } from "../src/context/prompt.js";
-import { createTimedCache } from "../src/context/prompt-cache.js";
+import { runtimeContextBlock } from "../src/context/prompt.js";
+import { createSystemPromptCache } from "../src/context/system-prompt-cache.js";
 import { userMessageWithMedia } from "../src/context/media.js";
-import { loadSkills, withMentionedSkills, type Skill } from "../src/context/skills.js";
+import { withMentionedSkills, type Skill } from "../src/context/skills.js";
 import {
   appendMessagesOps,
   getSessionMeta,
@@ -19,7 +19,6 @@ import { createConsolidator } from "../src/memory/consolidator.js";
 import { dreamCommand, type DreamControl } from "../src/memory/commands.js";
 import { createMemoryFiles } from "../src/memory/files.js";
 import { historyWindow } from "../src/memory/fit.js";
-import { recentHistory } from "../src/memory/recent.js";
 import { fixedCost, inputBudget, messagesTokens, messagesTokensBound } from "../src/memory/tokens.js";
 import type { ChatMessage, Usage } from "../src/providers/messages.js";
 import { statusText } from "../src/chat-status.js";
@@ -59,6 +58,8 @@ export interface ConversationDeps extends TurnDeps {
   startedAt?: number;
   /** Sessions whose last usage /status shows after their actor ended (default LAST_USAGE_KEPT). */
   lastUsageKept?: number;
+  /** The skills the system prompt's first build lists, when the caller started loading them early. */
+  skillsLoading?: Promise<Skill[]>;
 }
 
 export const HELP_TEXT = [
@@ -76,7 +77,6 @@ export const HELP_TEXT = [
 ].join("\n");
 
 /** How long a built system prompt is reused. */
-export const PROMPT_TTL_MS = 2_000;
 /** Sessions whose last turn's usage /status can still show once their actor has ended. */
 export const LAST_USAGE_KEPT = 1_000;
 
@@ -109,27 +109,7 @@ export function createConversation(deps: ConversationDeps) {
     logger: deps.logger,
   });
 
-  // Reading the bootstrap files and parsing every skill costs about a millisecond a turn; under load
-  // that adds up, so the prompt is rebuilt at most every PROMPT_TTL_MS (edits show up within that),
-  // in the background from half of it on, so no turn waits for the files (src/context/prompt-cache.ts).
-  const promptCache = createTimedCache(
-    async (): Promise<{ prompt: string; skills: Skill[] }> => {
-      const skills = await loadSkills(deps.workspace, deps.env, {
-        disabled: deps.config.agents.defaults.disabledSkills,
-        onWarning: (warning) => deps.logger?.warn(`skill: ${warning}`),
-      });
-      return {
-        prompt: await buildSystemPrompt({
-          workspace: deps.workspace,
-          skills,
-          restrictToWorkspace: deps.config.tools.restrictToWorkspace,
-          recentHistory: await recentHistory(files),
-        }),
-        skills,
-      };
-    },
-    { ttlMs: PROMPT_TTL_MS, now },
-  );
+  const promptCache = createSystemPromptCache({ config: deps.config, workspace: deps.workspace, files, env: deps.env, logger: deps.logger, now }, deps.skillsLoading);
   const systemPrompt = promptCache.get;
 
   /** Set by the daemon: /restart calls it once its answer is durable. */

@@ -9,6 +9,7 @@ import { createLogger, type Logger } from "./log/logger.js";
 import { secretsOf } from "./log/redact.js";
 import type { McpHub } from "./mcp/hub.js";
 import { createDream } from "./memory/dream.js";
+import { promptSkills } from "./context/system-prompt-cache.js";
 import { createMemoryFiles } from "./memory/files.js";
 import { createOpenAiProvider, type LlmProvider } from "./providers/client.js";
 import { fallbackChoices, withFallbacks } from "./providers/fallback.js";
@@ -97,6 +98,11 @@ async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { r
       createOpenAiProvider(resolveProvider(config, paths.configFile, c), { ...providerOptions, maxTokens: c.maxTokens, temperature: c.temperature, reasoningEffort: c.reasoningEffort }),
   }));
   const provider = withFallbacks(createOpenAiProvider(resolved, providerOptions), fallbacks, logger);
+  // The skills (every SKILL.md read and parsed) are loaded while the store opens: they need only the
+  // workspace, and a fresh store's open outlasted loading this module by ~2.5 ms of a cold `agent -m`,
+  // the main thread idle meanwhile. The system prompt's first build uses them; a failure stands there.
+  const skillsLoading = promptSkills({ config, workspace, logger });
+  skillsLoading.catch(() => undefined);
   const store = await opening;
   if (store.droppedAtOpen) {
     const { records, bytes } = store.droppedAtOpen;
@@ -126,7 +132,7 @@ async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { r
   const mcp = mcpModules?.createMcpHub({ servers: mcpServers, registry, logger, connectTimeoutMs });
   const mcpGate = mcp && { ready: () => mcp.firstAttempts(connectTimeoutMs), note: () => mcp.note() };
   const hooks = composeHooks(await loadHooks({ configured: d.hooks, workspace, logger }), logger);
-  const conversation = createConversation({ config, store, provider, registry, workspace, bus, logger, durable: opts.durable, mcp: mcpGate, dream: memory.control, hooks });
+  const conversation = createConversation({ config, store, provider, registry, workspace, bus, logger, durable: opts.durable, mcp: mcpGate, dream: memory.control, hooks, skillsLoading });
   // troupe agent: each server's actor runs on its own (the daemon spawns them under its supervisor).
   const mcpActors =
     mcp && mcpModules && !opts.superviseMcp

@@ -1,0 +1,60 @@
+import type { Logger } from "pino";
+import type { Config } from "../config/schema.js";
+import type { MemoryFiles } from "../memory/files.js";
+import { recentHistory } from "../memory/recent.js";
+import { buildSystemPrompt } from "./prompt.js";
+import { createTimedCache, type TimedCache } from "./prompt-cache.js";
+import { loadSkills, type Skill } from "./skills.js";
+
+export interface SystemPrompt {
+  prompt: string;
+  skills: Skill[];
+}
+
+/** How long a built system prompt is reused (edits to the files it reads show up within that). */
+export const PROMPT_TTL_MS = 2_000;
+
+export interface SystemPromptDeps {
+  config: Config;
+  workspace: string;
+  files: MemoryFiles;
+  env?: NodeJS.ProcessEnv;
+  logger?: Logger;
+  now: () => number;
+}
+
+/** The skills the prompt lists: the workspace's and the built-in ones, as configured. */
+export function promptSkills(deps: Pick<SystemPromptDeps, "config" | "workspace" | "env" | "logger">): Promise<Skill[]> {
+  return loadSkills(deps.workspace, deps.env, {
+    disabled: deps.config.agents.defaults.disabledSkills,
+    onWarning: (warning) => deps.logger?.warn(`skill: ${warning}`),
+  });
+}
+
+/**
+ * The system prompt (bootstrap files, recent history, every skill), built from the workspace alone:
+ * no store. Reading the files and parsing every skill costs about a millisecond a turn; under load
+ * that adds up, so it is rebuilt at most every PROMPT_TTL_MS, in the background from half of it on,
+ * so no turn waits for the files (prompt-cache.ts). `firstSkills`: the skills its first build uses,
+ * when the caller started loading them early (`troupe agent` does while its store opens).
+ */
+export function createSystemPromptCache(deps: SystemPromptDeps, firstSkills?: Promise<Skill[]>): TimedCache<SystemPrompt> {
+  let early = firstSkills;
+  return createTimedCache(
+    async () => {
+      const loading = early ?? promptSkills(deps);
+      early = undefined;
+      const skills = await loading;
+      return {
+        prompt: await buildSystemPrompt({
+          workspace: deps.workspace,
+          skills,
+          restrictToWorkspace: deps.config.tools.restrictToWorkspace,
+          recentHistory: await recentHistory(deps.files),
+        }),
+        skills,
+      };
+    },
+    { ttlMs: PROMPT_TTL_MS, now: deps.now },
+  );
+}
