@@ -2,9 +2,8 @@ import type { LoadedConfig } from "../config/index.js";
 import { TroupeError } from "../errors.js";
 import { createAgentRuntime, type AgentRuntime } from "../runtime.js";
 import type { RuntimeStart } from "../runtime-start.js";
-import { startAgentServer, type AgentHost } from "../server/agent-api.js";
+import type { AgentHost } from "../server/agent-api.js";
 import type { ControlServer } from "../server/http.js";
-import { ensureToken } from "../server/token.js";
 import { inboxDeleteOps } from "../store/inbox.js";
 import { outboxDeliveredOps, outboxPutOp, pendingOutbox } from "../store/outbox.js";
 import type { Store, StoreOp } from "../store/store.js";
@@ -225,6 +224,8 @@ export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: 
     lendTimer = undefined;
     serving = (async () => {
       try {
+        // Loaded only when it serves: a one-shot message answered first never needs the server's code.
+        const [{ startAgentServer }, { ensureToken }] = await Promise.all([import("../server/agent-api.js"), import("../server/token.js")]);
         server = await startAgentServer(host, await ensureToken(loaded.paths.tokenFile));
         await writeAgentRecord(loaded.paths, server.url);
       } catch (err) {
