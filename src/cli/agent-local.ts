@@ -1,6 +1,6 @@
 import type { LoadedConfig } from "../config/index.js";
 import { TroupeError } from "../errors.js";
-import { createAgentRuntime, type AgentRuntime } from "../runtime.js";
+import { createAgentRuntime, type AgentRuntime } from "../agent-runtime.js";
 import type { RuntimeStart } from "../runtime-start.js";
 import type { AgentHost } from "../server/agent-api.js";
 import type { ControlServer } from "../server/http.js";
