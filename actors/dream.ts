@@ -61,25 +61,3 @@ export function actorDreamControl(ref: () => AnyActorRef | undefined, workspace:
 export function directDreamControl(dream: Dream, workspace: string): DreamControl {
   return { ...memoryHistoryCommands(workspace), run: () => dream.runOnce() };
 }
-
-/**
- * Dream for a process: its phases, and a DreamControl for the chat commands that runs Dream in
- * process until `attach` hands it the daemon's actor (the daemon's supervisor owns Dream).
- */
-export function createDreamRuntime(dream: Dream, workspace: string) {
-  let current: DreamControl = directDreamControl(dream, workspace);
-  const control: DreamControl = {
-    run: () => current.run(),
-    log: (sha) => current.log(sha),
-    restore: (sha) => current.restore(sha),
-  };
-  return {
-    dream,
-    control,
-    logic: createDreamLogic(dream),
-    attach(ref: () => AnyActorRef | undefined) {
-      current = actorDreamControl(ref, workspace);
-    },
-  };
-}
-export type DreamRuntime = ReturnType<typeof createDreamRuntime>;

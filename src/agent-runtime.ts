@@ -1,4 +1,3 @@
-import { createDreamRuntime, type DreamRuntime } from "../actors/dream.js";
 import { createConversation, type Conversation } from "../actors/conversation.js";
 import { DEFAULT_POLICY as DEFAULT_SUPERVISION } from "../machines/supervisor.machine.js";
 import { createBus, type Bus } from "./bus/index.js";
@@ -8,7 +7,7 @@ import { loadHooks } from "./hooks/load.js";
 import { createLogger, type Logger } from "./log/logger.js";
 import { secretsOf } from "./log/redact.js";
 import type { McpHub } from "./mcp/hub.js";
-import { createDream } from "./memory/dream.js";
+import { createDreamRuntime, type DreamRuntime } from "./memory/dream-runtime.js";
 import { promptSkills } from "./context/system-prompt-cache.js";
 import { createMemoryFiles } from "./memory/files.js";
 import { createOpenAiProvider, type LlmProvider } from "./providers/client.js";
@@ -115,17 +114,14 @@ async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { r
     createBuiltinTools({ config, workspace, paths, store, bus, channels: () => opts.channelNames ?? ["cli"] }),
     { maxResultChars: config.tools.maxToolResultChars },
   );
-  const memory = createDreamRuntime(
-    createDream({
-      store,
-      provider: d.dream.modelOverride ? createOpenAiProvider({ ...resolved, model: d.dream.modelOverride }, providerOptions) : provider,
-      workspace,
-      files: createMemoryFiles(workspace, { timezone: d.timezone }),
-      settings: d.dream,
-      logger,
-    }),
+  const memory = createDreamRuntime({
+    store,
+    provider: d.dream.modelOverride ? createOpenAiProvider({ ...resolved, model: d.dream.modelOverride }, providerOptions) : provider,
     workspace,
-  );
+    files: createMemoryFiles(workspace, { timezone: d.timezone }),
+    settings: d.dream,
+    logger,
+  });
   const mcpServers = config.tools.mcpServers;
   const connectTimeoutMs = opts.mcpConnectTimeoutMs ?? 30_000;
   const mcpModules = Object.keys(mcpServers).length ? await loadMcp() : undefined;

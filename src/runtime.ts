@@ -229,6 +229,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
       supervisor.send(end);
     },
   });
+  const dreamLogic = await core.memory.logic();
   const supervisor = createActor(
     supervisorMachine.provide({
       guards: { storeDown, ...sessions.provided.guards },
@@ -243,7 +244,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
             },
           }) as never,
         }),
-        dream: core.memory.logic as never,
+        dream: dreamLogic as never,
       },
       actions: {
         ...sessions.provided.actions,
