@@ -20,6 +20,19 @@ describe("one process at a time, without lock-outs (real processes)", () => {
   let home: string | undefined;
   closeAfterEach(() => [pty, pty2, detachedDaemon(home), fake]);
 
+  /** A data dir whose model holds its answer to "first" until `release`; the others are answered at once. */
+  async function gatedHome() {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    fake = await startFakeOpenAi([], async (req) => {
+      if (typed(req) === "first") await gate;
+      return { content: `${typed(req)} answer` };
+    });
+    const dir = await tmp();
+    await writeHome(dir, fake.url, { config: { gateway: { port: 0 } } });
+    return { dir, release };
+  }
+
   it("while an interactive troupe agent runs in-process, agent -m and sessions work through it, and daemon start takes the chat over", async () => {
     fake = await startFakeOpenAi([], (req) => ({ content: `${typed(req)} answer` }));
     const dir = await tmp();
@@ -68,14 +81,7 @@ describe("one process at a time, without lock-outs (real processes)", () => {
   }, 240_000);
 
   it("agent -m while another runs in-process goes through it: on another session at once, on the same one after it", async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    fake = await startFakeOpenAi([], async (req) => {
-      if (typed(req) === "first") await gate;
-      return { content: `${typed(req)} answer` };
-    });
-    const dir = await tmp();
-    await writeHome(dir, fake.url, { config: { gateway: { port: 0 } } });
+    const { dir, release } = await gatedHome();
     const first = runCli(["agent", "-m", "first"], { TROUPE_HOME: dir });
     await until(() => fake!.requests.length >= 1, 30_000, "the first model call");
     // The first holds the store until released: another session's message is answered through it meanwhile.
@@ -96,14 +102,7 @@ describe("one process at a time, without lock-outs (real processes)", () => {
   }, 180_000);
 
   it("a command that finds the store held before its holder lends it waits for it, and goes through it", async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    fake = await startFakeOpenAi([], async (req) => {
-      if (typed(req) === "first") await gate;
-      return { content: `${typed(req)} answer` };
-    });
-    const dir = await tmp();
-    await writeHome(dir, fake.url, { config: { gateway: { port: 0 } } });
+    const { dir, release } = await gatedHome();
     // The holder lends the store 3 s after it opened it: sessions and agent -m start before that.
     const first = runCli(["agent", "-m", "first"], { TROUPE_HOME: dir, TROUPE_LEND_AFTER_MS: "3000" });
     await until(() => fake!.requests.length >= 1, 30_000, "the first model call");
