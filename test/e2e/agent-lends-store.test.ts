@@ -24,13 +24,14 @@ describe("one process at a time, without lock-outs (real processes)", () => {
   async function gatedHome() {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
-    fake = await startFakeOpenAi([], async (req) => {
+    const model = await startFakeOpenAi([], async (req) => {
       if (typed(req) === "first") await gate;
       return { content: `${typed(req)} answer` };
     });
+    fake = model;
     const dir = await tmp();
-    await writeHome(dir, fake.url, { config: { gateway: { port: 0 } } });
-    return { dir, release };
+    await writeHome(dir, model.url, { config: { gateway: { port: 0 } } });
+    return { dir, release, model };
   }
 
   it("while an interactive troupe agent runs in-process, agent -m and sessions work through it, and daemon start takes the chat over", async () => {
@@ -81,7 +82,7 @@ describe("one process at a time, without lock-outs (real processes)", () => {
   }, 240_000);
 
   it("agent -m while another runs in-process goes through it: on another session at once, on the same one after it", async () => {
-    const { dir, release } = await gatedHome();
+    const { dir, release, model } = await gatedHome();
     const first = runCli(["agent", "-m", "first"], { TROUPE_HOME: dir });
     await until(() => fake!.requests.length >= 1, 30_000, "the first model call");
     // The first holds the store until released: another session's message is answered through it meanwhile.
@@ -89,20 +90,20 @@ describe("one process at a time, without lock-outs (real processes)", () => {
     const same = runCli(["agent", "-m", "second"], { TROUPE_HOME: dir });
     const log = join(dir, "logs", "troupe.log");
     await until(async () => (await readFile(log, "utf8")).split("message from another troupe command").length === 3, 30_000, "the second message to reach the first process");
-    expect(fake.requests.map(typed)).toEqual(["first", "elsewhere"]);
+    expect(model.requests.map(typed)).toEqual(["first", "elsewhere"]);
     release();
     const one = await first;
     expect(one).toMatchObject({ code: 0, stdout: "first answer\n" });
     // It waits, before it exits, for what the others sent through it, and says so.
     expect(one.stderr).toMatch(/^(\(answering a message sent through this process before exiting…\)\n)?$/);
     expect(await same).toMatchObject({ code: 0, stdout: "second answer\n", stderr: "" });
-    expect(fake.requests.map(typed)).toEqual(["first", "elsewhere", "second"]);
+    expect(model.requests.map(typed)).toEqual(["first", "elsewhere", "second"]);
     const show = await runCli(["sessions", "show", "cli:direct"], { TROUPE_HOME: dir });
     expect(show.stdout.split("\n").filter((l) => l.startsWith("  user:"))).toEqual(["  user: first", "  user: second"]);
   }, 180_000);
 
   it("a command that finds the store held before its holder lends it waits for it, and goes through it", async () => {
-    const { dir, release } = await gatedHome();
+    const { dir, release, model } = await gatedHome();
     // The holder lends the store 3 s after it opened it: sessions and agent -m start before that.
     const first = runCli(["agent", "-m", "first"], { TROUPE_HOME: dir, TROUPE_LEND_AFTER_MS: "3000" });
     await until(() => fake!.requests.length >= 1, 30_000, "the first model call");
