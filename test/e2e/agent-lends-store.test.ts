@@ -103,7 +103,7 @@ describe("one process at a time, without lock-outs (real processes)", () => {
   }, 180_000);
 
   it("a command that finds the store held before its holder lends it waits for it, and goes through it", async () => {
-    const { dir, release, model } = await gatedHome();
+    const { dir, release } = await gatedHome();
     // The holder lends the store 3 s after it opened it: sessions and agent -m start before that.
     const first = runCli(["agent", "-m", "first"], { TROUPE_HOME: dir, TROUPE_LEND_AFTER_MS: "3000" });
     await until(() => fake!.requests.length >= 1, 30_000, "the first model call");
