@@ -72,7 +72,7 @@ describe("start-up: what each command loads", () => {
   });
 
   it("a cold agent -m hello loads no MCP SDK, git, Telegram, tokenizer or document readers; a large input loads the tokenizer", async () => {
-    fake = await startFakeOpenAi([{ content: "hi there" }, { content: "read it" }]);
+    fake = await startFakeOpenAi([{ content: "hi there" }, { content: "read it" }, { content: "with yaml" }]);
     const home = await tempDir();
     await writeHome(home, fake.url, { defaults: { contextWindowTokens: 40_000, maxTokens: 1_000 } });
     const cold = await modulesLoaded(["agent", "-m", "hello"], home);
@@ -88,14 +88,24 @@ describe("start-up: what each command loads", () => {
     expect(cold.modules.some((m) => m === "builtin:http")).toBe(true);
     expect(cold.modules.filter((m) => m.includes("undici"))).toEqual([]);
     // Nor built-ins only some turns use, loaded when used: https/tls (a provider or a page over https://),
-    // zlib (a compressed reply), readline (the interactive prompt). (child_process and dns come with
-    // node:cluster, which net loads at the first listen: the store is lent on a loopback port.)
-    expect(cold.modules.filter((m) => /^builtin:(https|tls|zlib|readline)$/.test(m))).toEqual([]);
+    // zlib (a compressed reply), readline (the interactive prompt), child_process and dns (with
+    // node:cluster, which net loads at the first listen: a turn answered before the store is lent never listens).
+    expect(cold.modules.filter((m) => /^builtin:(https|tls|zlib|readline|child_process|dns|cluster)$/.test(m))).toEqual([]);
+    // The built-in skills' frontmatter is plain `key: value` lines: the YAML parser is not loaded.
+    expect(loadedPackages(cold.modules).has("yaml")).toBe(false);
     // ~60 KB of text: its byte count no longer fits the budget, so the tokenizer counts it exactly.
     const big = await modulesLoaded(["agent", "-m", `summarise: ${"lorem ipsum dolor sit amet ".repeat(2_300)}`], home);
     expect(big.code, big.stderr).toBe(0);
     expect(big.stdout).toContain("read it");
     expect(loadedPackages(big.modules).has("gpt-tokenizer")).toBe(true);
+    // A skill whose frontmatter needs YAML (a folded description): the parser is loaded from node_modules, and reads it.
+    await mkdir(join(home, "workspace", "skills", "folded"), { recursive: true });
+    await writeFile(join(home, "workspace", "skills", "folded", "SKILL.md"), "---\nname: folded\ndescription: >\n  Folded over\n  two lines.\n---\nbody\n");
+    const yaml = await modulesLoaded(["agent", "-m", "hello again"], home);
+    expect(yaml.code, yaml.stderr).toBe(0);
+    expect(yaml.stdout).toContain("with yaml");
+    expect(loadedPackages(yaml.modules).has("yaml")).toBe(true);
+    expect(String(fake.requests.at(-1)?.body.messages[0]?.content)).toContain("- **folded** — Folded over two lines.");
   });
 
   it("finds LevelDB's binding through node-gyp-build when it is not where the build found it", async () => {
