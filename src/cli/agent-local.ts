@@ -70,7 +70,10 @@ async function deliverToTerminal(runtime: AgentRuntime, print: (text: string) =>
  * (TROUPE_LEND_AFTER_MS sets another wait, in ms: the tests make it long).
  */
 const LEND_AFTER_MS = 100;
-const lendAfterMs = () => Number(process.env.TROUPE_LEND_AFTER_MS) || LEND_AFTER_MS;
+const lendAfterMs = () => {
+  const set = Number(process.env.TROUPE_LEND_AFTER_MS || Number.NaN);
+  return Number.isFinite(set) && set >= 0 ? set : LEND_AFTER_MS;
+};
 
 /** One running message of a session in this process: its turn (once begun) and whether it is to stop. */
 interface Running {

@@ -4,11 +4,11 @@ import { dirname, join } from "node:path";
 import type { LoadedConfig } from "../config/index.js";
 import type * as Readline from "node:readline";
 import { lazyBuiltin } from "../builtin.js";
-import { StoreLockedError, TroupeError } from "../errors.js";
+import { TroupeError } from "../errors.js";
 import { dataPaths, type DataPaths } from "../paths.js";
 import { BackendReplaced, succeeded, type AgentIo, type Backend, type ChatOptions, type RemoteOptions, isStop } from "./agent-backend.js";
 import { remoteBackend } from "./agent-remote.js";
-import { connectStoreHolder, waitForHolder } from "./client.js";
+import { connectStoreHolder, openOrReachHolder } from "./client.js";
 import { renderMarkdown } from "./markdown.js";
 import { createPrinter, type Printer, type PrinterOptions } from "./printer.js";
 
@@ -64,14 +64,12 @@ export async function runAgent(load: () => Promise<LoadedConfig>, opts: AgentOpt
   let current: Backend;
   if (client) current = remoteBackend(paths, client, opts, io, conn);
   else {
-    try {
-      const cfg = await config();
-      current = await localBackend(cfg, opts, io, conn);
-    } catch (err) {
-      // Another process took the store just now: it serves the control API in a moment.
-      if (!(err instanceof StoreLockedError)) throw err;
-      client = await waitForHolder(paths);
-      if (!client) throw err;
+    const cfg = await config();
+    // Another process may have taken the store just now: it serves the control API in a moment, or lets go.
+    const got = await openOrReachHolder(paths, () => localBackend(cfg, opts, io, conn));
+    if ("opened" in got) current = got.opened;
+    else {
+      client = got.holder;
       current = remoteBackend(paths, client, opts, io, conn);
     }
   }

@@ -1,4 +1,4 @@
-import { TroupeError } from "../errors.js";
+import { StoreLockedError, TroupeError } from "../errors.js";
 import type { DataPaths } from "../paths.js";
 import { readSse } from "../server/sse.js";
 import { readToken } from "../server/token.js";
@@ -62,21 +62,28 @@ export async function connectStoreHolder(paths: DataPaths, timeoutMs = 2_000): P
   return (await connectDaemon(paths, timeoutMs)) ?? (await (await import("./agent-record.js")).connectAgent(paths, timeoutMs));
 }
 
-/** How long a command that found the store locked waits for its holder to serve the control API. */
+/** How long a command that found the store locked waits for its holder to serve the control API or let go. */
 export const HOLDER_WAIT_MS = 10_000;
 
 /**
- * The store's holder once it serves the control API: a process that has just opened the store (a
- * starting daemon, a `troupe agent` that lends it after a moment) answers soon; undefined after `ms`.
+ * The store, opened by `open`, or the client of the process that holds it. A process that has just
+ * opened the store serves the control API a moment later (a starting daemon; a `troupe agent` lends it
+ * once it has held it for 100 ms), or lets go without ever serving (a `troupe agent -m` answered
+ * sooner, a `sessions` or `dream run` that opened it directly): while the store is locked, each pass
+ * asks for the holder's API, then tries `open` again, until `ms` have passed (then the lock's error stands).
  */
-export async function waitForHolder(paths: DataPaths, ms = HOLDER_WAIT_MS): Promise<DaemonClient | undefined> {
+export async function openOrReachHolder<T>(paths: DataPaths, open: () => Promise<T>, ms = HOLDER_WAIT_MS): Promise<{ opened: T } | { holder: DaemonClient }> {
   const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const found = await connectStoreHolder(paths, 1_000).catch(() => undefined);
-    if (found) return found;
+  for (;;) {
+    try {
+      return { opened: await open() };
+    } catch (err) {
+      if (!(err instanceof StoreLockedError) || Date.now() >= deadline) throw err;
+    }
+    const holder = await connectStoreHolder(paths, 1_000).catch(() => undefined);
+    if (holder) return { holder };
     await new Promise((r) => setTimeout(r, 200));
   }
-  return undefined;
 }
 
 /** A client for a control API at `url` (a gateway, or an in-process `troupe agent` serving one). */

@@ -6,7 +6,8 @@ import { createDaemon, type DaemonOptions } from "../runtime.js";
 import type { RestartOrigin } from "../restart-origin.js";
 import { readRestartRecord, reexec, writeRestartRecord } from "./restart.js";
 import { startControlServer } from "../server/http.js";
-import { connectAgent, takeOverFromAgent } from "./agent-record.js";
+import { takeOverFromAgent } from "./agent-record.js";
+import { HOLDER_WAIT_MS } from "./client.js";
 import { StoreLockedError } from "../errors.js";
 import { ensureToken } from "../server/token.js";
 import { chooseExecSandbox, sandboxNotice } from "../tools/bwrap.js";
@@ -34,16 +35,17 @@ export function isLoopback(host: string): boolean {
  */
 async function openDaemon(loaded: LoadedConfig, consoleLogs: boolean, restart: Pick<DaemonOptions, "onRestart" | "restartedFrom">) {
   const say = (text: string) => console.log(text);
-  for (let attempt = 1; ; attempt++) {
+  const deadline = Date.now() + HOLDER_WAIT_MS;
+  for (;;) {
     await takeOverFromAgent(loaded.paths, say);
     try {
       return await createDaemon(loaded, { consoleLogs, ...restart });
     } catch (err) {
       // Held by a running gateway: that is said at once (the error names its pid).
-      if (!(err instanceof StoreLockedError) || attempt >= 3 || (await checkGateway(loaded.paths)).kind === "ours") throw err;
-      const deadline = Date.now() + 3_000;
-      while (Date.now() < deadline && !(await connectAgent(loaded.paths))) await new Promise((r) => setTimeout(r, 200));
-      if (!(await connectAgent(loaded.paths))) throw err;
+      if (!(err instanceof StoreLockedError) || Date.now() >= deadline || (await checkGateway(loaded.paths)).kind === "ours") throw err;
+      // Held by another troupe command: a `troupe agent` lends it in a moment (its agent.json appears,
+      // and it is asked to hand over above), or the command ends and lets go.
+      await new Promise((r) => setTimeout(r, 200));
     }
   }
 }

@@ -1,9 +1,9 @@
-import { StoreLockedError, TroupeError } from "../errors.js";
+import { TroupeError } from "../errors.js";
 import type { DataPaths } from "../paths.js";
 import { sessionDetail, sessionsOverview, type SessionDetail, type SessionOverview } from "../store/session-view.js";
 import { deleteSessionOps, type SessionDeletion } from "../store/sessions.js";
 import { openStore, type CorruptRecord, type Store } from "../store/store.js";
-import { connectStoreHolder, waitForHolder, type DaemonClient } from "./client.js";
+import { connectStoreHolder, openOrReachHolder, type DaemonClient } from "./client.js";
 
 /** A time as `YYYY-MM-DD HH:MM` (UTC). */
 export const when = (ms: number) => new Date(ms).toISOString().replace("T", " ").slice(0, 16);
@@ -14,19 +14,15 @@ const oneLine = (text: string, max = 200) => {
 
 /**
  * Goes through the running daemon, or the in-process `troupe agent`, when one holds the store; else to
- * the store directly. A holder that has only just opened the store serves the control API a moment later.
+ * the store directly. A holder that has only just opened the store serves the control API a moment
+ * later, or lets go (openOrReachHolder).
  */
 async function withData<T>(paths: DataPaths, viaApi: (client: DaemonClient) => Promise<T>, direct: (store: Store) => Promise<T>): Promise<T> {
   const client = await connectStoreHolder(paths);
   if (client) return viaApi(client);
-  let store: Store;
-  try {
-    store = await openStore(paths.storeDir);
-  } catch (err) {
-    const holder = err instanceof StoreLockedError ? await waitForHolder(paths) : undefined;
-    if (!holder) throw err;
-    return viaApi(holder);
-  }
+  const got = await openOrReachHolder(paths, () => openStore(paths.storeDir));
+  if ("holder" in got) return viaApi(got.holder);
+  const store = got.opened;
   try {
     return await direct(store);
   } finally {

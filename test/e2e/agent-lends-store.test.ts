@@ -104,8 +104,8 @@ describe("one process at a time, without lock-outs (real processes)", () => {
 
   it("a command that finds the store held before its holder lends it waits for it, and goes through it", async () => {
     const { dir, release } = await gatedHome();
-    // The holder lends the store 3 s after it opened it: sessions and agent -m start before that.
-    const first = runCli(["agent", "-m", "first"], { TROUPE_HOME: dir, TROUPE_LEND_AFTER_MS: "3000" });
+    // The holder lends the store 6 s after it opened it: sessions and agent -m start before that.
+    const first = runCli(["agent", "-m", "first"], { TROUPE_HOME: dir, TROUPE_LEND_AFTER_MS: "6000" });
     await until(() => fake!.requests.length >= 1, 30_000, "the first model call");
     expect(existsSync(join(dir, "agent.json"))).toBe(false);
     const list = runCli(["sessions", "list"], { TROUPE_HOME: dir });
@@ -117,6 +117,28 @@ describe("one process at a time, without lock-outs (real processes)", () => {
     const show = await runCli(["sessions", "show", "cli:other"], { TROUPE_HOME: dir });
     expect(show.stdout).toContain("user: elsewhere");
   }, 180_000);
+
+  for (const command of [["agent", "-m", "second", "-s", "cli:other"], ["sessions", "list"], ["daemon", "start"]]) {
+    it(`${command.join(" ")} takes the store once a holder that never lent it lets go`, async () => {
+      const { dir, release } = await gatedHome();
+      // The holder would lend the store a minute in: it ends (and lets go) long before that.
+      const first = runCli(["agent", "-m", "first"], { TROUPE_HOME: dir, TROUPE_LEND_AFTER_MS: "60000" });
+      await until(() => fake!.requests.length >= 1, 30_000, "the first model call");
+      if (command[0] === "daemon") home = dir;
+      const second = runCli(command, { TROUPE_HOME: dir });
+      // Time for the second command to find the store locked and nobody serving (it has nothing to show
+      // for it); then the holder answers and exits. Had the second started after that, it would open
+      // the store at once: the test cannot fail for its timing, only miss the case it is about.
+      await new Promise((r) => setTimeout(r, 2_000));
+      release();
+      expect(await first).toMatchObject({ code: 0, stdout: "first answer\n" });
+      const r = await second;
+      expect(r.stderr).toBe("");
+      expect(r.code).toBe(0);
+      if (command[0] === "agent") expect(r.stdout).toBe("second answer\n");
+      if (command[0] === "sessions") expect(r.stdout).toMatch(/^cli:direct +1 /m);
+    }, 120_000);
+  }
 
   it("a message answered before its process would lend the store never serves, and the process exits at once", async () => {
     fake = await startFakeOpenAi([], (req) => ({ content: `${typed(req)} answer` }));
