@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { Config } from "../src/config/schema.js";
 import { runtimeContextBlock } from "../src/context/prompt.js";
-import { createSystemPromptCache } from "../src/context/system-prompt-cache.js";
+import { createSystemPromptCache, type EarlySkills } from "../src/context/system-prompt-cache.js";
 import { userMessageWithMedia } from "../src/context/media.js";
-import { withMentionedSkills, type Skill } from "../src/context/skills.js";
+import { withMentionedSkills } from "../src/context/skills.js";
 import {
   appendMessagesOps,
   getSessionMeta,
@@ -59,7 +59,7 @@ export interface ConversationDeps extends TurnDeps {
   /** Sessions whose last usage /status shows after their actor ended (default LAST_USAGE_KEPT). */
   lastUsageKept?: number;
   /** The skills the system prompt's first build lists, when the caller started loading them early. */
-  skillsLoading?: Promise<Skill[]>;
+  skillsLoading?: EarlySkills;
 }
 
 export const HELP_TEXT = [
@@ -76,13 +76,11 @@ export const HELP_TEXT = [
   "/help — this list",
 ].join("\n");
 
-/** How long a built system prompt is reused. */
 /** Sessions whose last turn's usage /status can still show once their actor has ended. */
 export const LAST_USAGE_KEPT = 1_000;
 
-/** Time-ordered, unique turn ids. */
 /**
- * Time (sortable) and 8 random hex digits: a v4 UUID's first group, 32 random bits as randomBytes(4)
+ * Time-ordered, unique turn ids. Time (sortable) and 8 random hex digits: a v4 UUID's first group, 32 random bits as randomBytes(4)
  * gave, from Node's batched UUID entropy (randomBytes took a synchronous entropy call per turn).
  */
 export const newTurnId = (now: number) => `${now.toString(36).padStart(9, "0")}-${randomUUID().slice(0, 8)}`;

@@ -99,9 +99,9 @@ async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { r
   const provider = withFallbacks(createOpenAiProvider(resolved, providerOptions), fallbacks, logger);
   // The skills (every SKILL.md read and parsed) are loaded while the store opens: they need only the
   // workspace, and a fresh store's open outlasted loading this module by ~2.5 ms of a cold `agent -m`,
-  // the main thread idle meanwhile. The system prompt's first build uses them; a failure stands there.
-  const skillsLoading = promptSkills({ config, workspace, logger });
-  skillsLoading.catch(() => undefined);
+  // the main thread idle meanwhile. The system prompt's first build uses them (if still fresh then).
+  const skillsLoading = { skills: promptSkills({ config, workspace, logger }), at: Date.now() };
+  skillsLoading.skills.catch(() => undefined);
   const store = await opening;
   if (store.droppedAtOpen) {
     const { records, bytes } = store.droppedAtOpen;

@@ -31,20 +31,32 @@ export function promptSkills(deps: Pick<SystemPromptDeps, "config" | "workspace"
   });
 }
 
+/** Skills a caller started loading early, and when (its `now`). */
+export interface EarlySkills {
+  skills: Promise<Skill[]>;
+  at: number;
+}
+
 /**
  * The system prompt (bootstrap files, recent history, every skill), built from the workspace alone:
  * no store. Reading the files and parsing every skill costs about a millisecond a turn; under load
  * that adds up, so it is rebuilt at most every PROMPT_TTL_MS, in the background from half of it on,
- * so no turn waits for the files (prompt-cache.ts). `firstSkills`: the skills its first build uses,
- * when the caller started loading them early (`troupe agent` does while its store opens).
+ * so no turn waits for the files (prompt-cache.ts). `early`: skills the caller started loading before
+ * the cache existed (`troupe agent` does while its store opens); its first build takes them if they
+ * are no older than PROMPT_TTL_MS then (a daemon's first message may come hours after its start),
+ * and loads them afresh if that load failed.
  */
-export function createSystemPromptCache(deps: SystemPromptDeps, firstSkills?: Promise<Skill[]>): TimedCache<SystemPrompt> {
-  let early = firstSkills;
+export function createSystemPromptCache(deps: SystemPromptDeps, early?: EarlySkills): TimedCache<SystemPrompt> {
+  let first = early;
+  const skillsNow = (): Promise<Skill[]> => {
+    const taken = first;
+    first = undefined;
+    if (!taken || deps.now() - taken.at > PROMPT_TTL_MS) return promptSkills(deps);
+    return taken.skills.catch(() => promptSkills(deps));
+  };
   return createTimedCache(
     async () => {
-      const loading = early ?? promptSkills(deps);
-      early = undefined;
-      const skills = await loading;
+      const skills = await skillsNow();
       return {
         prompt: await buildSystemPrompt({
           workspace: deps.workspace,

@@ -3,20 +3,24 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { defaultConfig } from "../../src/config/schema.js";
 import type { Skill } from "../../src/context/skills.js";
-import { createSystemPromptCache } from "../../src/context/system-prompt-cache.js";
+import { createSystemPromptCache, PROMPT_TTL_MS, promptSkills } from "../../src/context/system-prompt-cache.js";
 import { createMemoryFiles } from "../../src/memory/files.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
 const early: Skill = { name: "early-bird", description: "Loaded before the store opened.", path: "/nowhere/SKILL.md", always: false, source: "workspace", missing: [], broken: [], warnings: [], body: "" };
+
+const addSkill = async (workspace: string, name: string, description: string) => {
+  await mkdir(join(workspace, "skills", name), { recursive: true });
+  await writeFile(join(workspace, "skills", name, "SKILL.md"), `---\nname: ${name}\ndescription: ${description}\n---\nbody\n`);
+};
 
 describe("the system prompt's cache", () => {
   const tmp = useTempDirs();
 
   it("lists the skills its caller started loading early in its first build, and reads the workspace's afterwards", async () => {
     const workspace = await tmp();
-    await mkdir(join(workspace, "skills", "late"), { recursive: true });
-    await writeFile(join(workspace, "skills", "late", "SKILL.md"), "---\nname: late\ndescription: Read from the workspace.\n---\nbody\n");
-    const cache = createSystemPromptCache({ config: defaultConfig(), workspace, files: createMemoryFiles(workspace), now: Date.now }, Promise.resolve([early]));
+    await addSkill(workspace, "late", "Read from the workspace.");
+    const cache = createSystemPromptCache({ config: defaultConfig(), workspace, files: createMemoryFiles(workspace), now: Date.now }, { skills: Promise.resolve([early]), at: Date.now() });
     const first = await cache.get();
     expect(first.skills.map((s) => s.name)).toEqual(["early-bird"]);
     expect(first.prompt).toContain("early-bird");
@@ -27,11 +31,25 @@ describe("the system prompt's cache", () => {
     expect(second.prompt).toContain("Read from the workspace.");
   });
 
-  it("builds afresh when the early load failed", async () => {
+  it("reads the skills afresh when the early load is older than the prompt's lifetime (a daemon's first message hours after its start)", async () => {
     const workspace = await tmp();
-    const cache = createSystemPromptCache({ config: defaultConfig(), workspace, files: createMemoryFiles(workspace), now: Date.now }, Promise.reject(new Error("disk gone")));
-    await expect(cache.get()).rejects.toThrow("disk gone");
-    const again = await cache.get();
-    expect(again.skills.length).toBeGreaterThan(0);
+    let t = 0;
+    const config = defaultConfig();
+    const loaded = { skills: promptSkills({ config, workspace }), at: t };
+    await loaded.skills;
+    t += 60 * 60_000;
+    await addSkill(workspace, "late", "Added after start.");
+    expect(t - loaded.at).toBeGreaterThan(PROMPT_TTL_MS);
+    const cache = createSystemPromptCache({ config, workspace, files: createMemoryFiles(workspace), now: () => t }, loaded);
+    expect((await cache.get()).skills.map((s) => s.name)).toContain("late");
+  });
+
+  it("loads the skills afresh when the early load failed", async () => {
+    const workspace = await tmp();
+    await addSkill(workspace, "late", "Read after the early load failed.");
+    const failed = Promise.reject(new Error("disk gone"));
+    failed.catch(() => undefined);
+    const cache = createSystemPromptCache({ config: defaultConfig(), workspace, files: createMemoryFiles(workspace), now: Date.now }, { skills: failed, at: Date.now() });
+    expect((await cache.get()).skills.map((s) => s.name)).toContain("late");
   });
 });
