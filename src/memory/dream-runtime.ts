@@ -17,7 +17,12 @@ export interface DreamRuntime {
 
 export function createDreamRuntime(deps: DreamDeps): DreamRuntime {
   let loading: Promise<Awaited<ReturnType<typeof loadDream>>> | undefined;
-  const loaded = () => (loading ??= loadDream(deps));
+  // A load that failed is tried again at the next use, not remembered.
+  const loaded = () =>
+    (loading ??= loadDream(deps).catch((err: unknown) => {
+      loading = undefined;
+      throw err;
+    }));
   let actor: (() => AnyActorRef | undefined) | undefined;
   const current = async (): Promise<DreamControl> => {
     const { dream, actors } = await loaded();

@@ -16,10 +16,10 @@ const FLAG_TRACE = fileURLToPath(new URL("../fixtures/flag-trace.mjs", import.me
 const PACKAGE = JSON.parse(await readFile(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
 
 /** Runs the built CLI with the module trace preloaded; returns its output and every module it loaded. */
-async function modulesLoaded(args: string[], home: string, bin = TROUPE_BIN): Promise<{ code: number | null; stdout: string; stderr: string; modules: string[] }> {
+async function modulesLoaded(args: string[], home: string, bin = TROUPE_BIN, env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string; modules: string[] }> {
   const trace = join(home, `modules-${Date.now()}-${Math.random().toString(36).slice(2)}.txt`);
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("TROUPE_")));
-  const child = spawn(process.execPath, ["--import", TRACE, bin, ...args], { env: { ...clean, TROUPE_HOME: home, MODULE_TRACE: trace }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--import", TRACE, bin, ...args], { env: { ...clean, ...env, TROUPE_HOME: home, MODULE_TRACE: trace }, stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -75,7 +75,8 @@ describe("start-up: what each command loads", () => {
     fake = await startFakeOpenAi([{ content: "hi there" }, { content: "read it" }, { content: "with yaml" }]);
     const home = await tempDir();
     await writeHome(home, fake.url, { defaults: { contextWindowTokens: 40_000, maxTokens: 1_000 } });
-    const cold = await modulesLoaded(["agent", "-m", "hello"], home);
+    // The store would be lent 100 ms in: on a loaded machine the traced turn may take longer, so the wait is made long.
+    const cold = await modulesLoaded(["agent", "-m", "hello"], home, TROUPE_BIN, { TROUPE_LEND_AFTER_MS: "60000" });
     expect(cold.code, cold.stderr).toBe(0);
     expect(cold.stdout).toContain("hi there");
     expect(heavyIn(cold.modules)).toEqual([]);
