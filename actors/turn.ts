@@ -172,6 +172,13 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
     else journalWrites.set(turnId, [write]);
   };
   const base = effects(deps, barrier, fresh, prestarted, journalled);
+  // The logic actors run is a copy of the machine with its start hooked (below) as own properties.
+  // An object made with Object.create(base) has a hidden class of its own (its prototype is part of
+  // it): every runtime's turn logic was a new shape to XState's hot functions (Actor, _process…),
+  // whose optimized code deoptimized ("wrong map") and was compiled again for each runtime made in a
+  // process (one per subagent run). The same two properties added to a machine give every runtime's
+  // logic one shape; its snapshots are still made by `base`, a machine like any other.
+  const logic = base.provide({}) as unknown as TurnActorLogic;
   const starts = new WeakMap<AnyActorRef, TurnStart>();
   const entries = new Map<string, Entry>();
 
@@ -371,7 +378,6 @@ export function createTurnRuntime(deps: TurnDeps, defaultFinal: FinalOps = async
     });
   }
 
-  const logic = Object.create(base) as TurnActorLogic;
   logic.getInitialSnapshot = (scope, start) => {
     starts.set(scope.self, start);
     if (!("record" in start)) return base.getInitialSnapshot(scope as never, start.input);
