@@ -16,6 +16,8 @@
  *    make most of the total. So are where the total goes: each turn's time from its first
  *    checkpoint to its final state (a slot holds it that long, plus its preparation and its final
  *    batch's write: ideally 100 ms, the two model calls) and the event loop's delay (how late every callback runs) during the burst.
+ *    The 1,000 point is also run on a daemon that has served a first burst of 1,000 (V8 warmed),
+ *    printed beside the judged one.
  * 2. The runtime's own cost per turn against a zero-latency model: one session's turns one after
  *    another (latency), and 1,000 sessions at once (throughput), twice: while V8 still optimizes the
  *    hot paths, and once it has (the target).
@@ -146,6 +148,7 @@ async function scaleCurve() {
     record({ figure: "1,000 sessions × 1 tool call, 50 ms model, vs ideal", target: "≤ 1.5×", measured: `${thousand.ratio.toFixed(2)}×`, pass: thousand.ratio <= 1.5 });
     const p = thousand.rssPassivated!;
     record({ figure: "RSS after every session passivated vs start", target: "≤ 1.2×", measured: `${(p / thousand.rssStart).toFixed(2)}× (${(thousand.rssStart / MB).toFixed(0)} → ${(p / MB).toFixed(0)} MB)`, pass: p / thousand.rssStart <= 1.2 });
+    await warmedThousand();
   }
   const tenK = at(10_000);
   if (tenK) {
@@ -156,6 +159,31 @@ async function scaleCurve() {
     record({ figure: `peak RSS growth, 10,000 vs ${small.n.toLocaleString("en")} sessions`, target: `sub-linear (< ${10_000 / small.n}×)`, measured: `${growth.toFixed(1)}×`, pass: growth < 10_000 / small.n });
     record({ figure: "shutdown with 10,000 live sessions", target: "—", measured: `${(tenK.shutdownMs / 1000).toFixed(1)} s` });
   }
+}
+
+/**
+ * The 1,000-session point again, on a daemon that has just served a first burst of 1,000 (printed, not
+ * judged): V8 has compiled the hot paths by then, as for the CPU-per-turn target's steady burst. On
+ * the judged point, a fresh daemon, V8's optimizing compiler runs beside the burst on the same CPUs
+ * (~1 s of its threads' CPU for ~1 s of the main thread's here): what is left of the gap to 1.5× is
+ * that warm-up, which a daemon pays once.
+ */
+async function warmedThousand() {
+  const model = await fakeModel(50);
+  const { daemon, dir } = await daemonFor(model.url, { maxConcurrentTurns: 100, sessionIdleSeconds: 600 });
+  await burst(daemon, ["warm-up"]);
+  await burst(daemon, Array.from({ length: 1_000 }, (_, i) => `w${i}`), { inFlight: 100 });
+  const before = threadCpu();
+  const total = await burst(daemon, Array.from({ length: 1_000 }, (_, i) => `s${i}`), { inFlight: 100 });
+  const after = threadCpu();
+  const ratio = total / 1_000;
+  const cpu = before && after ? `; main thread ${(after.main - before.main).toFixed(0)} ms, other threads ${(after.other - before.other).toFixed(0)} ms` : "";
+  console.log(`\n## 1,000 sessions on a daemon that has served a first burst of 1,000 (V8 warmed; 1,000 sessions live before it)`);
+  console.log(`total            ${total.toFixed(0)} ms → ${ratio.toFixed(2)}× the ideal${cpu}`);
+  record({ figure: "1,000 sessions, on a daemon warmed by a first burst", target: "(information)", measured: `${ratio.toFixed(2)}×` });
+  await daemon.shutdown();
+  model.stop();
+  await rm(dir, { recursive: true, force: true });
 }
 
 async function overheadScenario() {
