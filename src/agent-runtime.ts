@@ -7,7 +7,7 @@ import { loadHooks } from "./hooks/load.js";
 import { createLogger, type Logger } from "./log/logger.js";
 import { secretsOf } from "./log/redact.js";
 import type { McpHub } from "./mcp/hub.js";
-import { createDreamRuntime, type DreamRuntime } from "./memory/dream-runtime.js";
+import { createDreamRuntime, type DreamRuntime } from "../actors/dream-runtime.js";
 import { promptSkills } from "./context/system-prompt-cache.js";
 import { createMemoryFiles } from "./memory/files.js";
 import { createOpenAiProvider, type LlmProvider } from "./providers/client.js";

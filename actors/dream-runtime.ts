@@ -1,6 +1,6 @@
 import type { AnyActorRef, AnyStateMachine } from "xstate";
-import type { DreamControl } from "./commands.js";
-import type { DreamDeps } from "./dream.js";
+import type { DreamControl } from "../src/memory/commands.js";
+import type { DreamDeps } from "../src/memory/dream.js";
 
 /**
  * Dream for a process: the chat commands' DreamControl, which runs Dream in process until `attach`
@@ -45,6 +45,6 @@ export function createDreamRuntime(deps: DreamDeps): DreamRuntime {
 }
 
 async function loadDream(deps: DreamDeps) {
-  const [{ createDream }, actors] = await Promise.all([import("./dream.js"), import("../../actors/dream.js")]);
+  const [{ createDream }, actors] = await Promise.all([import("../src/memory/dream.js"), import("./dream.js")]);
   return { dream: createDream(deps), actors };
 }
