@@ -32,11 +32,16 @@ describe("what a turn's steps wait for", () => {
   let store: Store | undefined;
   closeAfterEach(() => [store, fake]);
 
-  it("without hooks the request goes out while the checkpoint is written; its answer is taken once the checkpoint is durable", async () => {
+  /** A turn's deps against a model that answers "Hello there.", their store's first checkpoint held. */
+  async function heldFirstCheckpoint() {
     fake = await startFakeOpenAi([{ content: "Hello there." }]);
     const deps = await turnDeps(await tempDir(), fake.url, countingTools().registry);
     store = deps.store;
-    const first = holdFirstCheckpoint(deps.store);
+    return { deps, model: fake, first: holdFirstCheckpoint(deps.store) };
+  }
+
+  it("without hooks the request goes out while the checkpoint is written; its answer is taken once the checkpoint is durable", async () => {
+    const { deps, model, first } = await heldFirstCheckpoint();
     const states: string[] = [];
     deps.bus!.ofType("turn_state").subscribe((e) => states.push(e.state));
     let streamed = false;
@@ -45,7 +50,7 @@ describe("what a turn's steps wait for", () => {
 
     // The answer streamed in while the first checkpoint is still held: the call did not wait for the disk.
     await until(() => streamed, 10_000, "the answer streamed while the first checkpoint is held");
-    expect(fake.requests).toHaveLength(1);
+    expect(model.requests).toHaveLength(1);
     expect(first.durable).toBe(false);
     // Nothing follows from the answer until the checkpoint before the call is durable.
     expect(states).toEqual(["awaiting_model"]);
@@ -108,10 +113,7 @@ describe("what a turn's steps wait for", () => {
   });
 
   it("with hooks (which may have effects) the call starts only once its checkpoint is durable", async () => {
-    fake = await startFakeOpenAi([{ content: "Hello there." }]);
-    const deps = await turnDeps(await tempDir(), fake.url, countingTools().registry);
-    store = deps.store;
-    const first = holdFirstCheckpoint(deps.store);
+    const { deps, model, first } = await heldFirstCheckpoint();
     const durableAtHook: boolean[] = [];
     const hooks = composeHooks([{ beforeIteration: () => void durableAtHook.push(first.durable) }]);
     const turn = startTurn({ ...deps, hooks }, { input: turnInput("t-hooked", "hi") });
@@ -119,6 +121,6 @@ describe("what a turn's steps wait for", () => {
     first.release();
     expect((await turn.done).state).toBe("responded");
     expect(durableAtHook).toEqual([true]);
-    expect(fake.requests).toHaveLength(1);
+    expect(model.requests).toHaveLength(1);
   });
 });
