@@ -3,7 +3,7 @@ import { appendFile, mkdir, readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { LoadedConfig } from "../config/index.js";
 import type * as Readline from "node:readline";
-import { lazyBuiltin } from "../builtin.js";
+import { lazyRequire } from "../builtin.js";
 import { TroupeError } from "../errors.js";
 import { dataPaths, type DataPaths } from "../paths.js";
 import { BackendReplaced, succeeded, type AgentIo, type Backend, type ChatOptions, type RemoteOptions, isStop } from "./agent-backend.js";
@@ -13,7 +13,7 @@ import { renderMarkdown } from "./markdown.js";
 import { createPrinter, type Printer, type PrinterOptions } from "./printer.js";
 
 /** Only the interactive prompt uses it: `agent -m` does not load it. */
-const readline = lazyBuiltin<typeof Readline>("node:readline");
+const readline = lazyRequire<typeof Readline>("node:readline");
 
 /**
  * The in-process backend, which loads the whole runtime: imported only when this process opens the

@@ -1,7 +1,7 @@
 import type * as Yaml from "yaml";
-import { lazyPackage } from "../builtin.js";
+import { lazyRequire } from "../builtin.js";
 
-const yaml = lazyPackage<typeof Yaml>("yaml");
+const yaml = lazyRequire<typeof Yaml>("yaml");
 const parseYaml = (text: string): unknown => yaml().parse(text);
 
 /**

@@ -9,11 +9,11 @@ import { urlToHttpOptions } from "node:url";
 import type { LookupFunction, Socket } from "node:net";
 import type * as Https from "node:https";
 import type * as Zlib from "node:zlib";
-import { lazyBuiltin } from "../builtin.js";
+import { lazyRequire } from "../builtin.js";
 
 /** Loaded when a provider is called over https:// or a reply comes compressed (a local model over http:// needs neither). */
-const https = lazyBuiltin<typeof Https>("node:https");
-const zlib = lazyBuiltin<typeof Zlib>("node:zlib");
+const https = lazyRequire<typeof Https>("node:https");
+const zlib = lazyRequire<typeof Zlib>("node:zlib");
 
 export interface HttpReply {
   status: number;

@@ -1,9 +1,9 @@
 import { readFile, writeFile } from "node:fs/promises";
 import type * as Crypto from "node:crypto";
-import { lazyBuiltin } from "../builtin.js";
+import { lazyRequire } from "../builtin.js";
 
 /** Not loaded by a client that only reads the token (`troupe agent -m` through the daemon). */
-const crypto = lazyBuiltin<typeof Crypto>("node:crypto");
+const crypto = lazyRequire<typeof Crypto>("node:crypto");
 
 /** The control API's bearer token: read from its file, or created there (mode 600) at first start. */
 export async function ensureToken(file: string): Promise<string> {

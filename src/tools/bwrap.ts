@@ -1,7 +1,7 @@
 import type * as ChildProcess from "node:child_process";
 import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { delimiter, isAbsolute, join, sep } from "node:path";
-import { lazyBuiltin } from "../builtin.js";
+import { lazyRequire } from "../builtin.js";
 import { ConfigError } from "../errors.js";
 import { EGRESS_FORWARDER, EGRESS_SOCKET_INSIDE } from "./egress-proxy.js";
 import { isInside, realpathLoose } from "./sandbox.js";
@@ -120,7 +120,7 @@ export function bwrapArgs(isolation: Extract<ExecIsolation, { kind: "bwrap" }>, 
  * Loaded when a sandbox is probed, not by every command that builds the tools: a one-shot turn then
  * loads it later, off its path to the model (its lent control API's listen loads it with node:cluster).
  */
-const childProcess = lazyBuiltin<typeof ChildProcess>("node:child_process");
+const childProcess = lazyRequire<typeof ChildProcess>("node:child_process");
 
 /** Whether bwrap can actually build a sandbox here (user namespaces may be disabled); the error if not. */
 export function probeBwrap(bin: string): string | undefined {

@@ -1,14 +1,14 @@
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import type * as Https from "node:https";
 import type * as Zlib from "node:zlib";
-import { lazyBuiltin } from "../builtin.js";
+import { lazyRequire } from "../builtin.js";
 import { ToolError } from "./contract.js";
 import type { SsrfGuard } from "./ssrf.js";
 import { webProxyAgent } from "./web-proxy.js";
 
 /** Loaded at the first https:// or compressed page (most turns fetch none). */
-const https = lazyBuiltin<typeof Https>("node:https");
-const zlib = lazyBuiltin<typeof Zlib>("node:zlib");
+const https = lazyRequire<typeof Https>("node:https");
+const zlib = lazyRequire<typeof Zlib>("node:zlib");
 
 export interface FetchedPage {
   url: string;

@@ -2,7 +2,7 @@ import type * as Dns from "node:dns";
 import type { LookupAddress } from "node:dns";
 import { isIP, type LookupFunction } from "node:net";
 import ipaddr from "ipaddr.js";
-import { lazyBuiltin } from "../builtin.js";
+import { lazyRequire } from "../builtin.js";
 import { ToolError } from "./contract.js";
 
 /** Refused because the address is not public: the server-side request forgery guard. */
@@ -44,7 +44,7 @@ export function parseWhitelist(entries: string[]): Cidr[] {
 export type Resolver = (hostname: string, options: { all: true }, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
 
 /** Loaded at the first lookup: building the tools does not resolve anything. */
-const dns = lazyBuiltin<typeof Dns>("node:dns");
+const dns = lazyRequire<typeof Dns>("node:dns");
 const dnsLookup: Resolver = (hostname, options, callback) => dns().lookup(hostname, options, callback);
 
 export function createSsrfGuard(whitelist: string[] = [], resolver: Resolver = dnsLookup): SsrfGuard {

@@ -1,10 +1,10 @@
 import { request as httpRequest, type Agent } from "node:http";
 import type * as Https from "node:https";
-import { lazyBuiltin } from "../builtin.js";
+import { lazyRequire } from "../builtin.js";
 import { proxyAgentFor } from "../proxy-agent.js";
 import { ToolError } from "./contract.js";
 
-const https = lazyBuiltin<typeof Https>("node:https");
+const https = lazyRequire<typeof Https>("node:https");
 
 /**
  * tools.web.proxy: every request of web_search and web_fetch goes through it. An http(s):// proxy

@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import { delimiter } from "node:path";
 import { z } from "zod";
 import { lazySchema } from "../../lazy-schema.js";
-import { lazyBuiltin } from "../../builtin.js";
+import { lazyRequire } from "../../builtin.js";
 import { bwrapArgs, sandboxedCommand, type ExecIsolation } from "../bwrap.js";
 import { defineTool, ToolError } from "../contract.js";
 import { resolveToolPath, type Sandbox } from "../sandbox.js";
@@ -11,7 +11,7 @@ import type { SsrfGuard } from "../ssrf.js";
 import { internalUrlRefusal, refusalOf, type ExecPolicy } from "./exec-guard.js";
 
 /** Loaded when the first command runs: building the tools at start-up does not need it. */
-const childProcess = lazyBuiltin<typeof ChildProcess>("node:child_process");
+const childProcess = lazyRequire<typeof ChildProcess>("node:child_process");
 
 export const MAX_EXEC_OUTPUT_CHARS = 10_000;
 export const MAX_EXEC_TIMEOUT_S = 600;
