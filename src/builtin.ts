@@ -1,4 +1,5 @@
 import { createRequire } from "node:module";
+import { IncompleteInstallError } from "./errors.js";
 
 const load = createRequire(import.meta.url);
 
@@ -10,8 +11,19 @@ const load = createRequire(import.meta.url);
  * loaded from node_modules and kept out of the CLI's bundle: the YAML parser reads only a skill
  * frontmatter that is more than one-line `key: value` pairs (bundled, its 72 modules were evaluated
  * at every start, 0.35–0.4 ms of a cold `agent -m` measured, and their code was in its code cache).
+ * A package that does not load throws IncompleteInstallError: its callers' own handling (a YAML
+ * error recovered from) must not take it for theirs.
  */
 export function lazyRequire<T>(id: string): () => T {
   let mod: T | undefined;
-  return () => (mod ??= load(id) as T);
+  return () => (mod ??= loaded<T>(id));
+}
+
+function loaded<T>(id: string): T {
+  try {
+    return load(id) as T;
+  } catch (err) {
+    if (id.startsWith("node:")) throw err;
+    throw new IncompleteInstallError(id, err);
+  }
 }

@@ -7,6 +7,16 @@ export class TroupeError extends Error {
   }
 }
 
+/** A package troupe loads at its first use is not installed (or does not load): its node_modules is incomplete. */
+export class IncompleteInstallError extends TroupeError {
+  constructor(
+    readonly packageName: string,
+    cause: unknown,
+  ) {
+    super(`troupe's installation is incomplete: the package ${packageName} could not be loaded (${cause instanceof Error ? cause.message.split("\n")[0] : String(cause)}); run npm ci in troupe's folder`, { cause });
+  }
+}
+
 /**
  * An invalid config: one line per problem (key path, what is wrong, what was expected). A problem
  * an environment variable caused (a TROUPE_…__… override) names that variable, not the file.

@@ -1,5 +1,6 @@
 import type * as Yaml from "yaml";
 import { lazyRequire } from "../builtin.js";
+import { IncompleteInstallError } from "../errors.js";
 
 const yaml = lazyRequire<typeof Yaml>("yaml");
 const parseYaml = (text: string): unknown => yaml().parse(text);
@@ -44,7 +45,8 @@ function recoverField(key: string, rest: string, more: string[]): unknown {
   try {
     const parsed: unknown = parseYaml(chunk);
     if (isMapping(parsed) && key in parsed) return parsed[key];
-  } catch {
+  } catch (err) {
+    if (err instanceof IncompleteInstallError) throw err;
     // This field is the broken one: take its text as written.
   }
   const text = dedent(more).join("\n").trim();
@@ -129,6 +131,8 @@ export function parseFrontmatter(text: string): Frontmatter {
     if (isMapping(parsed)) return { fields: parsed, body, present: true };
     return { fields: recoverFields(block), body, present: true, yamlError: "the frontmatter is not a mapping of fields" };
   } catch (err) {
+    // No parser is not broken YAML: the skill cannot be read until troupe is installed whole.
+    if (err instanceof IncompleteInstallError) throw err;
     return { fields: recoverFields(block), body, present: true, yamlError: firstLine((err as Error).message) };
   }
 }
