@@ -5,7 +5,7 @@
  */
 import type { ChatMessage } from "../providers/messages.js";
 import type { StoredMessage } from "../store/sessions.js";
-import { historyTimestamp, type HistoryEntry } from "./files.js";
+import { historyTimestamp, type HistoryEntry } from "./history-entry.js";
 import { messageTokens } from "./tokens.js";
 
 /** nanobot's limit: messages per archived chunk. */
