@@ -4,7 +4,7 @@ import type { DreamControl } from "../src/memory/commands.js";
 import type { Dream } from "../src/memory/dream.js";
 import type { DreamRecord, DreamRun } from "../src/memory/dream.js";
 import { commitDiff, memoryLog, restoreMemory } from "../src/memory/git.js";
-import { historyTimestamp } from "../src/memory/files.js";
+import { historyTimestamp } from "../src/memory/history-entry.js";
 
 /** The Dream machine with its phases supplied: the supervisor's `dream` child. */
 export function createDreamLogic(dream: Dream) {

@@ -7,20 +7,18 @@ import type { LlmProvider } from "../providers/client.js";
 import type { ChatMessage } from "../providers/messages.js";
 import { getSessionMeta, sessionMessagesInRange, sessionMessagesWithSeq, withSeq, type SessionMeta, type StoredMessage } from "../store/sessions.js";
 import type { Store } from "../store/store.js";
-import { historyTimestamp, type HistoryEntry, type MemoryFiles } from "./files.js";
+import { archivedUpTo, cut, formatMessages, pickBoundary, tailChunks, type Chunk } from "./archive-chunks.js";
+import type { MemoryFiles } from "./files.js";
 import { consolidationStateOp, getConsolidationState, type ConsolidationState } from "./session-state.js";
 import { ARCHIVED, release, tokenSums, unarchived, type KeptMessage } from "./kept-messages.js";
 import { forgetSideData } from "./side-data.js";
-import { messageTokens, textTokens, type TokenCost } from "./tokens.js";
+import { textTokens, type TokenCost } from "./tokens.js";
 
-/** nanobot's limits: rounds per consolidation, messages per archived chunk. */
+/** nanobot's limit: rounds per consolidation. */
 export const MAX_ROUNDS = 5;
-export const MAX_CHUNK_MESSAGES = 60;
 /** A raw dump (the summary call failed) and a summary are cut to these. */
 export const RAW_ARCHIVE_MAX_CHARS = 16_000;
 export const SUMMARY_MAX_CHARS = 8_000;
-/** One message's share of the text handed to the summariser. */
-const MESSAGE_MAX_CHARS = 2_000;
 
 export interface ConsolidatorDeps {
   store: Store;
@@ -39,72 +37,6 @@ export interface SessionView {
   state: ConsolidationState;
   /** With their seq: a turn's stored input names the range of them it was given. */
   messages: KeptMessage[];
-}
-
-export interface Chunk {
-  from: number;
-  to: number;
-}
-
-const contentText = (m: ChatMessage): string =>
-  typeof m.content === "string" ? m.content : Array.isArray(m.content) ? m.content.map((p) => (p.type === "text" ? p.text : "[image]")).join(" ") : "";
-
-const cut = (text: string, max: number) => (text.length > max ? `${text.slice(0, max)}… (${text.length - max} more chars)` : text);
-
-/** Messages as dated lines, nanobot's archive format: `[YYYY-MM-DD HH:MM] ROLE [tools: a, b]: text`. */
-export function formatMessages(messages: StoredMessage[], timezone?: string, perMessage = MESSAGE_MAX_CHARS): string {
-  const lines: string[] = [];
-  for (const { message: m, at } of messages) {
-    const stamp = historyTimestamp(new Date(at), timezone);
-    const tools = m.role === "assistant" && m.tool_calls?.length ? ` [tools: ${m.tool_calls.map((c) => c.function.name).join(", ")}]` : "";
-    const role = m.role === "tool" ? `TOOL ${m.name ?? ""}`.trim() : m.role.toUpperCase();
-    const text = contentText(m);
-    if (!text && !tools) continue;
-    lines.push(`[${stamp}] ${role}${tools}: ${cut(text, perMessage)}`);
-  }
-  return lines.join("\n");
-}
-
-/**
- * Where the next archived chunk ends: at a user message (so the kept history starts a turn), after
- * at least `need` tokens when possible, and at most MAX_CHUNK_MESSAGES messages from `start`
- * (unless no user message comes sooner: a turn is never split). Undefined when no user message
- * follows `start`: the newest turn is never archived by the token trigger.
- */
-export function pickBoundary(messages: ChatMessage[], start: number, need: number, maxMessages = MAX_CHUNK_MESSAGES): { end: number; removed: number } | undefined {
-  let removed = 0;
-  let last: { end: number; removed: number } | undefined;
-  for (let i = start; i < messages.length; i++) {
-    const m = messages[i]!;
-    if (i > start && m.role === "user") {
-      if (i - start > maxMessages && last) return last;
-      last = { end: i, removed };
-      if (removed >= need || i - start >= maxMessages) return last;
-    }
-    removed += messageTokens(m);
-  }
-  return last;
-}
-
-/** The whole tail in chunks of at most `maxMessages` that each start at a user message (for /new). */
-export function tailChunks(messages: ChatMessage[], start: number, maxMessages = MAX_CHUNK_MESSAGES): Chunk[] {
-  const chunks: Chunk[] = [];
-  let from = start;
-  while (from < messages.length) {
-    const to = messages.length - from <= maxMessages ? messages.length : (pickBoundary(messages, from, Number.POSITIVE_INFINITY, maxMessages)?.end ?? messages.length);
-    chunks.push({ from, to });
-    from = to;
-  }
-  return chunks;
-}
-
-/** The newest `to` of entries that archived this session's epoch: what is archived even if the store never heard. */
-export function archivedUpTo(entries: HistoryEntry[], meta: { key: string; epoch: number; createdAt: number }): number {
-  let to = 0;
-  for (const e of entries) {
-    if (e.session_key === meta.key && e.archived?.epoch === meta.epoch && e.archived.createdAt === meta.createdAt) to = Math.max(to, e.archived.to);
-  }
-  return to;
 }
 
 /** A shown-only message (a failure notice the user saw) costs nothing but moves with its turn. */

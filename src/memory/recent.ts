@@ -1,4 +1,5 @@
-import type { HistoryEntry, MemoryFiles } from "./files.js";
+import type { MemoryFiles } from "./files.js";
+import type { HistoryEntry } from "./history-entry.js";
 
 /** nanobot shows at most this many undigested history entries in the system prompt. */
 export const RECENT_HISTORY_MAX = 50;

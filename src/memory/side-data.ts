@@ -1,11 +1,11 @@
 import { placeholderOf } from "../context/microcompact.js";
-import { forgetEncoded } from "../providers/chat-http.js";
+import { forgetEncoded } from "../providers/request-body.js";
 import type { ChatMessage } from "../providers/messages.js";
 import { forgetMet } from "../providers/runs.js";
 import { forgetCounts } from "./tokens.js";
 
 /**
- * What is kept beside a message object, in WeakMaps keyed by it: its request bytes (chat-http's
+ * What is kept beside a message object, in WeakMaps keyed by it: its request bytes (request-body's
  * `encoded`), its token counts (exact and bound), its number in the runs of a list (providers/runs),
  * its microcompact placeholder and what is kept of that in turn.
  *

@@ -1,4 +1,5 @@
-import { createChatHttp, encodeRequest, type ChatHttp } from "./chat-http.js";
+import { createChatHttp, type ChatHttp } from "./chat-http.js";
+import { encodeRequest } from "./request-body.js";
 import type { Logger } from "pino";
 import { TroupeError } from "../errors.js";
 import type { ChatMessage, ModelResponse } from "./messages.js";
@@ -148,7 +149,7 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
 
   /**
    * The request's fields but the messages and tools, the same objects on every call, so their JSON
-   * is encoded once (chat-http.ts encodeRequest): the keys in the order the body always had.
+   * is encoded once (request-body.ts encodeRequest): the keys in the order the body always had.
    */
   const shape = (withTools: boolean): Record<string, unknown> => ({
     model: resolved.model,

@@ -15,7 +15,7 @@
  * `held`: histories kept = live sessions, so a passivated session's history is held by nobody). A
  * session here passivates between two of its messages (5 s idle, a message every ~15 s), so each turn
  * reads its whole history afresh: new message objects, each entered in the WeakMaps keyed by message
- * (chat-http's `encoded`, the token counts `counted` and `bounded`, runs' `firstMet`). Their entries
+ * (request-body's `encoded`, the token counts `counted` and `bounded`, runs' `firstMet`). Their entries
  * went only at V8's next full GC, and V8 never shrinks a WeakMap's table after a GC empties it: the
  * four tables held every re-read message since the last full GC, 4 × 17 MB at minute 8 (the live
  * heap 59 → 126 MB; 9 minutes: 57 → 86 MB, 1.49×). Now (memory/side-data.ts) a session's entries

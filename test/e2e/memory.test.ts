@@ -3,7 +3,7 @@ import { join } from "node:path";
 import * as fs from "node:fs";
 import git from "isomorphic-git";
 import { describe, expect, it } from "vitest";
-import { parseHistory } from "../../src/memory/files.js";
+import { parseHistory } from "../../src/memory/history-entry.js";
 import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtures/fake-openai.js";
 import { writeHome } from "../helpers/daemon.js";
 import { getJson, sendMessage, startGateway, type GatewayProcess } from "../helpers/gateway.js";

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { createConsolidator } from "../../src/memory/consolidator.js";
 import { createMemoryFiles } from "../../src/memory/files.js";
 import { exactCost, forgetCounts, messageTokens, messageTokensBound } from "../../src/memory/tokens.js";
-import { forgetEncoded, requestBody } from "../../src/providers/chat-http.js";
+import { forgetEncoded, requestBody } from "../../src/providers/request-body.js";
 import type { ChatMessage } from "../../src/providers/messages.js";
 import { appendMessagesOps, getSessionMeta, newSessionMeta } from "../../src/store/sessions.js";
 import type { Store } from "../../src/store/store.js";

@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { buildSystemPrompt } from "../../src/context/prompt.js";
 import { loadSkills } from "../../src/context/skills.js";
-import { createMemoryFiles, historyTimestamp, parseHistory } from "../../src/memory/files.js";
+import { createMemoryFiles } from "../../src/memory/files.js";
+import { historyTimestamp, parseHistory } from "../../src/memory/history-entry.js";
 import { recentHistory } from "../../src/memory/recent.js";
 import { useTempDirs } from "../helpers/tmp.js";
 

@@ -7,13 +7,13 @@ import { join } from "node:path";
 import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { createOpenAiProvider, ModelCallError, type ProviderOptions } from "../../src/providers/client.js";
-import { requestJson } from "../../src/providers/chat-http.js";
+import { requestJson } from "../../src/providers/request-body.js";
 import { createHttpTransport, readText, sseEvents } from "../../src/providers/transport.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
 
-/** The model client over node:http(s) (src/providers/transport.ts, chat-http.ts) against servers on 127.0.0.1. */
+/** The model client over node:http(s) (src/providers/transport.ts, chat-http.ts, request-body.ts) against servers on 127.0.0.1. */
 
 const provider = (url: string, stream: boolean, opts: Partial<ProviderOptions> = {}, extraHeaders: Record<string, string> = {}) =>
   createOpenAiProvider(

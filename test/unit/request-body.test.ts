@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { forgetEncoded, requestBody } from "../../src/providers/chat-http.js";
+import { forgetEncoded, requestBody } from "../../src/providers/request-body.js";
 import { createOpenAiProvider } from "../../src/providers/client.js";
 import type { ToolSchema } from "../../src/providers/client.js";
 import type { ChatMessage } from "../../src/providers/messages.js";
