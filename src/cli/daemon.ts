@@ -6,7 +6,7 @@ import { TroupeError } from "../errors.js";
 import type { DataPaths } from "../paths.js";
 import { PACKAGE_ROOT } from "../package-root.js";
 import type { ActorNode } from "../server/actor-tree.js";
-import type { ChannelState } from "../runtime.js";
+import type { ChannelState } from "../daemon-types.js";
 import { connectAgent } from "./agent-record.js";
 import { connectDaemon, type DaemonClient } from "./client.js";
 import { checkGateway, clearStale, isAlive, type GatewayCheck, type Health } from "./pidfile.js";

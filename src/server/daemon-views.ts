@@ -1,4 +1,4 @@
-import type { Daemon } from "../runtime.js";
+import type { Daemon } from "../daemon-types.js";
 import { sessionActorId } from "../../machines/supervisor.machine.js";
 import { listOpenTurns } from "../store/turns.js";
 import { tokenCounts } from "../memory/tokens.js";

@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import { apiReplies } from "../channels/api.js";
 import { AttachmentError, takeAttachments } from "../channels/api-media.js";
 import { TroupeError } from "../errors.js";
-import type { Daemon } from "../runtime.js";
+import type { Daemon } from "../daemon-types.js";
 import { sessionDetail, sessionsOverview } from "../store/session-view.js";
 import { deleteSessionOps } from "../store/sessions.js";
 import { failureLine, StoreUnavailableError } from "../store/health.js";
