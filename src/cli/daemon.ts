@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { TroupeError } from "../errors.js";
 import type { DataPaths } from "../paths.js";
 import { PACKAGE_ROOT } from "../package-root.js";
-import type { ActorNode } from "../server/actor-tree.js";
+import type { ActorNode } from "../server/actor-view.js";
 import type { ChannelState } from "../daemon-types.js";
 import { connectAgent } from "./agent-record.js";
 import { connectDaemon, type DaemonClient } from "./client.js";

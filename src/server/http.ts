@@ -14,7 +14,7 @@ import { VERSION } from "../version.js";
 import { machines } from "../../machines/index.js";
 import { machineGraphs } from "../inspect/graph.js";
 import { createRedactor, secretsOf } from "../log/redact.js";
-import type { ActorNode } from "./actor-tree.js";
+import type { ActorNode } from "./actor-view.js";
 import { INSPECTION_EVENT_TYPES } from "./event-log.js";
 import { turnDetail } from "./turn-view.js";
 import { allowedHosts, hostAllowed } from "./host-check.js";

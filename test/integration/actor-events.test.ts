@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { ActorNode } from "../../src/server/actor-tree.js";
+import type { ActorNode } from "../../src/server/actor-view.js";
 import { startControlServer } from "../../src/server/http.js";
 import { readSse, type SseMessage } from "../../src/server/sse.js";
 import type { BusEvent } from "../../src/bus/events.js";
