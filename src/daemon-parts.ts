@@ -23,3 +23,6 @@ export { spawnTool, subagentsTool } from "./tools/builtin/spawn.js";
 export { createLimiter } from "./limiter.js";
 export { createActorTree } from "./server/actor-tree.js";
 export { createEventLog } from "./server/event-log.js";
+export { createSupervisor } from "../actors/supervisor-logic.js";
+export { createDaemonRuns } from "./daemon-runs.js";
+export { createDaemonRecovery } from "./daemon-recovery.js";

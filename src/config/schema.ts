@@ -1,59 +1,13 @@
-import ipaddr from "ipaddr.js";
 import { z } from "zod";
 import { isPlainObject, snakeToCamel } from "./normalize.js";
+import { flag, httpUrl, MAX_TIMER_SECONDS, nonEmpty, nonNegative, nonNegativeInt, optionalText, positive, positiveInt, temperature, text, textRecord, texts } from "./schema-fields.js";
+import { toolsSchema } from "./tools-schema.js";
 
 /**
  * troupe's config.json, shaped like nanobot's so a nanobot user can copy theirs.
- * Keys are camelCase here; the loader also accepts snake_case (see normalize.ts).
+ * Keys are camelCase here; the loader also accepts snake_case (see normalize.ts). The fields the
+ * schemas share are in schema-fields.ts, the tools section in tools-schema.ts.
  */
-
-/**
- * The bases the fields share, built once: each .int(), .positive(), .min() clones a zod schema, and a
- * cold `troupe agent -m` builds this module at every start (a chain such as
- * z.number().int().positive() took ~35 µs, adding a default to a built base ~2 µs, measured). zod
- * schemas are immutable, so one base serves every field; each field adds only its own default.
- */
-const text = z.string();
-const nonEmpty = z.string().min(1);
-const optionalText = text.nullable();
-const texts = z.array(text);
-const textRecord = z.record(text, text);
-const flag = z.boolean();
-const positive = z.number().positive();
-const positiveInt = z.number().int().positive();
-const nonNegative = z.number().nonnegative();
-const nonNegativeInt = z.number().int().nonnegative();
-const temperature = z.number().min(0).max(2);
-
-const isRegex = (s: string) => {
-  try {
-    new RegExp(s);
-    return true;
-  } catch {
-    return false;
-  }
-};
-const regexString = z.string().refine(isRegex, "not a valid regular expression");
-const addressOrCidr = z
-  .string()
-  .refine((s) => (s.includes("/") ? ipaddr.isValidCIDR(s) : ipaddr.isValid(s)), "expected an IP address or a CIDR such as 10.0.0.0/8");
-
-const isHttpUrl = (s: string) => {
-  try {
-    const url = new URL(s);
-    return (url.protocol === "http:" || url.protocol === "https:") && url.host !== "";
-  } catch {
-    return false;
-  }
-};
-/** An endpoint URL, refused when the config loads rather than at the first request. */
-const httpUrl = z.string().superRefine((s, ctx) => {
-  if (isHttpUrl(s)) return;
-  const example = s.includes("://") ? "https://api.example.com/v1" : `http://${s}`;
-  ctx.addIssue({ code: "custom", message: `${JSON.stringify(s)} is not an http(s) URL (e.g. ${example})` });
-});
-/** Node fires a timer longer than 2^31-1 ms at once, so durations that become timers stay below it. */
-const MAX_TIMER_SECONDS = 2_147_483;
 
 const providerSchema = z.object({
   apiKey: text.default(""),
@@ -233,80 +187,6 @@ const storageSchema = z.object({
    */
   compactTurnsAfterDays: nonNegative.default(7),
   keepTurnJournals: nonNegativeInt.default(1_000),
-});
-
-/**
- * One MCP server (nanobot's shape): stdio {command, args, env, cwd} or remote {url, headers}.
- * `type` may be left out: a url ending in /sse is SSE, another url streamable HTTP, a command stdio.
- */
-const mcpServerSchema = z
-  .object({
-    type: z.enum(["stdio", "sse", "streamableHttp"]).nullable().default(null),
-    command: text.default(""),
-    args: texts.default([]),
-    env: textRecord.default({}),
-    cwd: optionalText.default(null),
-    url: text.default(""),
-    headers: textRecord.default({}),
-    /** Seconds one call may take before it is cancelled. */
-    toolTimeout: positive.default(30),
-    /** ["*"] all (the default), [] none, else tool names raw ("read") or wrapped ("mcp_fs_read"). */
-    enabledTools: texts.default(["*"]),
-  })
-  .superRefine((s, ctx) => {
-    const problem = (message: string, path: string) => ctx.addIssue({ code: "custom", message, path: [path] });
-    if (!s.command && !s.url) return problem('needs a "command" (a stdio server) or a "url" (a remote server)', "command");
-    if (s.command && s.url) return problem('has both "command" and "url"; keep one (command for stdio, url for SSE or streamable HTTP)', "url");
-    if (s.url && !isHttpUrl(s.url)) return problem(`${JSON.stringify(s.url)} is not an http(s) URL (e.g. http://127.0.0.1:3001/mcp)`, "url");
-    if (s.type === "stdio" && !s.command) return problem('type "stdio" needs a "command"', "command");
-    if ((s.type === "sse" || s.type === "streamableHttp") && !s.url) return problem(`type "${s.type}" needs a "url"`, "url");
-  });
-export type McpServerConfig = z.infer<typeof mcpServerSchema>;
-
-const toolsSchema = z.object({
-  web: z
-    .object({
-      /** false leaves web_fetch and web_search out (nanobot's tools.web.enable). */
-      enable: flag.default(true),
-      /** Every web_search and web_fetch request goes through this http(s) proxy. */
-      proxy: optionalText.default(null),
-      /** The User-Agent of web_search and web_fetch requests (nanobot's browser-like one when null). */
-      userAgent: optionalText.default(null),
-      search: z
-        .object({
-          /** brave, tavily, searxng (baseUrl), jina or duckduckgo; without its key (or on failure) DuckDuckGo answers. */
-          provider: text.default("brave"),
-          apiKey: text.default(""),
-          /** SearXNG's address (or SEARXNG_BASE_URL). */
-          baseUrl: text.default(""),
-          /** Results per search; clamped to 1–10 as nanobot does. */
-          maxResults: z.number().int().default(5),
-          /** Seconds a search provider may take. */
-          timeout: positive.default(30),
-        })
-        .prefault({}),
-    })
-    .prefault({}),
-  exec: z
-    .object({
-      /** false leaves the exec tool out (nanobot's tools.exec.enable). */
-      enable: flag.default(true),
-      timeout: positiveInt.max(600).default(60),
-      pathAppend: text.default(""),
-      allowedEnvKeys: texts.default([]),
-      denyPatterns: z.array(regexString).default([]),
-      allowPatterns: z.array(regexString).default([]),
-      /** With restrictToWorkspace: "auto" sandboxes commands with bubblewrap when bwrap is on PATH. */
-      // nanobot writes "" (no backend chosen) here: troupe reads that as its default.
-      sandbox: z.preprocess((v) => (v === "" ? undefined : v), z.enum(["auto", "bwrap", "none"]).default("auto")),
-    })
-    .prefault({}),
-  restrictToWorkspace: flag.default(true),
-  /** When restricted, file tools refuse a file with several names (a hard link may name one outside) unless this is on. */
-  allowHardLinks: flag.default(false),
-  maxToolResultChars: positiveInt.default(16_000),
-  ssrfWhitelist: z.array(addressOrCidr).default([]),
-  mcpServers: z.record(text, mcpServerSchema).default({}),
 });
 
 export const configSchema = z.object({

@@ -4,7 +4,7 @@ import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { Prompt, Resource, Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
-import type { McpServerConfig } from "../config/schema.js";
+import type { McpServerConfig } from "../config/tools-schema.js";
 import { VERSION } from "../version.js";
 import { ProcessGroupStdioTransport } from "./stdio-transport.js";
 

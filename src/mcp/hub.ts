@@ -1,5 +1,5 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import type { McpServerConfig } from "../config/schema.js";
+import type { McpServerConfig } from "../config/tools-schema.js";
 import type { Logger } from "../log/logger.js";
 import type { Tool } from "../tools/contract.js";
 import { ToolError } from "../tools/contract.js";

@@ -14,6 +14,13 @@ function turnOf(input: unknown): { sessionKey: string; turnId: string } | undefi
 /** A turn's readable id: a subagent is its own actor (`subagent:<id>`, its session key); any other turn is `turn:<session>:<turnId>`. */
 export const turnActorId = (sessionKey: string, turnId: string) => (sessionKey.startsWith("subagent:") ? sessionKey : `turn:${sessionKey}:${turnId}`);
 
+/** The machine an actor runs, by name; null for other logic (a promise, a callback: the effects). */
+export function machineName(ref: Internals): string | null {
+  const logic = ref.logic;
+  // A state machine's logic has a config; its id is the machine's name. Other logic is named by its key.
+  return logic?.config && logic.id ? logic.id : null;
+}
+
 /** An actor's readable id and kind, from what it is (a turn, a system's root, a named child, an effect) and what it hangs under. */
 export function readable(ref: Internals, parent: { id: string; kind: string } | null, systemRoot: string | undefined): { id: string; kind: string } {
   const turn = turnOf(ref.options?.input);

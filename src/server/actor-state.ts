@@ -39,6 +39,17 @@ export class LazySnapshot {
   }
 }
 
+/** A machine's state event whose snapshot is `lazy`'s, read through a getter of the event's own object literal. */
+export function lazyStateEvent(base: Omit<StateEvent, "snapshot" | "error">, lazy: LazySnapshot, error: string | null): StateEvent {
+  return {
+    ...base,
+    get snapshot() {
+      return lazy.get();
+    },
+    error,
+  };
+}
+
 /** The event's snapshot made now and kept as a plain value (an actor's last state, when it stops). */
 export function settle(event: StateEvent, lazy: LazySnapshot): void {
   Object.defineProperty(event, "snapshot", { value: lazy.get(), enumerable: true, configurable: true, writable: true });

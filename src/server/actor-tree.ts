@@ -1,22 +1,9 @@
 import type { AnyActorRef, InspectionEvent, Subscription } from "xstate";
 import type { Bus, BusEvent } from "../bus/index.js";
-import { readable, type Internals } from "./actor-names.js";
-import { LazySnapshot, settle, stateName, type StateEvent } from "./actor-state.js";
+import { machineName, readable, type Internals } from "./actor-names.js";
+import { LazySnapshot, lazyStateEvent, settle, stateName, type StateEvent } from "./actor-state.js";
+import { treeView, type ActorNode } from "./actor-view.js";
 import { createSnapshotRedactor } from "./snapshot-redact.js";
-
-/** One live actor, as GET /api/actors, `troupe daemon status` and the inspector show it. */
-export interface ActorNode {
-  /** Readable and unique: supervisor, channel:api, session:<key>, turn:<session>:<turnId>, subagent:<id>, or <parent>/<effect>. */
-  id: string;
-  kind: string;
-  machine: string | null;
-  state: string;
-  since: number;
-  error?: string;
-  /** Restarts within the supervisor's intensity window. */
-  restarts?: number;
-  children: ActorNode[];
-}
 
 interface Node {
   ref: Internals;
@@ -113,9 +100,7 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
     const known = nodes.get(ref.sessionId);
     if (known) return known;
     const { id, kind } = readable(ref, parent, root?.id);
-    const logic = ref.logic;
-    // A state machine's logic has a config; its id is the machine's name. Other logic is named by its key.
-    const machine = logic?.config && logic.id ? logic.id : null;
+    const machine = machineName(ref);
     const attach = !parent && root?.id ? (root.under ?? opts.attachTo?.(id)) : undefined;
     // Constructing, an actor has no snapshot yet (reading it throws).
     const snap = made === "constructing" ? undefined : (ref.getSnapshot() as Snap | undefined);
@@ -204,13 +189,7 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
     const context = snap.context;
     const lazy = new LazySnapshot(() => ({ status, context: redact(context) }), status);
     node.unread = lazy;
-    const changed: StateEvent = {
-      ...base,
-      get snapshot() {
-        return lazy.get();
-      },
-      error,
-    };
+    const changed = lazyStateEvent(base, lazy, error);
     node.lastState = changed;
     publish(changed);
   }
@@ -241,12 +220,6 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
     if (event.type !== "@xstate.snapshot") return;
     const cause = (event.event as { type?: unknown } | undefined)?.type;
     apply(node, event.snapshot as Snap, typeof cause === "string" ? cause : null);
-  }
-
-  function toNode(node: Node, attached: Map<string, Node[]>): ActorNode {
-    const children = [...node.children.values()].map((c) => toNode(c, attached));
-    for (const other of attached.get(node.id) ?? []) children.push(toNode(other, attached));
-    return { id: node.id, kind: node.kind, machine: node.machine, state: node.state, since: node.since, children };
   }
 
   return {
@@ -287,17 +260,7 @@ export function createActorTree(bus: Bus, opts: ActorTreeOptions = {}) {
     tree(extra: (root: ActorNode) => void = () => {}): ActorNode | undefined {
       const root = supervisor && nodes.get(supervisor.ref.sessionId) === supervisor ? supervisor : undefined;
       if (!root) return undefined;
-      const ids = new Set<string>();
-      for (const node of nodes.values()) ids.add(node.id);
-      const attached = new Map<string, Node[]>();
-      for (const node of roots) {
-        if (node === root) continue;
-        const under = node.attach && ids.has(node.attach) ? node.attach : root.id;
-        const list = attached.get(under);
-        if (list) list.push(node);
-        else attached.set(under, [node]);
-      }
-      const node = toNode(root, attached);
+      const node = treeView(root, roots, nodes.values());
       extra(node);
       return node;
     },

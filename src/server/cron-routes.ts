@@ -1,6 +1,6 @@
 import { addJobInput, addJobRequestSchema } from "../cron/requests.js";
 import { ScheduleError } from "../cron/schedule.js";
-import type { Daemon } from "../runtime.js";
+import type { Daemon } from "../daemon-types.js";
 
 /** A cron request the control API refuses, with its status. */
 export class CronRouteError extends Error {

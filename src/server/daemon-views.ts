@@ -1,8 +1,8 @@
-import type { Daemon } from "../runtime.js";
+import type { Daemon } from "../daemon-types.js";
 import { sessionActorId } from "../../machines/supervisor.machine.js";
 import { listOpenTurns } from "../store/turns.js";
 import { tokenCounts } from "../memory/tokens.js";
-import type { ActorNode } from "./actor-tree.js";
+import type { ActorNode } from "./actor-view.js";
 
 /** What the control API shows of the daemon beyond its actor tree: whether a session is busy, subagents and the supervisor's records in the tree, what it holds in memory. */
 

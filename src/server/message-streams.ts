@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { filter, merge } from "rxjs";
 import { apiReplies } from "../channels/api.js";
 import { TroupeError } from "../errors.js";
-import type { Daemon } from "../runtime.js";
+import type { Daemon } from "../daemon-types.js";
 import { StoreUnavailableError } from "../store/health.js";
 import { HttpError, json, refuseStore } from "./request-io.js";
 import { openSse } from "./sse.js";

@@ -27,7 +27,7 @@ import { availableParallelism } from "node:os";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { rm } from "node:fs/promises";
 import { filter, firstValueFrom } from "rxjs";
-import type { Daemon } from "../../src/runtime.js";
+import type { Daemon } from "../../src/daemon-types.js";
 import { turnFloor } from "./floor.js";
 import { burst, daemonFor, fakeModel } from "./harness.js";
 import { cpuMsOf } from "./proc.js";

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Script } from "node:vm";
-import type { Daemon, DaemonOptions } from "../../src/runtime.js";
+import type { Daemon, DaemonOptions } from "../../src/daemon-types.js";
 import { writeHome } from "../helpers/home.js";
 import type * as BundleEntry from "./bundle-entry.js";
 

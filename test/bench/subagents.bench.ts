@@ -5,7 +5,7 @@
  * under tsx (test/bench/harness.ts says why).
  */
 import { rm } from "node:fs/promises";
-import type { Daemon } from "../../src/runtime.js";
+import type { Daemon } from "../../src/daemon-types.js";
 import { daemonFor, fakeModel } from "./harness.js";
 
 async function runSubagents(daemon: Daemon, n: number, tag: string): Promise<number> {

@@ -11,7 +11,7 @@ import { alive, fixtureLog, stdioFixture } from "../helpers/mcp.js";
 import { startHttpFixture } from "../fixtures/mcp-server.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
-import type { ActorNode } from "../../src/server/actor-tree.js";
+import type { ActorNode } from "../../src/server/actor-view.js";
 import type { McpServerStatus } from "../../src/mcp/hub.js";
 import { closeAfterEach } from "../helpers/teardown.js";
 

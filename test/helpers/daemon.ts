@@ -2,7 +2,8 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { filter, firstValueFrom } from "rxjs";
 import { loadConfig } from "../../src/config/index.js";
-import { createDaemon, type Daemon, type DaemonOptions } from "../../src/runtime.js";
+import { createDaemon } from "../../src/runtime.js";
+import type { Daemon, DaemonOptions } from "../../src/daemon-types.js";
 import { telegramOn, writeConfig, writeHome } from "./home.js";
 
 export { telegramOn, writeConfig, writeHome };

@@ -1,11 +1,11 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { ActorNode } from "../../src/server/actor-tree.js";
+import type { ActorNode } from "../../src/server/actor-view.js";
 import { startControlServer } from "../../src/server/http.js";
 import { readSse, type SseMessage } from "../../src/server/sse.js";
 import type { BusEvent } from "../../src/bus/events.js";
-import type { Daemon } from "../../src/runtime.js";
+import type { Daemon } from "../../src/daemon-types.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { startSubagentModel } from "../fixtures/subagent-model.js";
 import { replyTo, sendApi, startDaemon } from "../helpers/daemon.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import type { Daemon } from "../../src/runtime.js";
+import type { Daemon } from "../../src/daemon-types.js";
 import { turnDetail } from "../../src/server/turn-view.js";
 import { getSessionMeta, sessionMessages } from "../../src/store/sessions.js";
 import { listTurns } from "../../src/store/turns.js";

@@ -1,6 +1,6 @@
 /** A supervised child that fails (here cron, on a store error) is restarted by the supervisor; its failure never reaches the process (the gateway would exit). */
 import { describe, expect, it } from "vitest";
-import type { Daemon } from "../../src/runtime.js";
+import type { Daemon } from "../../src/daemon-types.js";
 import type { Store } from "../../src/store/store.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { startDaemon } from "../helpers/daemon.js";

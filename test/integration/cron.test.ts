@@ -10,7 +10,7 @@ import { addJobInput } from "../../src/cron/requests.js";
 import { createCronService } from "../../src/cron/service.js";
 import { dataPaths } from "../../src/paths.js";
 import { openStore } from "../../src/store/store.js";
-import type { Daemon } from "../../src/runtime.js";
+import type { Daemon } from "../../src/daemon-types.js";
 import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtures/fake-openai.js";
 import { replyTo, sendApi, startDaemon, writeHome } from "../helpers/daemon.js";
 import { useTempDirs } from "../helpers/tmp.js";

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { Daemon } from "../../src/runtime.js";
+import type { Daemon } from "../../src/daemon-types.js";
 import { InvalidSessionKeyError } from "../../src/session-key.js";
 import { sessionInbox, sessionsWithInbox } from "../../src/store/inbox.js";
 import type { Store, SublevelName } from "../../src/store/store.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import type { Daemon } from "../../src/runtime.js";
+import type { Daemon } from "../../src/daemon-types.js";
 import type { StoreOp } from "../../src/store/store.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { replyTo, sendApi, startDaemon } from "../helpers/daemon.js";

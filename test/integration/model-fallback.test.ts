@@ -1,7 +1,7 @@
 import { filter, firstValueFrom } from "rxjs";
 import { afterEach, describe, expect, it } from "vitest";
 import type { EventOf } from "../../src/bus/events.js";
-import type { Daemon } from "../../src/runtime.js";
+import type { Daemon } from "../../src/daemon-types.js";
 import { turnDetail } from "../../src/server/turn-view.js";
 import { getTurn } from "../../src/store/turns.js";
 import { startFakeOpenAi, type FakeOpenAi, type FakeStep } from "../fixtures/fake-openai.js";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { apiReplies } from "../../src/channels/api.js";
 import type { RestartOrigin } from "../../src/restart-origin.js";
-import type { Daemon } from "../../src/runtime.js";
+import type { Daemon } from "../../src/daemon-types.js";
 import { sessionInbox } from "../../src/store/inbox.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { replyTo, sendApi as send, startDaemon } from "../helpers/daemon.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Daemon } from "../../src/runtime.js";
+import type { Daemon } from "../../src/daemon-types.js";
 import { getSubagent, isFinished } from "../../src/store/subagents.js";
 import { isSubagentRequest, startSubagentModel } from "../fixtures/subagent-model.js";
 import type { FakeOpenAi } from "../fixtures/fake-openai.js";

@@ -1,6 +1,6 @@
 import { filter } from "rxjs";
 import { describe, expect, it } from "vitest";
-import type { Daemon } from "../../src/runtime.js";
+import type { Daemon } from "../../src/daemon-types.js";
 import { sessionDetail } from "../../src/store/session-view.js";
 import { isSubagentRequest, startSubagentModel } from "../fixtures/subagent-model.js";
 import type { FakeOpenAi } from "../fixtures/fake-openai.js";

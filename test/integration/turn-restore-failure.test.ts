@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import type { Daemon } from "../../src/runtime.js";
+import type { Daemon } from "../../src/daemon-types.js";
 import { openStore } from "../../src/store/store.js";
 import { listOpenTurns } from "../../src/store/turns.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
