@@ -4,15 +4,17 @@ import type { Logger } from "pino";
 import { createActor, fromPromise } from "xstate";
 import { z } from "zod";
 import type { Bus } from "../src/bus/index.js";
-import type { Channel, ChannelInbound, ProgressUpdate } from "../src/channels/channel.js";
+import type { Channel, ChannelInbound } from "../src/channels/channel.js";
 import { DeliveryRejectedError, PermanentChannelError } from "../src/channels/channel.js";
-import { markdownToTelegramHtml, splitMessage, TELEGRAM_MAX_CHARS, toolHintHtml } from "../src/channels/telegram-format.js";
+import { splitMessage } from "../src/channels/telegram-format.js";
 import { pollError, proxyAgent } from "../src/channels/telegram-net.js";
 import { admit, readAllowFrom } from "../src/channels/telegram-update.js";
 import { gatherAlbums } from "../src/channels/telegram-album.js";
 import { telegramContent } from "../src/channels/telegram-content.js";
 import { chatKeyOf, chatTarget } from "../src/channels/telegram-context.js";
 import { takeInAnswer } from "../src/channels/telegram-intake.js";
+import { telegramProgress } from "../src/channels/telegram-progress.js";
+import { finishStream, sendPart, SPLIT_AT } from "../src/channels/telegram-send.js";
 import type { Config } from "../src/config/schema.js";
 import type { OutboxRecord } from "../src/store/outbox.js";
 import type { Store } from "../src/store/store.js";
@@ -53,16 +55,14 @@ export const BOT_COMMANDS = [
 const OFFSET_KEY = "telegram:offset";
 const offsetSchema = z.object({ offset: z.number().int() });
 const TYPING_EVERY_MS = 4_000;
-const STREAM_EDIT_EVERY_MS = 1_000;
-/** Room for HTML escaping: markdown is split below Telegram's limit, then converted. */
-const SPLIT_AT = TELEGRAM_MAX_CHARS - 600;
 const IMAGE_EXTS = [".jpg", ".jpeg", ".png", ".gif", ".webp"];
 
 /**
  * The Telegram channel: long polling driven by the poller machine, each getUpdates answer's messages
  * into the inbox in one synced batch with the offset past them (src/channels/telegram-intake.ts; an album as one
  * message, src/channels/telegram-album.ts), replies rendered as Telegram HTML (plain text if Telegram refuses the
- * HTML), split at 4,096 characters, a typing indicator while a turn runs.
+ * HTML; src/channels/telegram-send.ts), split at 4,096 characters, a typing indicator while a turn runs, progress
+ * and the streamed reply (src/channels/telegram-progress.ts).
  */
 export function createTelegramChannel(deps: TelegramDeps): Channel {
   const cfg = deps.config;
@@ -75,10 +75,7 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
   let me: { id: number; username: string } | undefined;
   let poller: ReturnType<typeof createActor<typeof telegramPollerMachine>> | undefined;
   const typing = new Map<string, NodeJS.Timeout>();
-  /** Replies being streamed by editing one message (channels.telegram.streaming). */
-  const streams = new Map<string, { turnId: string; messageId?: number; text: string; lastEdit: number; timer?: NodeJS.Timeout; busy: Promise<void> }>();
-  /** Progress messages (thoughts, tool hints) still being sent, per chat: the next waits for them. */
-  const notes = new Map<string, Promise<void>>();
+  const { streams, progress } = telegramProgress({ api, cfg, log });
   const subs: Array<{ unsubscribe(): void }> = [];
 
   const { contentOf, carriesMedia } = telegramContent({ api, apiRoot: cfg.apiRoot, token: cfg.token, agent, mediaDir: deps.mediaDir, transcriber: deps.transcriber, log });
@@ -131,39 +128,6 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
     clearInterval(typing.get(chatId));
     typing.delete(chatId);
   };
-
-  /** One part of a reply (at most SPLIT_AT characters of markdown) as HTML, or plain if Telegram refuses the HTML. */
-  async function sendPart(chatId: string, part: string, replyTo?: number) {
-    const { chat, thread } = chatTarget(chatId);
-    const reply = { ...thread, ...(replyTo ? { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } } : {}) };
-    const html = markdownToTelegramHtml(part);
-    try {
-      if (html.length > TELEGRAM_MAX_CHARS) throw new GrammyError("too long after escaping", { ok: false, error_code: 400, description: "message is too long" }, "sendMessage", {});
-      await api.sendMessage(chat, html, { parse_mode: "HTML", link_preview_options: { is_disabled: true }, ...reply });
-    } catch (err) {
-      if (!(err instanceof GrammyError) || err.error_code !== 400 || !/parse entities|too long/i.test(err.description)) throw err;
-      // Telegram refused the HTML: the same text, plain.
-      for (const plain of splitMessage(part, TELEGRAM_MAX_CHARS)) await api.sendMessage(chat, plain, reply);
-    }
-  }
-
-  /** Puts the final reply into the streamed message; false when it does not fit in one (it is then sent normally). */
-  async function finishStream(chatId: string, messageId: number, markdown: string): Promise<boolean> {
-    const { chat } = chatTarget(chatId);
-    const html = markdownToTelegramHtml(markdown);
-    if (html.length > TELEGRAM_MAX_CHARS) {
-      await api.deleteMessage(chat, messageId).catch(() => undefined);
-      return false;
-    }
-    try {
-      await api.editMessageText(chat, messageId, html, { parse_mode: "HTML", link_preview_options: { is_disabled: true } });
-    } catch (err) {
-      if (!(err instanceof GrammyError) || err.error_code !== 400) throw err;
-      if (/not modified/i.test(err.description)) return true;
-      await api.editMessageText(chat, messageId, markdown);
-    }
-    return true;
-  }
 
   return {
     name: "telegram",
@@ -263,13 +227,13 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
         streams.delete(record.chatId);
         clearTimeout(stream.timer);
         await stream.busy;
-        streamed = stream.messageId !== undefined && (await finishStream(record.chatId, stream.messageId, record.content));
+        streamed = stream.messageId !== undefined && (await finishStream(api, record.chatId, stream.messageId, record.content));
       }
       const replyTo = cfg.replyToMessage ? Number(/^telegram:-?\d+:(\d+)$/.exec(record.answers[0] ?? "")?.[1]) || undefined : undefined;
       // The parts, numbered alike on every attempt (the split depends on the text alone): the text's pieces, then the files.
       const text = record.content.trim() ? splitMessage(record.content, SPLIT_AT) : [];
       const parts: Array<() => Promise<unknown>> = [
-        ...text.map((part, i) => () => sendPart(record.chatId, part, i === 0 ? replyTo : undefined)),
+        ...text.map((part, i) => () => sendPart(api, record.chatId, part, i === 0 ? replyTo : undefined)),
         ...record.media.map((path) => () => {
           const file = new InputFile(path);
           const { chat, thread } = chatTarget(record.chatId);
@@ -297,53 +261,6 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
         throw err;
       }
     },
-    progress(update: ProgressUpdate) {
-      if (!update.sessionKey.startsWith("telegram:")) return;
-      const chatId = update.sessionKey.slice("telegram:".length);
-      const to = chatTarget(chatId);
-      if (update.type === "tool_hint" || update.type === "thought") {
-        // nanobot's progress messages: what the model said with its tool calls (already shown when streaming), then the hint as a quote.
-        if (update.type === "thought" && cfg.streaming) return;
-        const [html, plain] = update.type === "thought" ? [markdownToTelegramHtml(update.text), update.text] : [toolHintHtml(update.hint || update.tool), update.hint || update.tool];
-        // In order, one after another per chat; plain text when Telegram refuses the HTML. Never worth failing the turn over.
-        const next = (notes.get(chatId) ?? Promise.resolve())
-          .then(() => api.sendMessage(to.chat, html, { parse_mode: "HTML", ...to.thread }).catch(() => api.sendMessage(to.chat, plain, to.thread)))
-          .then(
-            () => undefined,
-            (err: unknown) => log?.debug({ err }, "progress message not sent"),
-          )
-          .finally(() => void (notes.get(chatId) === next && notes.delete(chatId)));
-        notes.set(chatId, next);
-        return;
-      }
-      if (!cfg.streaming) return;
-      let s = streams.get(chatId);
-      // A draft left by an earlier turn whose reply was never sent (the message tool sent it): it
-      // stays as it is, and this turn streams into a message of its own.
-      if (s && s.turnId !== update.turnId) {
-        clearTimeout(s.timer);
-        s = undefined;
-      }
-      if (!s) {
-        s = { turnId: update.turnId, text: "", lastEdit: 0, busy: Promise.resolve() };
-        streams.set(chatId, s);
-      }
-      const stream = s;
-      stream.text += update.delta;
-      if (stream.timer) return;
-      // At most one edit a second: the first delta opens the message, later ones are gathered.
-      const wait = Math.max(0, stream.lastEdit + STREAM_EDIT_EVERY_MS - Date.now());
-      stream.timer = setTimeout(() => {
-        stream.timer = undefined;
-        stream.lastEdit = Date.now();
-        const text = stream.text.slice(0, TELEGRAM_MAX_CHARS);
-        stream.busy = stream.busy
-          .then(async () => {
-            if (stream.messageId === undefined) stream.messageId = (await api.sendMessage(to.chat, text, to.thread)).message_id;
-            else await api.editMessageText(to.chat, stream.messageId, text);
-          })
-          .catch((err: unknown) => log?.debug({ err }, "stream edit failed"));
-      }, wait);
-    },
+    progress,
   };
 }

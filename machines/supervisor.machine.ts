@@ -1,6 +1,7 @@
 import { enqueueActions, setup, type AnyActorRef, type CallbackActorLogic } from "xstate";
 import { notProvided } from "./not-provided.js";
 import type { SessionInput, SessionMessage } from "./session.machine.js";
+import { channelActorId, CRON_ACTOR_ID, DEFAULT_POLICY, DREAM_ACTOR_ID, mcpServerActorId, restartDelay, sessionActorId, type ChildRecord, type SupervisionPolicy } from "./supervision.js";
 
 /**
  * The root of the actor system (DESIGN.md, "Supervision"). It owns the channel actors and the
@@ -15,31 +16,6 @@ import type { SessionInput, SessionMessage } from "./session.machine.js";
  * that reports their ends as `session.done` / `session.error`. Channels, cron, MCP servers and
  * Dream are few and stay real children.
  */
-
-export interface SupervisionPolicy {
-  maxRestarts: number;
-  windowMs: number;
-  baseDelayMs: number;
-  maxDelayMs: number;
-}
-
-export const DEFAULT_POLICY: SupervisionPolicy = { maxRestarts: 5, windowMs: 60_000, baseDelayMs: 500, maxDelayMs: 30_000 };
-
-export type ChildKind = "session" | "channel" | "cron" | "mcp" | "dream";
-
-export interface ChildRecord {
-  id: string;
-  kind: ChildKind;
-  input: unknown;
-  /** parked: it failed while the store was failing; it is started again when the store has recovered. */
-  status: "running" | "restarting" | "failed" | "parked";
-  /** When it failed, within the intensity window. */
-  failures: number[];
-  lastError: string | null;
-  since: number;
-  /** Messages for a session that is waiting to restart. */
-  pending: SessionMessage[];
-}
 
 export interface SupervisorInput {
   policy?: Partial<SupervisionPolicy>;
@@ -77,18 +53,6 @@ export type SupervisorEvent =
   | { type: "session.error"; id: string; error: unknown }
   /** Start Dream, the protected memory job (one per daemon). */
   | { type: "dream.start" };
-
-export const sessionActorId = (sessionKey: string) => `session:${sessionKey}`;
-/** The session key of a session actor's id (the inverse of sessionActorId). */
-export const sessionKeyOfActor = (id: string) => id.slice("session:".length);
-export const channelActorId = (name: string) => `channel:${name}`;
-export const CRON_ACTOR_ID = "cron";
-export const DREAM_ACTOR_ID = "dream";
-export const mcpServerActorId = (name: string) => `mcp:${name}`;
-
-/** The wait before restart number `attempt` (1-based): base × 2^(attempt-1), capped. */
-export const restartDelay = (policy: SupervisionPolicy, attempt: number) =>
-  Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, attempt - 1));
 
 const ERROR_PREFIX = "xstate.error.actor.";
 

@@ -1,5 +1,5 @@
 import { createConversation, type Conversation } from "../actors/conversation.js";
-import { DEFAULT_POLICY as DEFAULT_SUPERVISION } from "../machines/supervisor.machine.js";
+import { DEFAULT_POLICY as DEFAULT_SUPERVISION } from "../machines/supervision.js";
 import { createBus, type Bus } from "./bus/index.js";
 import type { LoadedConfig } from "./config/index.js";
 import { composeHooks, type HookChain } from "./hooks/hook.js";

@@ -1,7 +1,7 @@
 import type { SessionHost } from "../actors/session-host.js";
 import type { SubagentPool } from "../actors/subagents.js";
 import type { SupervisorActor } from "../actors/supervisor-logic.js";
-import type { SupervisionPolicy } from "../machines/supervisor.machine.js";
+import type { SupervisionPolicy } from "../machines/supervision.js";
 import type { AgentRuntime, RuntimeOptions } from "./agent-runtime.js";
 import type { Channel, ChannelInbound } from "./channels/channel.js";
 import type { Transcriber } from "./channels/transcription.js";

@@ -2,7 +2,8 @@ import type { AnyActorRef } from "xstate";
 import { createFreshSessions } from "../actors/load-session.js";
 import { createSessionTurns, replyRecord } from "../actors/session-turn.js";
 import { createSessionLogic, sessionNotices } from "../actors/session-logic.js";
-import { channelActorId, DREAM_ACTOR_ID, sessionActorId, sessionKeyOfActor, type SupervisorEvent } from "../machines/supervisor.machine.js";
+import { channelActorId, DEFAULT_POLICY as DEFAULT_SUPERVISION, DREAM_ACTOR_ID, sessionActorId, sessionKeyOfActor } from "../machines/supervision.js";
+import type { SupervisorEvent } from "../machines/supervisor.machine.js";
 import type { Channel } from "./channels/channel.js";
 import { createInbound } from "./inbound.js";
 import { ConfigError } from "./errors.js";
@@ -12,7 +13,6 @@ import { createRedactor, secretsOf } from "./log/redact.js";
 import { inputBudget } from "./memory/tokens.js";
 import { createBuiltinTools } from "./tools/builtin/index.js";
 import { createToolRegistry } from "./tools/registry.js";
-import { DEFAULT_POLICY as DEFAULT_SUPERVISION } from "../machines/supervisor.machine.js";
 import { createAgentRuntime, type AgentRuntime, type RuntimeOptions } from "./agent-runtime.js";
 import type { ChannelState, Daemon, DaemonOptions } from "./daemon-types.js";
 

@@ -1,5 +1,5 @@
 import type { Daemon } from "../daemon-types.js";
-import { sessionActorId } from "../../machines/supervisor.machine.js";
+import { sessionActorId } from "../../machines/supervision.js";
 import { listOpenTurns } from "../store/turns.js";
 import { tokenCounts } from "../memory/tokens.js";
 import type { ActorNode } from "./actor-view.js";

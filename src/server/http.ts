@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AnyActorRef } from "xstate";
-import { DREAM_ACTOR_ID, sessionActorId } from "../../machines/supervisor.machine.js";
+import { DREAM_ACTOR_ID, sessionActorId } from "../../machines/supervision.js";
 import { memoryOverview } from "../memory/overview.js";
 import type { AddressInfo } from "node:net";
 import { apiReplies } from "../channels/api.js";

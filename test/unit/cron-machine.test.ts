@@ -1,7 +1,8 @@
 import { createActor, fromPromise } from "xstate";
 import { describe, expect, it } from "vitest";
 import { cronMachine, type FireOutput } from "../../machines/cron.machine.js";
-import { CRON_ACTOR_ID, supervisorMachine } from "../../machines/supervisor.machine.js";
+import { CRON_ACTOR_ID } from "../../machines/supervision.js";
+import { supervisorMachine } from "../../machines/supervisor.machine.js";
 import { until } from "../helpers/wait.js";
 
 /** The scheduler under the supervisor, with a stand-in for its firing step. */

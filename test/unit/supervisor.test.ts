@@ -2,7 +2,8 @@ import { createActor, createMachine, fromCallback } from "xstate";
 import { describe, expect, it } from "vitest";
 import type { SessionInput, SessionMessage } from "../../machines/session.machine.js";
 import { createSessionHost } from "../../actors/session-host.js";
-import { restartDelay, supervisorMachine, type SupervisorEvent } from "../../machines/supervisor.machine.js";
+import { restartDelay } from "../../machines/supervision.js";
+import { supervisorMachine, type SupervisorEvent } from "../../machines/supervisor.machine.js";
 
 const msg = (content: string, id = content): SessionMessage => ({ id, channel: "test", chatId: "1", content, at: 0 });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
