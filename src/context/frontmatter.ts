@@ -1,9 +1,8 @@
 import type * as Yaml from "yaml";
 import { lazyRequire } from "../builtin.js";
-import { IncompleteInstallError } from "../errors.js";
 
 const yaml = lazyRequire<typeof Yaml>("yaml");
-const parseYaml = (text: string): unknown => yaml().parse(text);
+type ParseYaml = (text: string) => unknown;
 
 /**
  * A SKILL.md's frontmatter, read as nanobot reads it (YAML between `---` lines) and, when the YAML
@@ -40,13 +39,12 @@ function dedent(lines: string[]): string[] {
 }
 
 /** One top-level field from its key line and the indented lines under it. */
-function recoverField(key: string, rest: string, more: string[]): unknown {
+function recoverField(parseYaml: ParseYaml, key: string, rest: string, more: string[]): unknown {
   const chunk = [`${key}:${rest ? ` ${rest}` : ""}`, ...more].join("\n");
   try {
     const parsed: unknown = parseYaml(chunk);
     if (isMapping(parsed) && key in parsed) return parsed[key];
-  } catch (err) {
-    if (err instanceof IncompleteInstallError) throw err;
+  } catch {
     // This field is the broken one: take its text as written.
   }
   const text = dedent(more).join("\n").trim();
@@ -56,7 +54,7 @@ function recoverField(key: string, rest: string, more: string[]): unknown {
 }
 
 /** Top-level `key: value` lines, each with the indented or blank lines that follow it. */
-export function recoverFields(block: string): Record<string, unknown> {
+function recoverFields(parseYaml: ParseYaml, block: string): Record<string, unknown> {
   const fields: Record<string, unknown> = {};
   const lines = block.split(/\r?\n/);
   for (let i = 0; i < lines.length; i++) {
@@ -65,7 +63,7 @@ export function recoverFields(block: string): Record<string, unknown> {
     const more: string[] = [];
     while (i + 1 < lines.length && (/^\s/.test(lines[i + 1] ?? "") || (lines[i + 1] ?? "").trim() === "")) more.push(lines[++i] ?? "");
     while (more.length && !more.at(-1)?.trim()) more.pop();
-    fields[m[1] as string] = recoverField(m[1] as string, (m[2] ?? "").trim(), more);
+    fields[m[1] as string] = recoverField(parseYaml, m[1] as string, (m[2] ?? "").trim(), more);
   }
   return fields;
 }
@@ -125,14 +123,15 @@ export function parseFrontmatter(text: string): Frontmatter {
   const body = source.slice(m[0].length).trim();
   const simple = simpleFields(block);
   if (simple) return { fields: simple, body, present: true };
+  // Loaded before parsing, outside the catch: a parser that is not installed (IncompleteInstallError)
+  // is not broken YAML, and the skill cannot be read until troupe is installed whole.
+  const parseYaml: ParseYaml = yaml().parse;
   try {
     const parsed: unknown = parseYaml(block);
     if (parsed === null || parsed === undefined) return { fields: {}, body, present: true };
     if (isMapping(parsed)) return { fields: parsed, body, present: true };
-    return { fields: recoverFields(block), body, present: true, yamlError: "the frontmatter is not a mapping of fields" };
+    return { fields: recoverFields(parseYaml, block), body, present: true, yamlError: "the frontmatter is not a mapping of fields" };
   } catch (err) {
-    // No parser is not broken YAML: the skill cannot be read until troupe is installed whole.
-    if (err instanceof IncompleteInstallError) throw err;
-    return { fields: recoverFields(block), body, present: true, yamlError: firstLine((err as Error).message) };
+    return { fields: recoverFields(parseYaml, block), body, present: true, yamlError: firstLine((err as Error).message) };
   }
 }
