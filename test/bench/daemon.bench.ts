@@ -16,8 +16,9 @@
  *    make most of the total. So are where the total goes: each turn's time from its first
  *    checkpoint to its final state (a slot holds it that long, plus its preparation and its final
  *    batch's write: ideally 100 ms, the two model calls) and the event loop's delay (how late every callback runs) during the burst.
- *    The 1,000 point is also run on a daemon that has served a first burst of 1,000 (V8 warmed),
- *    printed beside the judged one.
+ *    The 1,000 point is run on three fresh daemons and judged on their median (one run of the same
+ *    code varies by ±10% on a shared machine), and on a daemon that has served a first burst of 1,000
+ *    (V8 warmed), printed beside the judged one.
  * 2. The runtime's own cost per turn against a zero-latency model: one session's turns one after
  *    another (latency), and 1,000 sessions at once (throughput), twice: while V8 still optimizes the
  *    hot paths, and once it has (the target).
@@ -145,7 +146,18 @@ async function scaleCurve() {
   const at = (n: number) => results.find((r) => r.n === n);
   const thousand = at(1_000);
   if (thousand) {
-    record({ figure: "1,000 sessions × 1 tool call, 50 ms model, vs ideal", target: "≤ 1.5×", measured: `${thousand.ratio.toFixed(2)}×`, pass: thousand.ratio <= 1.5 });
+    // Judged on the median of three fresh daemons: on this shared machine one run of the same code
+    // read anywhere from 1.72× to 2.07× (measured). Every run is printed.
+    const ratios = [thousand.ratio];
+    for (let i = 0; i < 2; i++) ratios.push((await loadScenario(1_000, { passivate: false })).ratio);
+    const median = [...ratios].sort((a, b) => a - b)[1]!;
+    console.log(`\n1,000 sessions on fresh daemons: ${ratios.map((r) => `${r.toFixed(2)}×`).join(", ")} → median ${median.toFixed(2)}×`);
+    record({
+      figure: "1,000 sessions × 1 tool call, 50 ms model, vs ideal",
+      target: "≤ 1.5×",
+      measured: `${median.toFixed(2)}× (median of 3 fresh daemons: ${ratios.map((r) => r.toFixed(2)).join(", ")})`,
+      pass: median <= 1.5,
+    });
     const p = thousand.rssPassivated!;
     record({ figure: "RSS after every session passivated vs start", target: "≤ 1.2×", measured: `${(p / thousand.rssStart).toFixed(2)}× (${(thousand.rssStart / MB).toFixed(0)} → ${(p / MB).toFixed(0)} MB)`, pass: p / thousand.rssStart <= 1.2 });
     await warmedThousand();
