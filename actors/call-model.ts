@@ -7,7 +7,7 @@ import type { CheckpointBarrier } from "../src/store/checkpoint-barrier.js";
 import { NO_HOOKS, type HookChain } from "../src/hooks/hook.js";
 import { chatWithImageFallback } from "../src/tools/tool-images.js";
 import type { CallModelInput } from "../machines/turn.machine.js";
-import { FINALIZATION_RETRY_PROMPT } from "../src/context/loop-texts.js";
+import { BUDGET_EXHAUSTED_PROMPT, FINALIZATION_RETRY_PROMPT } from "../src/context/loop-texts.js";
 
 export interface CallModelDeps {
   provider: LlmProvider;
@@ -27,7 +27,8 @@ type ModelMessages = CallModelInput["messages"];
 
 /**
  * One model call; streamed text goes out on the bus as progress events (and to the hooks). No side
- * effects. A finalizing call (after repeated empty answers) goes without tools and asks for the answer.
+ * effects. A finalizing call goes without tools and asks for the answer: after repeated empty answers,
+ * or once the turn's tool iterations are used up (then for a summary of where the task stands).
  */
 export function createCallModel(deps: CallModelDeps) {
   const now = deps.now ?? Date.now;
@@ -46,7 +47,8 @@ export function createCallModel(deps: CallModelDeps) {
       await durable;
       fault("awaiting-model");
     } else durable.catch(() => undefined);
-    const messages: ModelMessages = input.finalize ? [...input.messages, { role: "user", content: FINALIZATION_RETRY_PROMPT }] : input.messages;
+    const prompt = input.finalize === "budget" ? BUDGET_EXHAUSTED_PROMPT : FINALIZATION_RETRY_PROMPT;
+    const messages: ModelMessages = input.finalize ? [...input.messages, { role: "user", content: prompt }] : input.messages;
     const turn = { turnId: input.turnId, sessionKey: input.sessionKey, channel: input.channel ?? "", chatId: input.chatId ?? "", iteration: input.iteration ?? 0 };
     if (hooks.size) await hooks.beforeIteration({ ...turn, messages: input.messages });
     // The stream's pieces reach the hooks in order, without holding the stream up.

@@ -1,4 +1,4 @@
-import { assign, setup, type ActorLogic, type PromiseActorLogic, type SnapshotFrom } from "xstate";
+import { and, assign, setup, type ActorLogic, type PromiseActorLogic, type SnapshotFrom } from "xstate";
 import { notProvided } from "./not-provided.js";
 import {
   addUsage,
@@ -46,8 +46,11 @@ export interface CallModelInput {
   sessionKey: string;
   seq: number;
   messages: ChatMessage[];
-  /** The request after repeated empty answers: without tools, the finalization prompt appended (not stored). */
-  finalize?: boolean;
+  /**
+   * A request without tools, its prompt appended (not stored): "answer" after repeated empty answers,
+   * "budget" once the turn's tool iterations are used up.
+   */
+  finalize?: "answer" | "budget";
   /** How many of `messages` this turn added (its tool results, continuations…): the rest is history. */
   turnMessages?: number;
   /** For hooks: the chat, and which model call of the turn this is. */
@@ -291,6 +294,11 @@ export const turnMachine = setup({
     /** Cut off at the token limit, with continuations left. */
     cutOff: ({ context }, output: ModelResponse) => output.finishReason === "length" && (context.continuation ?? []).length < MAX_LENGTH_CONTINUATIONS,
     iterationLimitReached: ({ context }) => context.iteration >= context.maxIterations,
+    /** A summary at the iteration limit (the model call's done event) that can be the reply: text, no tool calls, no error. */
+    usableSummary: ({ event }) => {
+      const output = (event as unknown as { output: ModelResponse }).output;
+      return output.toolCalls.length === 0 && output.finishReason !== "error" && output.content.trim() !== "";
+    },
     /** Hooks are loaded: a final answer goes through `finalizing_content` (the composition provides this). */
     hasHooks: () => false,
   },
@@ -385,7 +393,7 @@ export const turnMachine = setup({
       entry: "bumpSeq",
       invoke: {
         src: "callModel",
-        input: ({ context }) => ({ ...modelCall(context), finalize: true }),
+        input: ({ context }) => ({ ...modelCall(context), finalize: "answer" as const }),
         onDone: [
           {
             guard: { type: "cutOff", params: ({ event }) => event.output },
@@ -441,8 +449,38 @@ export const turnMachine = setup({
       // Waits for the composition's `checkpointed` (its checkpoint rides in the next one's batch).
       on: {
         cancel: "cancelled",
-        checkpointed: [{ guard: "iterationLimitReached", target: "max_iterations" }, { target: "awaiting_model" }],
+        checkpointed: [{ guard: "iterationLimitReached", target: "finalizing_after_limit" }, { target: "awaiting_model" }],
       },
+    },
+    // The tool iterations are used up: one request without tools asks for a summary of where the task
+    // stands (nanobot's finalization after max iterations). A usable answer is the reply; one that
+    // calls tools, is blank, errs or fails gets max_iterations' fixed text. The turn ends in
+    // max_iterations either way, but with hooks: a usable answer goes through finalizing_content, as
+    // every final answer does, and ends in responded.
+    finalizing_after_limit: {
+      entry: "bumpSeq",
+      invoke: {
+        src: "callModel",
+        input: ({ context }) => ({ ...modelCall(context), finalize: "budget" as const }),
+        onDone: [
+          {
+            guard: and(["usableSummary", "hasHooks"]),
+            target: "finalizing_content",
+            actions: assign(({ context, event }) => withDraft(answer(context, event.output), event.output)),
+          },
+          {
+            guard: "usableSummary",
+            target: "max_iterations",
+            actions: assign(({ context, event }) => answer(context, event.output)),
+          },
+          {
+            target: "max_iterations",
+            actions: assign(({ context, event }) => ({ usage: addUsage(context.usage, event.output.usage), models: answeredBy(context.models, event.output) })),
+          },
+        ],
+        onError: { target: "max_iterations" },
+      },
+      on: { cancel: "cancelled" },
     },
     finalizing_content: {
       // The answer is checkpointed as the model gave it before the hooks see it; their result is
@@ -485,8 +523,9 @@ export const turnMachine = setup({
       type: "final",
       entry: [
         "bumpSeq",
+        // The fixed text, unless the summary asked for at the limit is the reply already.
         assign(({ context }) =>
-          endWith(
+          context.reply !== null ? {} : endWith(
             context,
             `I reached the maximum number of tool iterations (${context.maxIterations}) without finishing. Tell me to continue, or narrow the task.`,
             "Error: the turn stopped before this call ran.",

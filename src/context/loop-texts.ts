@@ -11,6 +11,15 @@ export const MAX_LENGTH_CONTINUATIONS = 3;
 /** The reply when even the request without tools brings no text. */
 export const EMPTY_FINAL_RESPONSE_MESSAGE = "I completed the tool steps but couldn't produce a final answer. Please try again or narrow the task.";
 
+/**
+ * Appended (never stored) to one last request without tools once the turn has used its tool
+ * iterations (agents.defaults.maxToolIterations): its answer, when usable, is the reply (nanobot's
+ * finalization after max iterations); else the fixed text of the turn machine's `max_iterations`.
+ */
+export const BUDGET_EXHAUSTED_PROMPT =
+  "This turn has used up its tool-call budget: no more tools can be called. Answer the user now, from the conversation and the tool results above only. " +
+  "Say what was done and what is left, and the best next step if the task is not finished; do not claim it is finished unless the results above show it.";
+
 /** Appended (never stored) to the last request, sent without tools, after repeated empty answers. */
 export const FINALIZATION_RETRY_PROMPT = "Please provide your response to the user based on the conversation above.";
 

@@ -304,7 +304,9 @@ describe("turn machine", () => {
     const result = await startTurn(deps, { input: turnInput("t3", "loop", 3) }).done;
     expect(result.state).toBe("max_iterations");
     expect(result.output.reply).toMatch(/maximum number of tool iterations \(3\)/);
-    expect(fake.requests).toHaveLength(3);
+    // Three with tools, then one without them asking for a summary: it called a tool again, so the fixed text.
+    expect(fake.requests).toHaveLength(4);
+    expect(fake.requests.map((r) => Array.isArray(r.body.tools) && r.body.tools.length > 0)).toEqual([true, true, true, false]);
     expect(tools.runs).toHaveLength(3);
   });
 

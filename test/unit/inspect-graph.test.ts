@@ -6,12 +6,15 @@ import { graphMermaid, graphText, machineGraph, machineGraphs } from "../../src/
 describe("machine graphs come from the machine definitions", () => {
   it("the turn machine: every state and transition, by the spec's names", () => {
     const g = machineGraph("turn", machines.turn);
-    expect(g.states.map((s) => s.key).sort()).toEqual(["awaiting_model", "awaiting_tools", "cancelled", "failed", "finalizing", "finalizing_content", "max_iterations", "responded", "tools_completed"]);
+    expect(g.states.map((s) => s.key).sort()).toEqual(["awaiting_model", "awaiting_tools", "cancelled", "failed", "finalizing", "finalizing_after_limit", "finalizing_content", "max_iterations", "responded", "tools_completed"]);
     expect(g.states.filter((s) => s.type === "final").map((s) => s.key).sort()).toEqual(["cancelled", "failed", "max_iterations", "responded"]);
     expect(g.events).toEqual(["cancel", "checkpointed", "inject"]);
     expect(g.initial).toBe("turn.awaiting_model");
     expect(g.transitions).toContainEqual({ source: "turn.awaiting_model", target: "turn.awaiting_tools", event: "done: callModel", guard: "hasToolCalls" });
-    expect(g.transitions).toContainEqual({ source: "turn.tools_completed", target: "turn.max_iterations", event: "checkpointed", guard: "iterationLimitReached" });
+    // At the iteration limit: one call without tools for a summary, then max_iterations (with it, or the fixed text).
+    expect(g.transitions).toContainEqual({ source: "turn.tools_completed", target: "turn.finalizing_after_limit", event: "checkpointed", guard: "iterationLimitReached" });
+    expect(g.transitions).toContainEqual({ source: "turn.finalizing_after_limit", target: "turn.max_iterations", event: "done: callModel", guard: "usableSummary" });
+    expect(g.transitions).toContainEqual({ source: "turn.finalizing_after_limit", target: "turn.max_iterations", event: "error: callModel", guard: null });
     expect(g.states.find((s) => s.key === "awaiting_tools")?.invokes).toEqual(["runTools"]);
     // An empty answer is asked for again, a cut-off one continued: transitions of their own.
     expect(g.transitions).toContainEqual({ source: "turn.awaiting_model", target: "turn.awaiting_model", event: "done: callModel", guard: "retryEmpty" });

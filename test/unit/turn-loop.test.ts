@@ -102,6 +102,67 @@ describe("turn loop (nanobot's runner cases)", () => {
     expect(result.output.newMessages).toEqual([{ role: "assistant", content: EMPTY_FINAL_RESPONSE_MESSAGE }]);
   });
 
+  it("at the iteration limit asks once more without tools for a summary, and replies with it (max_iterations)", async () => {
+    const summary = "Read the directory twice. More investigation remains.";
+    const model = scriptedModel([
+      { content: "still working", toolCalls: [call("read_file", { path: "." })] },
+      { content: "still working", toolCalls: [call("read_file", { path: "." })] },
+      { content: summary, usage: { promptTokens: 10, completionTokens: 7, totalTokens: 17 } },
+    ]);
+    const d = await deps(model.provider);
+    const result = await startTurn(d, { input: turnInput("m1", "inspect the repo", 2) }).done;
+    expect(result.state).toBe("max_iterations");
+    expect(result.output.reply).toBe(summary);
+    expect(result.output.newMessages.at(-1)).toEqual({ role: "assistant", content: summary });
+    expect(model.requests.map((r) => r.tools.length > 0)).toEqual([true, true, false]);
+    // The budget prompt goes with that request only, and is never stored.
+    expect(JSON.stringify(model.requests[2]?.messages.at(-1))).toMatch(/tool-call budget/);
+    expect(JSON.stringify(result.output.newMessages)).not.toMatch(/tool-call budget/);
+    expect(result.output.usage.totalTokens).toBe(6 + 6 + 17);
+    expect((await stateJournal(d.store, "m1")).map((j) => j.state)).toEqual([
+      "awaiting_model",
+      "awaiting_tools",
+      "tools_completed",
+      "awaiting_model",
+      "awaiting_tools",
+      "tools_completed",
+      "finalizing_after_limit",
+      "max_iterations",
+    ]);
+  });
+
+  it("at the iteration limit falls back to the fixed text when the summary calls tools, is blank or fails", async () => {
+    const lastAnswers: Array<[string, Step]> = [
+      ["m2", { content: "still working", toolCalls: [call("read_file", { path: "." })] }],
+      ["m3", { content: "  " }],
+      ["m4", { finishReason: "error", content: "partial" }],
+    ];
+    for (const [id, last] of lastAnswers) {
+      const model = scriptedModel([
+        { content: "still working", toolCalls: [call("read_file", { path: "." })] },
+        { content: "still working", toolCalls: [call("read_file", { path: "." })] },
+        last,
+      ]);
+      const result = await startTurn(await deps(model.provider), { input: turnInput(id, "inspect the repo", 2) }).done;
+      expect(result.state, id).toBe("max_iterations");
+      expect(result.output.reply, id).toMatch(/maximum number of tool iterations \(2\)/);
+      expect(result.output.newMessages.at(-1), id).toEqual({ role: "assistant", content: result.output.reply });
+      expect(model.requests.map((r) => r.tools.length > 0), id).toEqual([true, true, false]);
+    }
+    const failing: LlmProvider = {
+      name: "failing",
+      model: "failing",
+      chat: async (req) => {
+        if (req.tools.length === 0) throw new Error("model down");
+        return { content: "", toolCalls: [call("read_file", { path: "." })], finishReason: "tool_calls", usage };
+      },
+    };
+    const result = await startTurn(await deps(failing), { input: turnInput("m5", "inspect the repo", 2) }).done;
+    expect(result.state).toBe("max_iterations");
+    expect(result.output.reply).toMatch(/maximum number of tool iterations \(2\)/);
+    expect(result.output.error).toBeNull();
+  });
+
   it("an empty answer between tool calls does not break the tool chain", async () => {
     const model = scriptedModel([
       { toolCalls: [call("read_file", { path: "a.txt" })] },
