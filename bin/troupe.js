@@ -28,7 +28,7 @@ if (args.length === 1 && (args[0] === "--version" || args[0] === "-v")) {
     // a built-in loaded afterwards is compiled from source: ~3x the time (node:http 1.1 → 3.4 ms,
     // node:crypto 1.0 → 2.9). The built-ins this command loaded when its code cache was written are
     // loaded first (a cold `agent -m`: 7–10 ms less wall time, measured).
-    for (const name of bundle.builtins) {
+    for (const name of bundle.builtins.filter(publicBuiltin)) {
       try {
         require(`node:${name}`);
       } catch {
@@ -165,6 +165,16 @@ function writable(dir) {
 }
 
 /**
+ * Built-ins that may be loaded ahead, in any order: not Node's underscored ones (_tls_common,
+ * _tls_wrap, _http_agent…), which the process list names before the module that loads them. Loaded
+ * first, _tls_wrap took a half-built tls, and every https request of the command then failed with
+ * "tls.createSecureContext is not a function"; their public module (tls, http) loads them itself.
+ */
+function publicBuiltin(name) {
+  return !name.startsWith("_");
+}
+
+/**
  * The public built-ins this process has loaded (node:http, node:crypto...: those a `require` can load
  * ahead), but those whose loading warns (deprecated or experimental), which would warn for nothing.
  * (A function of its own, no module-level constant: help exits while the bundle runs, before this
@@ -172,7 +182,7 @@ function writable(dir) {
  */
 function loadedBuiltins(publicNames) {
   const warnOnLoad = ["punycode", "sys", "wasi"];
-  const names = new Set(publicNames.filter((n) => !warnOnLoad.includes(n)));
+  const names = new Set(publicNames.filter((n) => !warnOnLoad.includes(n) && publicBuiltin(n)));
   return process.moduleLoadList.flatMap((m) => (m.startsWith("NativeModule ") && names.has(m.slice(13)) ? [m.slice(13)] : []));
 }
 

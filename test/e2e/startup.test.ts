@@ -1,5 +1,7 @@
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { appendFile, copyFile, mkdir, readFile, readdir, symlink, writeFile } from "node:fs/promises";
+import { createServer as createHttpsServer } from "node:https";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -27,6 +29,17 @@ async function modulesLoaded(args: string[], home: string, bin = TROUPE_BIN, env
   const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
   const modules = [...new Set((await readFile(trace, "utf8")).split("\n").filter(Boolean))];
   return { code, stdout, stderr, modules };
+}
+
+/** Runs node with `args` to its end. */
+async function runNode(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+  return { code, stdout, stderr };
 }
 
 /** A copy of the package in `dir` (bin/, the built bundle; node_modules and templates linked), so a test's code caches are its own. */
@@ -250,6 +263,41 @@ describe("start-up: what each command loads", () => {
     expect(next.stdout).toContain("second");
     expect(next.stderr).toContain("code cache used");
     expect(next.lateBuiltins).toEqual([]);
+  });
+
+  it("an https provider answers on every run, also those that load the built-ins their code cache recorded", async () => {
+    // The cache recorded Node's internal _tls_common and _tls_wrap before tls; loaded ahead in that
+    // order, tls came out half built: every https request of the next runs failed with
+    // "tls.createSecureContext is not a function".
+    const dir = await tempDir();
+    const [key, cert] = [join(dir, "key.pem"), join(dir, "cert.pem")];
+    execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], { stdio: "ignore" });
+    let answered = 0;
+    const server = createHttpsServer({ key: await readFile(key), cert: await readFile(cert) }, (req, res) => {
+      req.resume();
+      req.on("end", () => {
+        const delta = { role: "assistant", content: `over https ${++answered}` };
+        const chunk = (body: object) => `data: ${JSON.stringify({ id: "x", object: "chat.completion.chunk", created: 0, model: "m", ...body })}\n\n`;
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.end(chunk({ choices: [{ index: 0, delta, finish_reason: null }] }) + chunk({ choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }) + "data: [DONE]\n\n");
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const pkg = await packageCopy(await tempDir());
+      const home = await tempDir();
+      await writeHome(home, `https://127.0.0.1:${(server.address() as AddressInfo).port}/v1`);
+      const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("TROUPE_")));
+      for (const [i, cache] of [[1, "missing"], [2, "used"], [3, "used"]] as const) {
+        const r = await runNode([join(pkg, "bin", "troupe.js"), "agent", "-m", "hello"], { ...clean, TROUPE_HOME: home, NODE_EXTRA_CA_CERTS: cert, TROUPE_CODE_CACHE_DEBUG: "1" });
+        expect(r.stderr, `run ${i}`).toContain(`code cache ${cache}`);
+        expect(r.stdout, `run ${i}: ${r.stderr}`).toContain(`over https ${i}`);
+        expect(r.code, `run ${i}`).toBe(0);
+      }
+    } finally {
+      server.close();
+      server.closeAllConnections();
+    }
   });
 
   it("says to build when dist/ is missing", async () => {
