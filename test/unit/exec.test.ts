@@ -128,6 +128,14 @@ describe("exec", () => {
     expect(await runner([unlimited], ws)("exec", { command: "sleep 0.2; echo ok" })).toBe("ok\n\nExit code: 0");
   });
 
+  it("caps a call's timeout above 600 rather than refusing the call", async () => {
+    // nanobot tests/tools/test_tool_validation.py::test_exec_timeout_capped_at_max
+    const { run } = await setup();
+    expect(await run("exec", { command: "echo ok", timeout: 9999 })).toBe("ok\n\nExit code: 0");
+    expect(execTimeoutOf(9999, 60)).toBe(600);
+    expect(await run("exec", { command: "echo ok", timeout: 0 })).toMatch(/^Error: invalid arguments for exec: timeout: /);
+  });
+
   it("returns when the shell exits even if a background job holds the pipes", async () => {
     const { ws, run } = await setup();
     const started = Date.now();

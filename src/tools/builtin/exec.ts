@@ -103,7 +103,8 @@ export function execTool(opts: ExecOptions) {
     parameters: lazySchema(() => z.object({
       command: z.string().min(1),
       working_dir: z.string().optional().describe("Directory to run in (default: the workspace)"),
-      timeout: z.number().int().min(1).max(MAX_EXEC_TIMEOUT_S).optional(),
+      // The model is told the maximum; a larger timeout is capped to it (execTimeoutOf), not refused, as nanobot does.
+      timeout: z.number().int().min(1).meta({ maximum: MAX_EXEC_TIMEOUT_S }).optional(),
     })),
     exclusive: true,
     async execute({ command, working_dir, timeout }, ctx) {
