@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { addressOrCidr, flag, isHttpUrl, optionalText, positive, positiveInt, regexString, text, textRecord, texts } from "./schema-fields.js";
+import { addressOrCidr, flag, isHttpUrl, MAX_TIMER_SECONDS, optionalText, positive, positiveInt, regexString, text, textRecord, texts } from "./schema-fields.js";
 
 /** config.json's tools section (tools.*): web, exec, the workspace restriction, MCP servers. */
 
@@ -59,7 +59,13 @@ export const toolsSchema = z.object({
     .object({
       /** false leaves the exec tool out (nanobot's tools.exec.enable). */
       enable: flag.default(true),
-      timeout: positiveInt.max(600).default(60),
+      /** Seconds a command may run unless the call gives its own timeout; 0 = no limit; not capped at 600 (nanobot v0.3.0). */
+      timeout: z
+        .number()
+        .int()
+        .min(0, "must be a number of seconds, not negative; use 0 for no limit")
+        .max(MAX_TIMER_SECONDS, `must be at most ${MAX_TIMER_SECONDS} seconds (about 24 days); use 0 for no limit`)
+        .default(60),
       pathAppend: text.default(""),
       allowedEnvKeys: texts.default([]),
       denyPatterns: z.array(regexString).default([]),

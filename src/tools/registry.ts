@@ -36,6 +36,20 @@ function validate(tool: Tool, schema: Record<string, unknown>, args: Record<stri
   return { ok: false, error: `invalid arguments for ${tool.name}: ${problems.join("; ")}` };
 }
 
+/** A name reduced to its lower-case letters and digits: "readFile", "read-file" and "READ_FILE" all become "readfile". */
+const lookupKey = (name: string) => name.toLowerCase().replace(/[^\p{L}\p{N}]/gu, "");
+
+/**
+ * The one tool an unknown name most likely means (nanobot's _suggest_name): the name that is the same
+ * once case, "_", "-" and spaces are set aside. Only a unique match: a suggestion is never a guess.
+ */
+export function suggestToolName(name: string, names: Iterable<string>): string | undefined {
+  const key = lookupKey(name);
+  if (!key) return undefined;
+  const matches = [...names].filter((n) => lookupKey(n) === key);
+  return matches.length === 1 ? matches[0] : undefined;
+}
+
 export interface ToolRegistryOptions {
   /** tools.maxToolResultChars: longer results (errors too) are saved to a file and cut. */
   maxResultChars?: number;
@@ -82,7 +96,11 @@ export function createToolRegistry(tools: Tool[] = [], opts: ToolRegistryOptions
       const cap = (text: string) => persistLongResult(text, name, ctx, opts.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS);
       const fail = async (message: string) => withHint(await cap(message));
       const tool = byName.get(name);
-      if (!tool) return fail(`tool "${name}" not found. Available tools: ${registry.names().join(", ")}`);
+      if (!tool) {
+        const suggestion = suggestToolName(name, byName.keys());
+        const hint = suggestion ? ` Did you mean '${suggestion}'? Tool names must match exactly.` : "";
+        return fail(`tool "${name}" not found.${hint} Available tools: ${registry.names().join(", ")}`);
+      }
       if (argumentsError || args === null) return fail(`could not parse the arguments for ${name}: ${argumentsError ?? "no arguments"}`);
       const schema = schemaOf(tool);
       const checked = validate(tool, schema, castArguments(args, schema));

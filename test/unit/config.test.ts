@@ -23,6 +23,14 @@ describe("config", () => {
     expect(problemsOf(() => parseConfig({ tools: { exec: { sandbox: "docker" } } }, "c.json"))[0]).toMatch(/^tools\.exec\.sandbox: /);
   });
 
+  it("takes tools.exec.timeout of 0 (no limit) and above 600, as nanobot v0.3.0 does, and refuses a negative one", () => {
+    // nanobot tests/tools/test_tool_validation.py::test_exec_config_timeout_uncapped_and_zero
+    expect(parseConfig({ tools: { exec: { timeout: 0 } } }, "c.json").config.tools.exec.timeout).toBe(0);
+    expect(parseConfig({ tools: { exec: { timeout: 3600 } } }, "c.json").config.tools.exec.timeout).toBe(3600);
+    expect(problemsOf(() => parseConfig({ tools: { exec: { timeout: -1 } } }, "c.json"))[0]).toMatch(/^tools\.exec\.timeout: .*0 for no limit/);
+    expect(problemsOf(() => parseConfig({ tools: { exec: { timeout: 1e10 } } }, "c.json"))[0]).toMatch(/^tools\.exec\.timeout: .*0 for no limit/);
+  });
+
   it("accepts camelCase and snake_case keys alike", () => {
     const camel = parseConfig({ agents: { defaults: { maxTokens: 100, maxToolIterations: 3 } } }, "c.json").config;
     const snake = parseConfig({ agents: { defaults: { max_tokens: 100, max_tool_iterations: 3 } } }, "c.json").config;

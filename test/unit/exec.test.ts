@@ -7,7 +7,7 @@ import { ConfigError } from "../../src/errors.js";
 import { chooseExecSandbox, sandboxNotice, type ExecSandboxSetting } from "../../src/tools/bwrap.js";
 import { isAlive } from "../../src/cli/pidfile.js";
 import { planBatches } from "../../actors/run-tools.js";
-import { execTool } from "../../src/tools/builtin/exec.js";
+import { execTimeoutOf, execTool } from "../../src/tools/builtin/exec.js";
 import { grepTool } from "../../src/tools/builtin/grep.js";
 import { readFileTool } from "../../src/tools/builtin/read-file.js";
 import { createToolRegistry } from "../../src/tools/registry.js";
@@ -115,6 +115,25 @@ describe("exec", () => {
     const pid = Number((await readFile(join(ws, "grandchild.pid"), "utf8")).trim());
     await new Promise((r) => setTimeout(r, 300));
     expect(isAlive(pid)).toBe(false);
+  });
+
+  it("a config timeout of 0 sets no limit, and one above 600 is kept (nanobot's _resolve_timeout)", async () => {
+    // nanobot tests/tools/test_tool_validation.py::test_resolve_timeout_config_uncapped_and_unlimited
+    expect(execTimeoutOf(undefined, 3600)).toBe(3600);
+    expect(execTimeoutOf(undefined, 0)).toBeUndefined();
+    expect(execTimeoutOf(5, 0)).toBe(5);
+    const ws = await tmp();
+    const unlimited = execTool({ sandbox: sandboxOf(ws), policy: policy(ws), defaultTimeout: 0, pathAppend: "", allowedEnvKeys: [], isolation: { kind: "none" } });
+    expect(unlimited.description).toContain("no time limit unless given");
+    expect(await runner([unlimited], ws)("exec", { command: "sleep 0.2; echo ok" })).toBe("ok\n\nExit code: 0");
+  });
+
+  it("caps a call's timeout above 600 rather than refusing the call", async () => {
+    // nanobot tests/tools/test_tool_validation.py::test_exec_timeout_capped_at_max
+    const { run } = await setup();
+    expect(await run("exec", { command: "echo ok", timeout: 9999 })).toBe("ok\n\nExit code: 0");
+    expect(execTimeoutOf(9999, 60)).toBe(600);
+    expect(await run("exec", { command: "echo ok", timeout: 0 })).toMatch(/^Error: invalid arguments for exec: timeout: /);
   });
 
   it("returns when the shell exits even if a background job holds the pipes", async () => {

@@ -39,6 +39,29 @@ describe("tool registry", () => {
     expect(await registry.execute("nap", {}, ctx)).toBe(`Error: tool "nap" not found. Available tools: boom, mcp_search, sleep\n\n${TOOL_ERROR_HINT}`);
   });
 
+  it("suggests the tool a near-miss name means, and runs nothing (nanobot's _suggest_name)", async () => {
+    // nanobot tests/tools/test_tool_registry.py::test_prepare_call_rejects_near_miss_tool_name_with_suggestion
+    let ran = 0;
+    const named = (name: string) => defineTool({ name, description: name, parameters: z.object({ path: z.string().optional() }), execute: async () => `${name} ran ${++ran}` });
+    const tools = createToolRegistry([named("read_file")]);
+    expect(await tools.execute("readFile", { path: "foo.txt" }, ctx)).toBe(
+      `Error: tool "readFile" not found. Did you mean 'read_file'? Tool names must match exactly. Available tools: read_file\n\n${TOOL_ERROR_HINT}`,
+    );
+    expect(ran).toBe(0);
+    const suggestion = async (name: string) => /Did you mean '([^']*)'\?/.exec(await tools.execute(name, {}, ctx))?.[1];
+    // ::test_suggest_name_handles_canonical_tool_name_variants
+    for (const variant of ["readFile", "read-file", "READ_FILE", "read file", "readfile"]) expect(await suggestion(variant)).toBe("read_file");
+    // ::test_suggest_name_suppresses_low_confidence_and_non_unique_matches
+    tools.register(named("write_file"));
+    for (const miss of ["", "foo", "read", "file", "readfil", "read_file_tool", "--"]) expect(await suggestion(miss)).toBeUndefined();
+    // ::test_suggest_name_updates_after_register_and_unregister
+    tools.register(named("readFile"));
+    expect(await suggestion("read-file")).toBeUndefined();
+    tools.unregister("read_file");
+    expect(await suggestion("read-file")).toBe("readFile");
+    expect(ran).toBe(0);
+  });
+
   it("gives the model sorted function schemas, built-ins before MCP tools", () => {
     const schemas = registry.schemas();
     expect(schemas.map((s) => s.function.name)).toEqual(["boom", "sleep", "mcp_search"]);

@@ -21,7 +21,7 @@ const PIPE_GRACE_MS = 500;
 export interface ExecOptions {
   sandbox: Sandbox;
   policy: ExecPolicy;
-  /** tools.exec.timeout, seconds. */
+  /** tools.exec.timeout, seconds: 0 is no limit, and it is not capped at MAX_EXEC_TIMEOUT_S. */
   defaultTimeout: number;
   pathAppend: string;
   allowedEnvKeys: string[];
@@ -80,12 +80,22 @@ function killGroup(pid: number | undefined, signal: NodeJS.Signals) {
   }
 }
 
+/**
+ * The seconds a command may run, undefined for no limit (nanobot's _resolve_timeout): the model's own
+ * timeout is capped at MAX_EXEC_TIMEOUT_S; the config's is not, and its 0 sets no limit.
+ */
+export function execTimeoutOf(perCall: number | undefined, configured: number): number | undefined {
+  if (perCall) return Math.min(perCall, MAX_EXEC_TIMEOUT_S);
+  return configured > 0 ? configured : undefined;
+}
+
 export function execTool(opts: ExecOptions) {
+  const byDefault = opts.defaultTimeout > 0 ? `default ${opts.defaultTimeout}` : "no time limit unless given";
   return defineTool({
     name: "exec",
     description:
       `Run a shell command (${SHELL} -c) in the workspace and return its output and exit code. ` +
-      `timeout in seconds (default ${opts.defaultTimeout}, max ${MAX_EXEC_TIMEOUT_S}); on timeout the whole process group is killed. ` +
+      `timeout in seconds (${byDefault}, max ${MAX_EXEC_TIMEOUT_S}); on timeout the whole process group is killed. ` +
       "Dangerous commands are refused. Output over 10,000 chars is cut in the middle." +
       (opts.isolation.kind === "bwrap"
         ? " Commands run in a sandbox: only the workspace is writable, the rest of the system is read-only, /tmp and the home directory are empty and private to the command."
@@ -93,7 +103,8 @@ export function execTool(opts: ExecOptions) {
     parameters: lazySchema(() => z.object({
       command: z.string().min(1),
       working_dir: z.string().optional().describe("Directory to run in (default: the workspace)"),
-      timeout: z.number().int().min(1).max(MAX_EXEC_TIMEOUT_S).optional(),
+      // The model is told the maximum; a larger timeout is capped to it (execTimeoutOf), not refused, as nanobot does.
+      timeout: z.number().int().min(1).meta({ maximum: MAX_EXEC_TIMEOUT_S }).optional(),
     })),
     exclusive: true,
     async execute({ command, working_dir, timeout }, ctx) {
@@ -101,7 +112,7 @@ export function execTool(opts: ExecOptions) {
       if (!existsSync(cwd)) throw new ToolError(`working_dir ${working_dir} does not exist`);
       const refusal = refusalOf(command, cwd, opts.policy) ?? (opts.urlGuard ? await internalUrlRefusal(command, opts.urlGuard) : undefined);
       if (refusal) throw new ToolError(refusal);
-      const seconds = timeout ?? opts.defaultTimeout;
+      const seconds = execTimeoutOf(timeout, opts.defaultTimeout);
       const env = scrubbedEnv(opts.env ?? process.env, opts.allowedEnvKeys, opts.pathAppend);
 
       // detached: a process group of its own, so a kill reaches everything it started. Sandboxed, bwrap
@@ -126,7 +137,7 @@ export function execTool(opts: ExecOptions) {
         killGroup(child.pid, "SIGTERM");
         setTimeout(() => killGroup(child.pid, "SIGKILL"), KILL_GRACE_MS).unref();
       };
-      const timer = setTimeout(() => stop("timeout"), seconds * 1000);
+      const timer = seconds === undefined ? undefined : setTimeout(() => stop("timeout"), seconds * 1000);
       const onAbort = () => stop("aborted");
       ctx.signal.addEventListener("abort", onAbort, { once: true });
 
