@@ -4,7 +4,7 @@ import { workspaceHooksDir } from "./hooks/load.js";
 import type { Logger } from "./log/logger.js";
 import { resolveProvider, type ResolvedProvider } from "./providers/registry.js";
 import { openStore, type Store, type StoreOptions } from "./store/store.js";
-import { chooseExecSandbox } from "./tools/bwrap.js";
+import { chooseExecSandbox, unisolatedNotice } from "./tools/bwrap.js";
 
 /**
  * The first steps of an agent runtime (src/agent-runtime.ts), in a module of their own so a command
@@ -16,6 +16,8 @@ import { chooseExecSandbox } from "./tools/bwrap.js";
  */
 export interface RuntimeStart {
   resolved: ResolvedProvider;
+  /** The warning to give once, at start, when exec will run its commands unsandboxed because auto found no bwrap. */
+  execNotice?: string;
   /** Where the store reports (its disk probe) from now on: the runtime's logger, made while the store opens. */
   useLogger(logger: Logger): void;
   /** The store, once open (rejects as openStore does: locked, damaged...; or as making the workspace did, before it is opened). */
@@ -34,7 +36,7 @@ export function startAgentRuntime(loaded: LoadedConfig): RuntimeStart {
   // Resolve the provider first: a missing key should fail before anything is opened.
   const resolved = resolveProvider(config, paths.configFile);
   // tools.exec.sandbox "bwrap" with no bwrap installed: the same, before the store is opened.
-  chooseExecSandbox(config.tools, process.env, paths.configFile);
+  const execNotice = unisolatedNotice(config.tools.exec.enable, chooseExecSandbox(config.tools, process.env, paths.configFile));
   // The store reports only a failing disk, which it can meet only once it is open and written to: by
   // then the runtime has given it its logger.
   let logger: Logger | undefined;
@@ -58,6 +60,7 @@ export function startAgentRuntime(loaded: LoadedConfig): RuntimeStart {
   const underWay = Promise.race([onOpening.then(() => new Promise<void>((resolve) => setImmediate(resolve))), store.then(noop, noop)]);
   return {
     resolved,
+    execNotice,
     useLogger: (l) => (logger = l),
     store,
     underWay,

@@ -21,14 +21,17 @@ const readline = lazyRequire<typeof Readline>("node:readline");
  * opens on its own thread while the runtime's modules load (a cold `agent -m`'s store waits ~10 ms
  * for the disk, measured).
  */
-async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: AgentIo, conn: RemoteOptions): Promise<Backend> {
+async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: AgentIo, conn: RemoteOptions, warn: (text: string) => void): Promise<Backend> {
   const start = (await import("../runtime-start.js")).startAgentRuntime(loaded);
   await start.underWay;
   const local = await import("./agent-local.js").catch(async (err: unknown) => {
     await start.abandon();
     throw err;
   });
-  return local.localBackend(loaded, opts, io, conn, start);
+  const backend = await local.localBackend(loaded, opts, io, conn, start);
+  // Exec runs in this process now: whether it is sandboxed is said here, as the gateway says it.
+  if (start.execNotice) warn(start.execNotice);
+  return backend;
 }
 
 export interface AgentOptions {
@@ -61,12 +64,19 @@ export async function runAgent(load: () => Promise<LoadedConfig>, opts: AgentOpt
   let client = await connectStoreHolder(paths);
   let loaded: LoadedConfig | undefined;
   const config = async () => (loaded ??= await load());
+  // As the gateway does: once, though the chat may move in-process again (its lender exited).
+  let warned = false;
+  const warn = (text: string) => {
+    if (warned) return;
+    warned = true;
+    io.say(`warning: ${text}`);
+  };
   let current: Backend;
   if (client) current = remoteBackend(paths, client, opts, io, conn);
   else {
     const cfg = await config();
     // Another process may have taken the store just now: it serves the control API in a moment, or lets go.
-    const got = await openOrReachHolder(paths, () => localBackend(cfg, opts, io, conn));
+    const got = await openOrReachHolder(paths, () => localBackend(cfg, opts, io, conn, warn));
     if ("opened" in got) current = got.opened;
     else {
       client = got.holder;
@@ -75,7 +85,7 @@ export async function runAgent(load: () => Promise<LoadedConfig>, opts: AgentOpt
   }
   conn.takeOver = async (lenderPid) => {
     const local = await config()
-      .then((c) => localBackend(c, opts, io, conn))
+      .then((c) => localBackend(c, opts, io, conn, warn))
       .catch(() => undefined);
     if (!local) return false;
     const old = current;

@@ -15,13 +15,15 @@ import { openStore } from "../store/store.js";
 import { REPAIR_COMMAND, StoreDamagedError } from "../store/damage.js";
 import { floorBytes, type SpaceFloor } from "../store/disk.js";
 import { repairStore, storeSize } from "../store/repair.js";
+import { describeExecIsolation } from "../tools/exec-isolation.js";
 import { readPidfile } from "./pidfile.js";
 
 export interface CheckResult {
   name: string;
-  status: "ok" | "fail" | "skip";
+  /** "warn": works, in a way the user should know about (not a failure: the exit code stays 0). */
+  status: "ok" | "warn" | "fail" | "skip";
   detail: string;
-  /** What to do about a failure. */
+  /** What to do about a failure or a warning. */
   fix?: string;
 }
 
@@ -189,6 +191,12 @@ async function checkStore(paths: DataPaths): Promise<CheckResult> {
   }
 }
 
+/** exec's commands run in bubblewrap, or unsandboxed on purpose (warned when auto found no bwrap; failed when exec cannot run). */
+function checkExec(loaded: LoadedConfig, env: NodeJS.ProcessEnv): CheckResult {
+  const r = describeExecIsolation(loaded.config.tools, env, loaded.paths.configFile);
+  return { name: "exec", status: r.level, detail: r.text, ...(r.fix ? { fix: r.fix } : {}) };
+}
+
 /** Room on the data dir's disk (the floor is storage.freeSpaceFloorMB / freeSpaceFloorPercent), and the right to write there. */
 function checkDisk(paths: DataPaths, floor: SpaceFloor | undefined): CheckResult {
   let dir = paths.dataDir;
@@ -223,17 +231,20 @@ export async function doctorChecks(env: NodeJS.ProcessEnv = process.env): Promis
     needsConfig("telegram", checkTelegram),
     checkStore(paths),
   ]);
-  return [...checkConfig(paths, loaded, error), provider, gateway, telegram, store, checkDisk(paths, loaded?.config.storage)];
+  const exec = loaded ? checkExec(loaded, env) : skip("exec", "needs a valid config");
+  return [...checkConfig(paths, loaded, error), provider, gateway, telegram, store, checkDisk(paths, loaded?.config.storage), exec];
 }
 
 export const checkLine = (r: CheckResult) => `${(r.status === "fail" ? "FAIL" : r.status).padEnd(4)}  ${r.name}: ${r.detail}${r.fix ? `: ${r.fix}` : ""}`;
 
-/** `troupe doctor`: one line per check; exit 1 when any failed. */
+/** `troupe doctor`: one line per check; exit 1 when any failed (a warning alone does not). */
 export async function doctor(env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const results = await doctorChecks(env);
   for (const r of results) console.log(checkLine(r));
   const failed = results.filter((r) => r.status === "fail").length;
-  console.log(failed ? `${failed} check(s) failed` : "all checks passed");
+  const warned = results.filter((r) => r.status === "warn").length;
+  const warnings = warned ? `${warned} warning${warned > 1 ? "s" : ""}` : "";
+  console.log(failed ? `${failed} check(s) failed${warned ? `; ${warnings}` : ""}` : warned ? `no check failed; ${warnings}` : "all checks passed");
   return failed ? 1 : 0;
 }
 

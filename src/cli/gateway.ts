@@ -63,7 +63,8 @@ export async function runGateway(loaded: LoadedConfig, opts: { consoleLogs: bool
   const daemon = await openDaemon(loaded, opts.consoleLogs, { onRestart: (from) => restartRequested(from), restartedFrom });
   // A rejection nobody handled is logged and the daemon serves on; an uncaught exception exits 1 (see crash.ts).
   installCrashHandlers({ logger: daemon.logger, redact: createRedactor(secretsOf(config)), name: "troupe gateway" });
-  const notice = sandboxNotice(chooseExecSandbox(config.tools, process.env, paths.configFile));
+  // Nothing to say about exec's sandbox when there is no exec tool.
+  const notice = config.tools.exec.enable ? sandboxNotice(chooseExecSandbox(config.tools, process.env, paths.configFile)) : undefined;
   if (notice) daemon.logger.warn(notice);
   const unrunnable = loaded.unrunnableChannels ?? [];
   if (unrunnable.length > 0) {

@@ -12,6 +12,7 @@ import { loadSkills } from "../context/skills.js";
 import { hookFiles } from "../hooks/load.js";
 import { resolveProvider } from "../providers/registry.js";
 import { fallbackChoices } from "../providers/fallback.js";
+import { describeExecIsolation } from "../tools/exec-isolation.js";
 import { VERSION } from "../version.js";
 
 /** Whether this data dir's daemon runs, and which of its channels failed. */
@@ -43,8 +44,15 @@ function voiceLine(config: LoadedConfig["config"]): string {
   return t.on ? `transcribed by ${t.endpoint.source} at ${t.endpoint.apiBase} (model ${t.endpoint.model})` : `not transcribed: ${t.why}`;
 }
 
+/** Whether exec's commands run sandboxed, and how to fix it when they cannot or are not. */
+function execLine({ config, paths }: LoadedConfig): string {
+  const r = describeExecIsolation(config.tools, process.env, paths.configFile);
+  return `${r.text}${r.fix ? `; ${r.fix}` : ""}`;
+}
+
 /** What `troupe status` prints: where things are, what is configured (never a key), and whether the daemon runs. */
-export async function statusLines({ config, paths, workspace, fromFile, unrunnableChannels = [] }: LoadedConfig): Promise<string[]> {
+export async function statusLines(loaded: LoadedConfig): Promise<string[]> {
+  const { config, paths, workspace, fromFile, unrunnableChannels = [] } = loaded;
   const d = config.agents.defaults;
   const providers = Object.entries(config.providers).map(
     ([name, p]) => `${name} (${p.apiKey ? "key set" : "no key"}${p.apiBase ? `, ${p.apiBase}` : ""})`,
@@ -88,6 +96,7 @@ export async function statusLines({ config, paths, workspace, fromFile, unrunnab
     ...(hooks.length ? [`hooks:     ${hooks.map((h) => `${relative(workspace, h.path).startsWith("..") ? h.path : relative(workspace, h.path)}${h.exists ? "" : " (missing)"}`).join(", ")}`] : []),
     `channels:  api${config.channels.telegram.enabled ? ", telegram" : " (telegram disabled)"}`,
     `voice:     ${voiceLine(config)}`,
+    `exec:      ${execLine(loaded)}`,
     ...(unrunnableChannels.length
       ? [`not run:   ${unrunnableChannels.join(", ")} enabled, but troupe cannot run ${unrunnableChannels.length > 1 ? "them" : "it"} yet (set enabled to false to silence this)`]
       : []),

@@ -66,11 +66,19 @@ export function chooseExecSandbox(
   return { kind: "none", why: "missing" };
 }
 
-/** The start-up warning when auto found no bwrap. */
-export const UNISOLATED_WARNING =
+/** What auto finding no bwrap means, and what to do about it (`troupe status` and `troupe doctor` say them too). */
+export const UNISOLATED_WHY =
   "exec is not isolated: bubblewrap (bwrap) is not on PATH, so commands the agent runs can read and write whatever this user can, " +
-  `troupe's data dir (config.json, gateway.token) included. To sandbox them, ${INSTALL_HINT}; ` +
-  'to run unsandboxed on purpose and silence this, set tools.exec.sandbox to "none".';
+  "troupe's data dir (config.json, gateway.token) included";
+export const UNISOLATED_FIX = `to sandbox them, ${INSTALL_HINT}; to run unsandboxed on purpose and silence this, set tools.exec.sandbox to "none"`;
+
+/** The start-up warning when auto found no bwrap. */
+export const UNISOLATED_WARNING = `${UNISOLATED_WHY}. ${UNISOLATED_FIX.replace(/^t/, "T")}.`;
+
+/** What a command that runs exec in-process (`troupe agent`) says at start-up: the warning, when exec is on and auto found no bwrap. */
+export function unisolatedNotice(execEnabled: boolean, choice: SandboxChoice): string | undefined {
+  return execEnabled && choice.kind === "none" && choice.why === "missing" ? UNISOLATED_WARNING : undefined;
+}
 
 type Mount = { path: string; order: number; args: (p: string) => string[] };
 

@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { readSse } from "../../src/server/sse.js";
-import { pidsWith, requireBwrap, SKIP_BWRAP } from "../helpers/bwrap.js";
+import { pathWithoutBwrap, pidsWith, requireBwrap, SKIP_BWRAP } from "../helpers/bwrap.js";
 import { getJson, startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
@@ -128,23 +128,13 @@ describe("exec against a real gateway: the sandbox is the boundary, secrets stay
     expect(gateway.output()).not.toMatch(/exec is not isolated|sandbox cannot start/);
   }, 90_000);
 
-  /** A PATH with a shell and a few tools, and no bwrap. */
-  async function pathWithoutBwrap(): Promise<string> {
-    const bin = await tmp();
-    for (const tool of ["bash", "sh", "cat", "ls", "dirname", "env"]) {
-      const found = ["/usr/bin", "/bin"].map((d) => join(d, tool)).find((p) => existsSync(p));
-      if (found) await symlink(found, join(bin, tool));
-    }
-    return bin;
-  }
-
   it('with sandbox "auto" and no bwrap on PATH, exec runs unisolated and the gateway warns once', async () => {
     const { dataDir, env } = await setup([
       { toolCalls: [{ name: "exec", arguments: { command: `cat "$(dirname "$PWD")/gateway.token"` } }] },
       { toolCalls: [{ name: "exec", arguments: { command: "echo second" } }] },
       { content: "Done." },
     ]);
-    gateway = await startGateway(dataDir, { ...env, PATH: await pathWithoutBwrap() });
+    gateway = await startGateway(dataDir, { ...env, PATH: await pathWithoutBwrap(await tmp()) });
     const token = (await readFile(join(dataDir, "gateway.token"), "utf8")).trim();
     expect(await ask(gateway, "api:x", "go")).toBe("Done.");
     // Not isolated: the token is readable (which is what the warning is about).
@@ -157,7 +147,7 @@ describe("exec against a real gateway: the sandbox is the boundary, secrets stay
 
   it('with sandbox "none" exec runs unisolated and nothing is said', async () => {
     const { dataDir, env } = await setup([{ toolCalls: [{ name: "exec", arguments: { command: "echo ran" } }] }, { content: "Done." }], undefined, { exec: { sandbox: "none" } });
-    gateway = await startGateway(dataDir, { ...env, PATH: await pathWithoutBwrap() });
+    gateway = await startGateway(dataDir, { ...env, PATH: await pathWithoutBwrap(await tmp()) });
     expect(await ask(gateway, "api:x", "go")).toBe("Done.");
     expect(toolResults(fake!.requests[1])[0]).toBe("ran\n\nExit code: 0");
     expect(gateway.output()).not.toMatch(/not isolated|bubblewrap|bwrap/);
@@ -165,7 +155,7 @@ describe("exec against a real gateway: the sandbox is the boundary, secrets stay
 
   it('with sandbox "bwrap" and no bwrap on PATH, the gateway does not start and says how to fix it', async () => {
     const { dataDir, env } = await setup([], undefined, { exec: { sandbox: "bwrap" } });
-    const failure = await startGateway(dataDir, { ...env, PATH: await pathWithoutBwrap() }).then(
+    const failure = await startGateway(dataDir, { ...env, PATH: await pathWithoutBwrap(await tmp()) }).then(
       (g) => void (gateway = g),
       (err: Error) => err.message,
     );

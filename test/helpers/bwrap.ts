@@ -1,4 +1,6 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { symlink } from "node:fs/promises";
+import { join } from "node:path";
 import { findOnPath } from "../../src/tools/bwrap.js";
 
 /** bwrap on this machine's PATH (.ci/run installs it). */
@@ -32,4 +34,13 @@ export function pidsWith(marker: string): number[] {
     }
   }
   return found;
+}
+
+/** Fills `bin` with a shell and a few tools, and no bwrap: a PATH on which auto finds no sandbox. */
+export async function pathWithoutBwrap(bin: string): Promise<string> {
+  for (const tool of ["bash", "sh", "cat", "ls", "dirname", "env"]) {
+    const found = ["/usr/bin", "/bin"].map((d) => join(d, tool)).find((p) => existsSync(p));
+    if (found) await symlink(found, join(bin, tool));
+  }
+  return bin;
 }
