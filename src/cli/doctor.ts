@@ -5,6 +5,7 @@ import { Api, GrammyError, HttpError } from "grammy";
 import { z } from "zod";
 import { loadConfig, type LoadedConfig } from "../config/index.js";
 import { ConfigError, StoreLockedError, TroupeError } from "../errors.js";
+import { createRedactor, secretsOf } from "../log/redact.js";
 import { dataPaths, type DataPaths } from "../paths.js";
 import { proxyAgent } from "../channels/telegram-net.js";
 import { createHttpTransport, readText } from "../providers/transport.js";
@@ -232,7 +233,11 @@ export async function doctorChecks(env: NodeJS.ProcessEnv = process.env): Promis
     checkStore(paths),
   ]);
   const exec = loaded ? checkExec(loaded, env) : skip("exec", "needs a valid config");
-  return [...checkConfig(paths, loaded, error), provider, gateway, telegram, store, checkDisk(paths, loaded?.config.storage), exec];
+  const results = [...checkConfig(paths, loaded, error), provider, gateway, telegram, store, checkDisk(paths, loaded?.config.storage), exec];
+  // What a check quotes (an error's message, a URL) may hold a key or the bot token (Telegram's URLs
+  // carry it): scrubbed as the logs are, since a doctor's output is what users paste into reports.
+  const redact = createRedactor(loaded ? secretsOf(loaded.config) : []);
+  return results.map((r) => ({ ...r, detail: redact(r.detail), ...(r.fix ? { fix: redact(r.fix) } : {}) }));
 }
 
 export const checkLine = (r: CheckResult) => `${(r.status === "fail" ? "FAIL" : r.status).padEnd(4)}  ${r.name}: ${r.detail}${r.fix ? `: ${r.fix}` : ""}`;

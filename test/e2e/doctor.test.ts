@@ -74,6 +74,17 @@ describe("troupe doctor", () => {
     expect(line(r.stdout, "disk")).toMatch(/^ok/);
   });
 
+  it("an unreachable Telegram API is named without the bot token, which its error's URL holds", async () => {
+    fake = await startFakeOpenAi([{ content: "pong" }]);
+    const home = await tmp();
+    const token = "1000000001:AAsecretsecretsecretsecret";
+    const apiRoot = `http://127.0.0.1:${await freePort()}`;
+    await writeHome(home, fake.url, { config: { gateway: { port: await freePort() }, channels: { telegram: { enabled: true, token, apiRoot, allowFrom: ["*"] } } } });
+    const r = await runCli(["doctor"], { TROUPE_HOME: home });
+    expect(line(r.stdout, "telegram")).toMatch(new RegExp(`^FAIL +telegram: cannot reach ${apiRoot.replace(/[/.]/g, "\\$&")}`));
+    expect(r.stdout + r.stderr).not.toContain("AAsecretsecret");
+  });
+
   it("an unreachable provider and an invalid config are named, with what to do", async () => {
     const home = await tmp();
     const closed = await freePort();
