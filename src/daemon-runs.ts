@@ -60,7 +60,7 @@ export function createDaemonRuns(deps: DaemonRunsDeps) {
     if (!s.job || !s.run) return;
     const handler = s.job.system && systemJobs.get(s.job.system);
     if (handler) return void handler(s as StartedRun);
-    // A system job with no handler (Dream, until memory is built) is recorded as skipped, not left open.
+    // A system job with no handler (none today: Dream runs in its own actor) is recorded as skipped, not left open.
     void store.batch(finishRunOps(s.job, s.run, "skipped", null, Date.now(), `${s.job.system ?? "job"} has no handler in this troupe`), { sync: true });
   }
 

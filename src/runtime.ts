@@ -42,6 +42,8 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     createTranscriber,
     cronFinalOps,
     cronTool,
+    dreamSystemJob,
+    readDreamRecord,
     resolveTranscription,
     spawnTool,
     startUpkeep,
@@ -97,7 +99,9 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   const { notice, failed } = sessionNotices(store, bus, logger);
 
   const cron = createCronService({ store, defaultTz: d.timezone, changed: () => supervisor.send({ type: "cron.changed" }) });
-  core.registry.register(cronTool({ service: cron, defaultTz: d.timezone }));
+  // Dream keeps its own schedule (the `dream` actor); the cron tool shows it as a protected system job, as nanobot does.
+  const dream = d.dream.enabled ? async () => dreamSystemJob(d.dream.intervalH, await readDreamRecord(store)) : undefined;
+  core.registry.register(cronTool({ service: cron, defaultTz: d.timezone, dream }));
   const mcpHub = core.mcp;
   const mcpActor = mcpHub && (await import("../actors/mcp.js"));
   const sessionTurns = createSessionTurns({

@@ -1,7 +1,7 @@
 import { TroupeError } from "../errors.js";
 import type { DataPaths } from "../paths.js";
 import { TURN_FINAL_STATES } from "../../machines/turn-states.js";
-import { BackendReplaced, type AgentIo, type Backend, type ChatOptions, type RemoteOptions } from "./agent-backend.js";
+import { BackendReplaced, isStop, type AgentIo, type Backend, type ChatOptions, type RemoteOptions } from "./agent-backend.js";
 import { connectStoreHolder, DaemonGoneError, type DaemonClient } from "./client.js";
 import { createProgress } from "./progress.js";
 
@@ -106,6 +106,8 @@ export function remoteBackend(paths: DataPaths, first: DaemonClient | undefined,
       /** The troupe agent that took this message in, if one did: it ran there, and is not sent again elsewhere. */
       let answering: DaemonClient | undefined;
       const progress = createProgress(out);
+      // A /stop is a command, not a turn: the turn events on its stream (text, tools, its end: cancelled) are the stopped turn's, not its own.
+      const ownsTurn = !isStop(content);
       try {
         for (;;) {
           const c = await connected(wait, deadline).catch((err: unknown) => {
@@ -122,6 +124,7 @@ export function remoteBackend(paths: DataPaths, first: DaemonClient | undefined,
               content,
               (event, data) => {
                 if (event === "accepted" && c.holder === "agent") answering = c;
+                if (!ownsTurn && event !== "message") return;
                 if (event === "progress") {
                   progress.text();
                   out.delta(String(data.delta));

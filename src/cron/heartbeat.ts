@@ -11,15 +11,25 @@ import type { SessionMeta } from "../store/sessions.js";
 
 export const HEARTBEAT_SESSION = "heartbeat";
 
-/** True when HEARTBEAT.md holds a task: a line that is not blank, a heading or a comment (under "## Active Tasks" when the file has that heading). */
+/**
+ * True when HEARTBEAT.md holds a task (nanobot's rule): a line under "## Active Tasks" that is not
+ * blank, a heading or an HTML comment. Lines before any "##" heading or under another one are notes.
+ */
 export function hasActiveTasks(content: string): boolean {
-  const lines = content.replace(/<!--[\s\S]*?(-->|$)/g, "").split("\n");
-  const sectioned = lines.some((l) => /^##\s+active tasks/i.test(l.trim()));
-  let inActive = !sectioned;
-  for (const line of lines) {
+  let inComment = false;
+  let inActive = false;
+  for (const line of content.split(/\r?\n/)) {
     const t = line.trim();
-    if (/^##(?!#)/.test(t)) inActive = !sectioned || /^##\s+active tasks/i.test(t);
+    if (inComment) {
+      if (t.includes("-->")) inComment = false;
+      continue;
+    }
+    if (/^##(?!#)/.test(t)) inActive = /^active tasks/i.test(t.replace(/^#+/, "").trim());
     if (!t || t.startsWith("#")) continue;
+    if (t.startsWith("<!--")) {
+      inComment = !t.slice(4).includes("-->");
+      continue;
+    }
     if (inActive) return true;
   }
   return false;

@@ -78,4 +78,20 @@ describe("Ctrl-C on troupe agent -m stops the turn", () => {
     }, 60_000, "the daemon's turn to end cancelled");
     expect(show.stdout).toContain("  assistant: Stopped.");
   }, 120_000);
+
+  it("through the daemon: `troupe agent -m /stop` from another shell stops the running turn and exits 0; the stopped one does not", async () => {
+    fake = await startFakeOpenAi([{ content: "too late", delayMs: 30_000 }]);
+    daemonHome = await tmp();
+    await writeHome(daemonHome, fake.url, { config: { gateway: { port: 0 } } });
+    expect((await runCli(["daemon", "start"], { TROUPE_HOME: daemonHome })).code).toBe(0);
+    const agent = startAgent(["-m", "be slow"], daemonHome);
+    await until(() => fake!.inFlight() > 0, 60_000, "the model call");
+    const stop = await runCli(["agent", "-m", "/stop"], { TROUPE_HOME: daemonHome });
+    expect(stop.stdout).toBe("Stopping the running turn.\n");
+    expect(stop.stderr).toBe("");
+    expect(stop.code).toBe(0);
+    // The turn that was stopped did not answer: its chat exits non-zero.
+    expect(await agent.exited, JSON.stringify(agent.output())).toBe(1);
+    expect(agent.output().stdout).not.toContain("too late");
+  }, 120_000);
 });

@@ -86,6 +86,33 @@ describe("cron in the daemon (fake model)", () => {
     await until(async () => (await listRuns(daemon!.store, job!.id))[0]?.status === "ok", 10_000, "the manual run to be recorded");
   }, 30_000);
 
+  // nanobot tests/cron/test_cron_tool_list.py: test_list_includes_protected_dream_system_job_with_memory_purpose,
+  // test_remove_protected_dream_job_returns_clear_feedback (troupe schedules Dream every intervalH hours).
+  it("the cron tool lists Dream as a protected system job and refuses to remove it; disabled, Dream is not a job", async () => {
+    fake = await startFakeOpenAi([], (req) => {
+      const user = lastUser(req);
+      const results = toolResults(req);
+      if (user.includes("what is scheduled") && !results.length) return { toolCalls: [{ name: "cron", arguments: { action: "list" } }] };
+      if (user.includes("remove dream") && !results.length) return { toolCalls: [{ name: "cron", arguments: { action: "remove", job_id: "dream" } }] };
+      return { content: `done: ${results.join(" | ")}` };
+    });
+    daemon = await startDaemon(await tmp(), fake.url, { config: { gateway: { heartbeat: { enabled: false } } } });
+    const listed = (await replyTo(daemon, await sendApi(daemon, "c1", "what is scheduled?"))).content;
+    expect(listed).toContain("- dream (id: dream, every 2h)");
+    expect(listed).toContain("Dream memory consolidation for long-term memory.");
+    expect(listed).toContain("cannot be removed");
+    const removed = (await replyTo(daemon, await sendApi(daemon, "c1", "remove dream"))).content;
+    expect(removed).toContain("Cannot remove job `dream`.");
+    expect(removed).toContain("Dream memory consolidation job for long-term memory");
+    expect(removed).toContain("cannot be removed");
+    expect((await replyTo(daemon, await sendApi(daemon, "c1", "what is scheduled now?"))).content).toContain("- dream (id: dream, every 2h)");
+    await daemon.shutdown();
+
+    daemon = await startDaemon(await tmp(), fake.url, { config: { agents: { defaults: { dream: { enabled: false } } }, gateway: { heartbeat: { enabled: false } } } });
+    expect((await replyTo(daemon, await sendApi(daemon, "c2", "what is scheduled?"))).content).toContain("No scheduled jobs.");
+    expect((await replyTo(daemon, await sendApi(daemon, "c2", "remove dream"))).content).toContain("job dream not found");
+  }, 30_000);
+
   it("deliver false: the run happens, its reply is kept out of the chat", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "quiet result" }));
     daemon = await startDaemon(await tmp(), fake.url, { config: { gateway: { heartbeat: { enabled: false } } } });

@@ -12,8 +12,23 @@ describe("heartbeat", () => {
     expect(hasActiveTasks("# Tasks\n\n<!-- a\nmultiline comment -->\n## Active Tasks\n\n### sub\n")).toBe(false);
     expect(hasActiveTasks("## Active Tasks\n- check the oven\n")).toBe(true);
     expect(hasActiveTasks("## Done\n- old task\n## Active Tasks\n")).toBe(false);
-    // A file without the section: any task line counts.
-    expect(hasActiveTasks("- [ ] water the plants")).toBe(true);
+    // Only "## Active Tasks" holds tasks: a file without that heading has none.
+    expect(hasActiveTasks("- [ ] water the plants")).toBe(false);
+  });
+
+  // nanobot tests/cli/test_commands.py::test_heartbeat_has_active_tasks, every case.
+  it.each([
+    ["", false],
+    ["# Title\n\n## Active Tasks\n", false],
+    ["<!--\nmulti-line\ncomment\n-->\n", false],
+    ["<!-- single line -->\n", false],
+    ["## Active Tasks\n\n- water the plants\n", true],
+    ["## Active Tasks\n\n### Garden\n\n- water the plants\n", true],
+    ["## Notes\n\nsome random note\n", false],
+    ["stray text before any heading\n## Active Tasks\n\n- task\n", true],
+    ["stray text before any heading\n", false],
+  ])("HEARTBEAT.md %j has active tasks: %s (nanobot's cases)", (content, expected) => {
+    expect(hasActiveTasks(content)).toBe(expected);
   });
 
   const provider = (r: Partial<ModelResponse>): LlmProvider => ({

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { lazySchema } from "../../lazy-schema.js";
-import type { CronJob } from "../../cron/jobs.js";
+import { CRON_FORMAT, type CronJob } from "../../cron/jobs.js";
 import { describeSchedule, formatInTz, ScheduleError } from "../../cron/schedule.js";
 import type { CronService } from "../../cron/service.js";
 import { defineTool, ToolError, type ToolContext } from "../contract.js";
@@ -13,6 +13,37 @@ const SYSTEM_PURPOSE: Record<NonNullable<CronJob["system"]>, string> = {
   heartbeat: "Heartbeat: checks HEARTBEAT.md for tasks periodically.",
   dream: "Dream memory consolidation for long-term memory.",
 };
+
+/** Why a system job cannot be removed, in the cron tool's answer (nanobot's words). */
+const SYSTEM_REMOVE: Record<NonNullable<CronJob["system"]>, string> = {
+  heartbeat: "This is a system-managed heartbeat job that checks HEARTBEAT.md for tasks.",
+  dream: "This is a system-managed Dream memory consolidation job for long-term memory.",
+};
+
+/**
+ * Dream as a protected system job, for the cron tool: Dream keeps its own schedule (the supervisor's
+ * `dream` actor, every intervalH hours, its deadline in the Dream record), so it is shown, not stored.
+ */
+export function dreamSystemJob(intervalH: number, record: { nextAt: number; lastRun: { at: number } | null } | undefined): CronJob {
+  return {
+    v: CRON_FORMAT,
+    id: "dream",
+    name: "dream",
+    message: "Dream memory consolidation",
+    schedule: { kind: "every", everyS: Math.round(intervalH * 3600) },
+    enabled: true,
+    deliver: false,
+    target: { channel: "api", chatId: "dream" },
+    catchUp: "once",
+    system: "dream",
+    createdBy: null,
+    createdAt: 0,
+    anchor: 0,
+    nextRunAt: record?.nextAt ?? null,
+    lastRunAt: record?.lastRun?.at ?? null,
+    lastStatus: record?.lastRun ? "ok" : null,
+  };
+}
 
 const displayTz = (job: CronJob, fallback: string) => (job.schedule.kind === "every" ? fallback : job.schedule.tz);
 
@@ -26,7 +57,7 @@ export function describeJob(job: CronJob, defaultTz: string): string {
   return lines.join("\n");
 }
 
-export function cronTool(deps: { service: CronService; defaultTz: string }) {
+export function cronTool(deps: { service: CronService; defaultTz: string; dream?: () => Promise<CronJob | undefined> }) {
   return defineTool({
     name: "cron",
     description:
@@ -49,16 +80,22 @@ export function cronTool(deps: { service: CronService; defaultTz: string }) {
     idempotent: true,
     async execute(args, ctx: ToolContext) {
       if (args.action === "list") {
-        const jobs = await deps.service.list();
+        const dream = await deps.dream?.();
+        const jobs = [...(await deps.service.list()), ...(dream ? [dream] : [])];
         if (jobs.length === 0) return "No scheduled jobs.";
         return `Scheduled jobs:\n${jobs.map((j) => describeJob(j, deps.defaultTz)).join("\n")}`;
       }
       if (args.action === "remove") {
         if (!args.job_id?.trim()) throw new ToolError("job_id is required for remove (action=list shows the ids)");
-        const result = await deps.service.remove(args.job_id.trim());
-        if (result === "protected") return `Cannot remove job \`${args.job_id}\`: it is a protected system job. It stays visible so you can inspect it.`;
-        if (result === "missing") throw new ToolError(`job ${args.job_id} not found (action=list shows the jobs)`);
-        return `Removed job ${args.job_id}`;
+        const id = args.job_id.trim();
+        const dream = id === "dream" ? await deps.dream?.() : undefined;
+        const result = dream ? "protected" : await deps.service.remove(id);
+        if (result === "protected") {
+          const why = id === "heartbeat" || id === "dream" ? SYSTEM_REMOVE[id] : "This is a protected system-managed cron job.";
+          return `Cannot remove job \`${id}\`.\n${why}\nIt remains visible so you can inspect it, but it cannot be removed.`;
+        }
+        if (result === "missing") throw new ToolError(`job ${id} not found (action=list shows the jobs)`);
+        return `Removed job ${id}`;
       }
       if (isScheduledRun(ctx.sessionKey)) throw new ToolError("cannot schedule new jobs from within a cron job run");
       if (!args.message?.trim()) {
