@@ -1,6 +1,6 @@
 import type * as ChildProcess from "node:child_process";
-import { accessSync, constants, existsSync, statSync } from "node:fs";
-import { delimiter, isAbsolute, join, sep } from "node:path";
+import { accessSync, constants, existsSync, lstatSync, readlinkSync, statSync } from "node:fs";
+import { basename, delimiter, dirname, isAbsolute, join, sep } from "node:path";
 import { lazyRequire } from "../builtin.js";
 import { ConfigError } from "../errors.js";
 import { EGRESS_FORWARDER, EGRESS_SOCKET_INSIDE } from "./egress-proxy.js";
@@ -14,7 +14,7 @@ export type ExecIsolation =
   | {
       kind: "bwrap";
       bin: string;
-      /** Directories that must not be visible at all (the data dir, the user's home). */
+      /** What must not be visible (the data dir, the user's home: empty inside; a config file kept elsewhere: unreadable where a mount shows it). */
       hide: string[];
       /** Directories shown read-only even when inside a hidden one (media, built-in skills). */
       readable: string[];
@@ -80,37 +80,96 @@ export function unisolatedNotice(execEnabled: boolean, choice: SandboxChoice): s
   return execEnabled && choice.kind === "none" && choice.why === "missing" ? UNISOLATED_WARNING : undefined;
 }
 
-type Mount = { path: string; order: number; args: (p: string) => string[] };
+type Mount = { path: string; order: number; args: (p: string) => string[]; shows?: boolean };
+
+/** Programs and libraries, read-only: /usr, and /bin, /lib… where they are real directories (symlinks into /usr on most systems are made again as symlinks). */
+const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
 
 /**
- * bwrap's arguments for one command: the whole system read-only, /tmp private, the hidden
- * directories replaced by empty tmpfs, the workspace bound back read-write (it usually lives
- * inside the data dir), the readable roots bound back read-only. A mount covers whatever was
- * mounted on its ancestors, so mounts go shallowest first. A hidden directory inside the workspace
- * (the data dir when the workspace is the home) is hidden again after the workspace is bound;
- * one that is the workspace itself (the home as workspace) yields to it.
+ * From /etc only what programs read to run: Debian's command switches (awk, editor), the dynamic
+ * linker's cache, user and group names (whoami, ls -l), name resolution, TLS certificates and the
+ * time zone. Not /etc as a whole: it holds shadow, ssh host keys, /etc/ssl/private.
+ */
+const ETC_ENTRIES = [
+  "alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
+  "passwd", "group", "nsswitch.conf",
+  "hosts", "host.conf", "resolv.conf", "gai.conf", "services", "protocols",
+  "ssl/certs", "ssl/openssl.cnf", "ca-certificates", "ca-certificates.conf", "pki/tls/certs", "pki/tls/cert.pem", "pki/ca-trust", "crypto-policies",
+  "localtime", "timezone", "os-release", "mime.types",
+].map((e) => `/etc/${e}`);
+
+function lstatOrUndefined(path: string) {
+  try {
+    return lstatSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The system mounts: what exists of SYSTEM_DIRS and ETC_ENTRIES on this machine. */
+function systemMounts(): Mount[] {
+  const mounts: Mount[] = [];
+  for (const dir of SYSTEM_DIRS) {
+    const st = lstatOrUndefined(dir);
+    if (st?.isSymbolicLink()) mounts.push({ path: dir, order: -1, args: (p) => ["--symlink", readlinkSync(p), p] });
+    else if (st?.isDirectory()) mounts.push({ path: dir, order: -1, args: (p) => ["--ro-bind", p, p], shows: true });
+  }
+  // Bound through their symlinks (resolv.conf often points into /run): a dangling one is left out.
+  for (const entry of ETC_ENTRIES.filter((e) => existsSync(e))) mounts.push({ path: entry, order: -1, args: (p) => ["--ro-bind", p, p], shows: true });
+  return mounts;
+}
+
+const depth = (p: string) => (p === sep ? 0 : p.split(sep).length);
+
+/** Whether `path` is visible through the mounts: the deepest mount over it (the last of equals) shows. */
+function shownBy(mounts: Mount[], path: string): boolean {
+  const over = mounts.filter((m) => isInside(path, m.path)).sort((a, b) => depth(a.path) - depth(b.path) || a.order - b.order);
+  return over.at(-1)?.shows === true;
+}
+
+/**
+ * bwrap's arguments for one command. Nothing of the host is there unless listed: the system
+ * mounts (read-only), the workspace (read-write), the readable roots (read-only) and the node binary
+ * that runs the egress forwarder; /tmp is private and the root itself read-only. The hidden
+ * directories are empty tmpfs (the home, so $HOME exists; the data dir when it is inside the
+ * workspace); a hidden file (a config kept outside the data dir) that a mount shows is covered by
+ * /dev/null, which bwrap's nodev binds make unreadable (Permission denied).
+ * A mount covers whatever was mounted on its ancestors, so mounts go shallowest first. A hidden
+ * directory inside the workspace (the data dir when the workspace is the home) is hidden again
+ * after the workspace is bound; one that is the workspace itself (the home as workspace) yields to it.
  */
 export function bwrapArgs(isolation: Extract<ExecIsolation, { kind: "bwrap" }>, workspace: string, cwd: string, egressSocket?: string): string[] {
   const real = (p: string) => realpathLoose(p);
   const ws = real(workspace);
-  const mounts: Mount[] = [{ path: "/tmp", order: 0, args: (p) => ["--tmpfs", p] }];
+  const mounts: Mount[] = [...systemMounts(), { path: "/tmp", order: 0, args: (p) => ["--tmpfs", p] }];
   // Only existing paths: a mount point bwrap had to create would be created on the real filesystem.
-  for (const dir of isolation.hide.filter((d) => existsSync(d)).map(real)) {
+  const hidden = isolation.hide.filter((d) => existsSync(d)).map(real);
+  const files = hidden.filter((f) => !statSync(f).isDirectory());
+  for (const dir of hidden.filter((d) => !files.includes(d))) {
     mounts.push({ path: dir, order: dir !== ws && isInside(dir, ws) ? 2 : 0, args: (p) => ["--tmpfs", p] });
   }
-  mounts.push({ path: ws, order: 1, args: (p) => ["--bind", p, p] });
-  for (const dir of isolation.readable.filter((d) => existsSync(d)).map(real)) {
-    mounts.push({ path: dir, order: 3, args: (p) => ["--ro-bind", p, p] });
+  mounts.push({ path: ws, order: 1, args: (p) => ["--bind", p, p], shows: true });
+  const readable = isolation.readable.filter((d) => existsSync(d));
+  for (const dir of readable.map(real)) mounts.push({ path: dir, order: 3, args: (p) => ["--ro-bind", p, p], shows: true });
+  // A readable root that is a symlink (a node_modules linked in from elsewhere) is made again where
+  // no mount shows it, so what finds it by that name (node's module resolution) still does.
+  for (const link of readable.filter((d) => lstatSync(d).isSymbolicLink())) {
+    const at = join(real(dirname(link)), basename(link));
+    if (!shownBy(mounts, at)) mounts.push({ path: at, order: 3, args: (p) => ["--symlink", readlinkSync(link), p] });
   }
-  const depth = (p: string) => (p === sep ? 0 : p.split(sep).length);
+  // The forwarder's node, where no mount shows it (installed under /opt, say): the binary alone.
+  const node = isolation.node && nodeVisible(isolation) ? real(isolation.node) : undefined;
+  if (node && !shownBy(mounts, node)) mounts.push({ path: node, order: 3, args: (p) => ["--ro-bind", p, p], shows: true });
+  for (const file of files.filter((f) => shownBy(mounts, f))) mounts.push({ path: file, order: 4, args: (p) => ["--ro-bind", "/dev/null", p] });
   mounts.sort((a, b) => depth(a.path) - depth(b.path) || a.order - b.order);
   return [
-    "--ro-bind", "/", "/",
     "--dev", "/dev",
     "--proc", "/proc",
     ...mounts.flatMap((m) => m.args(m.path)),
     // No network of its own: only loopback, and the egress proxy's socket in its private /tmp.
     ...(egressSocket ? ["--unshare-net", "--bind", egressSocket, EGRESS_SOCKET_INSIDE] : []),
+    // The root bwrap built (the mount points above) read-only, the mounts on it as they are.
+    "--remount-ro", "/",
     // Its own pid namespace: the daemon's /proc/<pid>/environ is out of sight, and when the
     // command exits everything it started goes with it.
     "--unshare-pid",
@@ -157,7 +216,7 @@ export function sandboxedCommand(isolation: Extract<ExecIsolation, { kind: "bwra
   const direct = [shell, "-c", command];
   // A node the sandbox cannot see (installed under the hidden home) runs no forwarder: no network at all.
   if (!egressSocket || !isolation.node || !nodeVisible(isolation)) return direct;
-  return [isolation.node, "-e", EGRESS_FORWARDER, "--", EGRESS_SOCKET_INSIDE, ...direct];
+  return [realpathLoose(isolation.node), "-e", EGRESS_FORWARDER, "--", EGRESS_SOCKET_INSIDE, ...direct];
 }
 
 /** Whether the node binary is visible inside the sandbox (not under a hidden directory). */

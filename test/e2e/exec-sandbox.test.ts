@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { userInfo } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { readSse } from "../../src/server/sse.js";
@@ -82,7 +83,7 @@ describe("exec against a real gateway: the sandbox is the boundary, secrets stay
               exec(`p=${hidden("/proc")}; for f in "$p/1/environ" "$p/$PPID/environ" "$p/${daemonPid}/environ"; do tr '\\0' '\\n' < "$f"; echo; done`),
               exec(`cd && ls -A; ls -A "$HOME"; echo listed`),
               exec(`python3 -c 'import os; print(open(os.path.join(os.path.dirname(os.getcwd()), "config.json")).read())'`),
-              exec(`find ${hidden(elsewhere)} -delete`),
+              exec(`find ${hidden(elsewhere)} -delete; echo x > ${hidden("/usr/troupe-probe")}`),
               exec(`echo pwned > ${hidden(`${elsewhere}/new.txt`)}; echo pwned > "$(dirname "$PWD")/gateway.token"`),
               exec("echo inside > inside.txt && cat inside.txt"),
               exec(`bash -c 'sleep 60; :' ${marker} & echo started; wait`, 2),
@@ -116,7 +117,8 @@ describe("exec against a real gateway: the sandbox is the boundary, secrets stay
     expect(r[3]).not.toContain(".home-secret");
     expect(r[3]).toMatch(/listed\n\nExit code: 0$/);
     expect(r[4]).toMatch(/FileNotFoundError/);
-    expect(r[5]).toMatch(/Read-only file system/);
+    // Not there at all; the system that is there is read-only.
+    expect(r[5]).toMatch(/troupe-test-\w+.: No such file or directory[^]*troupe-probe: Read-only file system/);
     expect(await readFile(join(elsewhere, "victim.txt"), "utf8")).toBe("keep me");
     expect(existsSync(join(elsewhere, "new.txt"))).toBe(false);
     expect((await readFile(join(dataDir, "gateway.token"), "utf8")).trim()).toBe(token);
@@ -126,6 +128,47 @@ describe("exec against a real gateway: the sandbox is the boundary, secrets stay
     await until(() => pidsWith(marker).length === 0, 5_000, "the timed-out command's processes gone");
     // No start-up warning: bwrap is there.
     expect(gateway.output()).not.toMatch(/exec is not isolated|sandbox cannot start/);
+  }, 90_000);
+
+  it.skipIf(SKIP_BWRAP)("the sandbox shows only what commands need: no /etc/shadow, /srv, /work or a config file kept elsewhere; common tools work", async () => {
+    requireBwrap();
+    const cert = "/etc/ssl/certs/ca-certificates.crt";
+    for (const host of ["/etc/shadow", "/srv", cert]) expect(existsSync(host), `${host} on this machine`).toBe(true);
+    // `--config` naming a file outside the data dir, as `-c /etc/troupe/config.json` does.
+    const elsewhere = await mkdtemp(join("/var/tmp", "troupe-test-"));
+    outside.push(elsewhere);
+    const configFile = join(elsewhere, "config.json");
+    const exec = (command: string) => ({ name: "exec", arguments: { command } });
+    const { dataDir, env } = await setup([
+      {
+        toolCalls: [
+          exec(`cat ${hidden("/etc/shadow")}`),
+          // troupe's own checkout: only its built-in skills and node_modules are shown (read-only).
+          exec(`ls -A ${hidden(process.cwd())}; cat ${hidden(join(process.cwd(), "package.json"))}`),
+          exec(`ls -d ${hidden("/srv")} ${hidden("/opt")} ${hidden("/var/lib")}`),
+          exec(`cat ${hidden(configFile)}`),
+          exec(
+            "echo x > f.txt && ls -l f.txt | awk '{print $3}' && whoami && printf 'a b\\nc d\\n' | awk '{print $2}' | sed 's/b/B/' | grep -v zzz | tr '\\n' , && echo && " +
+              `node -e 'console.log(6 * 7)' && git --version | cut -d' ' -f1-2 && head -n 1 ${hidden(cert)}`,
+          ),
+        ],
+      },
+      { content: "Done." },
+    ]);
+    await rename(join(dataDir, "config.json"), configFile);
+    gateway = await startGateway(dataDir, { ...env, TROUPE_CONFIG: configFile });
+    expect(await ask(gateway, "api:view", "look around")).toBe("Done.");
+    const r = toolResults(fake!.requests[1]);
+    expect(r).toHaveLength(5);
+    const token = (await readFile(join(dataDir, "gateway.token"), "utf8")).trim();
+    expect(leaks(r.join("\n"), token)).toEqual([]);
+    expect(r[0]).toMatch(/shadow: No such file or directory/);
+    expect(r[1]).toMatch(/package\.json: No such file or directory/);
+    expect(r[1]).not.toMatch(/^(package\.json|src|\.git)$/m);
+    expect(r[2]).toMatch(/\/srv.: No such file or directory[^]*\/opt.: No such file or directory[^]*\/var\/lib.: No such file or directory/);
+    expect(r[3]).toMatch(/config\.json: No such file or directory/);
+    const me = userInfo().username;
+    expect(r[4]).toBe(`${me}\n${me}\nB,d,\n42\ngit version\n-----BEGIN CERTIFICATE-----\n\nExit code: 0`);
   }, 90_000);
 
   it('with sandbox "auto" and no bwrap on PATH, exec runs unisolated and the gateway warns once', async () => {

@@ -98,7 +98,7 @@ export function execTool(opts: ExecOptions) {
       `timeout in seconds (${byDefault}, max ${MAX_EXEC_TIMEOUT_S}); on timeout the whole process group is killed. ` +
       "Dangerous commands are refused. Output over 10,000 chars is cut in the middle." +
       (opts.isolation.kind === "bwrap"
-        ? " Commands run in a sandbox: only the workspace is writable, the rest of the system is read-only, /tmp and the home directory are empty and private to the command."
+        ? " Commands run in a sandbox: only the workspace is writable; of the rest of the system only /usr (with /bin, /lib) and the parts of /etc programs need are there, read-only; /tmp and the home directory are empty and private to the command."
         : ""),
     parameters: lazySchema(() => z.object({
       command: z.string().min(1),

@@ -51,9 +51,10 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
     allowHardLinks: t.allowHardLinks,
   };
   const choice = chooseExecSandbox(t, env, deps.paths.configFile);
-  // The data dir holds config.json (api keys) and gateway.token (the control API); the home, the user's own keys.
+  // The data dir holds config.json (api keys) and gateway.token (the control API); the home, the user's own keys;
+  // a config file given with --config may live elsewhere (/etc/troupe/config.json).
   const home = env.HOME || homedir();
-  const hide = [deps.paths.dataDir, ...(home && home !== "/" ? [home] : [])];
+  const hide = [deps.paths.dataDir, ...(home && home !== "/" ? [home] : []), deps.paths.configFile];
   const guard = createSsrfGuard(t.ssrfWhitelist);
   // The sandbox's only way out is the egress proxy, started at the first sandboxed command. Its
   // forwarder runs on this node binary, so a node the sandbox cannot see (under the home) means no network.
