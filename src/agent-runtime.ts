@@ -15,7 +15,9 @@ import { fallbackChoices, withFallbacks } from "./providers/fallback.js";
 import { resolveProvider } from "./providers/registry.js";
 import { startAgentRuntime, type RuntimeStart } from "./runtime-start.js";
 import type { Store } from "./store/store.js";
+import type { CronService } from "./cron/service.js";
 import { createBuiltinTools } from "./tools/builtin/index.js";
+import { cronTool } from "./tools/builtin/cron.js";
 import { createToolRegistry, type ToolRegistry } from "./tools/registry.js";
 
 /**
@@ -40,6 +42,8 @@ export interface AgentRuntime {
   memory: DreamRuntime;
   /** The hooks every turn runs (agents.defaults.hooks, then the workspace's hooks/). */
   hooks: HookChain;
+  /** The cron jobs in the store (what the cron tool adds to), made at first use: the daemon's scheduler runs them. */
+  cronJobs(): Promise<CronService>;
   close(): Promise<void>;
 }
 
@@ -54,6 +58,8 @@ export interface RuntimeOptions {
   superviseMcp?: boolean;
   /** How long a turn waits for the MCP servers' first connection attempt, and each attempt's limit. */
   mcpConnectTimeoutMs?: number;
+  /** Told when the cron jobs change (the daemon's scheduler re-arms). */
+  cronChanged?: () => void;
 }
 
 /**
@@ -114,6 +120,10 @@ async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { r
     createBuiltinTools({ config, workspace, paths, store, bus, channels: () => opts.channelNames ?? ["cli"] }),
     { maxResultChars: config.tools.maxToolResultChars },
   );
+  // nanobot's `agent` has the cron tool too: a job added here is stored, and runs when the gateway runs.
+  let cronService: Promise<CronService> | undefined;
+  const cronJobs = () => (cronService ??= import("./cron/service.js").then((m) => m.createCronService({ store, defaultTz: d.timezone, changed: opts.cronChanged })));
+  registry.register(cronTool({ service: cronJobs, defaultTz: d.timezone }));
   const memory = createDreamRuntime({
     store,
     provider: d.dream.modelOverride ? createOpenAiProvider({ ...resolved, model: d.dream.modelOverride }, providerOptions) : provider,
@@ -146,6 +156,7 @@ async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { r
     mcp,
     memory,
     hooks,
+    cronJobs,
     async close() {
       mcpActors.forEach((a) => a.stop());
       await mcp?.close();

@@ -30,7 +30,6 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     createApiChannel,
     createChannelActor,
     createCronScheduler,
-    createCronService,
     createDaemonRecovery,
     createDaemonRuns,
     createEventLog,
@@ -41,7 +40,6 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     createSupervisor,
     createTranscriber,
     cronFinalOps,
-    cronTool,
     resolveTranscription,
     spawnTool,
     startUpkeep,
@@ -54,7 +52,7 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   }
   const extra = opts.channels ?? [];
   const names = ["api", ...(telegram.enabled ? ["telegram"] : []), ...extra.map((c) => c.name)];
-  const core = await createAgentRuntime(loaded, { ...opts, channelNames: names, superviseMcp: true });
+  const core = await createAgentRuntime(loaded, { ...opts, channelNames: names, superviseMcp: true, cronChanged: () => supervisor.send({ type: "cron.changed" }) });
   const { bus, store, logger, conversation } = core;
   if (opts.onRestart) conversation.onRestart(opts.onRestart);
   const channels = new Map<string, Channel>([["api", createApiChannel(store)], ...extra.map((c) => [c.name, c] as const)]);
@@ -96,8 +94,8 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   core.registry.register(subagentsTool(subagents));
   const { notice, failed } = sessionNotices(store, bus, logger);
 
-  const cron = createCronService({ store, defaultTz: d.timezone, changed: () => supervisor.send({ type: "cron.changed" }) });
-  core.registry.register(cronTool({ service: cron, defaultTz: d.timezone }));
+  // The agent runtime's cron service (its cron tool adds through it): loaded already, with daemon-parts.
+  const cron = await core.cronJobs();
   const mcpHub = core.mcp;
   const mcpActor = mcpHub && (await import("../actors/mcp.js"));
   const sessionTurns = createSessionTurns({

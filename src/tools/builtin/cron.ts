@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { lazySchema } from "../../lazy-schema.js";
 import type { CronJob } from "../../cron/jobs.js";
-import { describeSchedule, formatInTz, ScheduleError } from "../../cron/schedule.js";
+import type * as ScheduleModule from "../../cron/schedule.js";
 import type { CronService } from "../../cron/service.js";
 import { defineTool, ToolError, type ToolContext } from "../contract.js";
 
@@ -16,8 +16,8 @@ const SYSTEM_PURPOSE: Record<NonNullable<CronJob["system"]>, string> = {
 
 const displayTz = (job: CronJob, fallback: string) => (job.schedule.kind === "every" ? fallback : job.schedule.tz);
 
-/** One job as the cron tool and `troupe cron list` show it. */
-export function describeJob(job: CronJob, defaultTz: string): string {
+/** One job as the cron tool lists it (nanobot's words). */
+function describeJob({ describeSchedule, formatInTz }: typeof ScheduleModule, job: CronJob, defaultTz: string): string {
   const tz = displayTz(job, defaultTz);
   const lines = [`- ${job.name} (id: ${job.id}, ${describeSchedule(job.schedule)}${job.enabled ? "" : ", disabled"})`];
   if (job.system) lines.push(`  Purpose: ${SYSTEM_PURPOSE[job.system]}`, "  Protected: visible for inspection, but cannot be removed.");
@@ -26,7 +26,11 @@ export function describeJob(job: CronJob, defaultTz: string): string {
   return lines.join("\n");
 }
 
-export function cronTool(deps: { service: CronService; defaultTz: string }) {
+/**
+ * `service` is made at the first call: the cron service and croner load only when a turn uses the tool
+ * (`troupe agent` registers it too, and its start-up does not pay for them).
+ */
+export function cronTool(deps: { service: () => Promise<CronService>; defaultTz: string }) {
   return defineTool({
     name: "cron",
     description:
@@ -48,14 +52,15 @@ export function cronTool(deps: { service: CronService; defaultTz: string }) {
     // add derives the job's id from the call: repeated after a crash, it finds the job it made.
     idempotent: true,
     async execute(args, ctx: ToolContext) {
+      const [schedule, service] = await Promise.all([import("../../cron/schedule.js"), deps.service()]);
       if (args.action === "list") {
-        const jobs = await deps.service.list();
+        const jobs = await service.list();
         if (jobs.length === 0) return "No scheduled jobs.";
-        return `Scheduled jobs:\n${jobs.map((j) => describeJob(j, deps.defaultTz)).join("\n")}`;
+        return `Scheduled jobs:\n${jobs.map((j) => describeJob(schedule, j, deps.defaultTz)).join("\n")}`;
       }
       if (args.action === "remove") {
         if (!args.job_id?.trim()) throw new ToolError("job_id is required for remove (action=list shows the ids)");
-        const result = await deps.service.remove(args.job_id.trim());
+        const result = await service.remove(args.job_id.trim());
         if (result === "protected") return `Cannot remove job \`${args.job_id}\`: it is a protected system job. It stays visible so you can inspect it.`;
         if (result === "missing") throw new ToolError(`job ${args.job_id} not found (action=list shows the jobs)`);
         return `Removed job ${args.job_id}`;
@@ -66,7 +71,7 @@ export function cronTool(deps: { service: CronService; defaultTz: string }) {
       }
       if (!ctx.channel || !ctx.chatId) throw new ToolError("scheduled jobs must be created from a chat session");
       try {
-        const job = await deps.service.add({
+        const job = await service.add({
           name: args.name,
           message: args.message,
           everySeconds: args.every_seconds,
@@ -79,9 +84,9 @@ export function cronTool(deps: { service: CronService; defaultTz: string }) {
           createdBy: ctx.sessionKey,
           id: createHash("sha256").update(ctx.idempotencyKey).digest("hex").slice(0, 8),
         });
-        return `Created job '${job.name}' (id: ${job.id}, ${describeSchedule(job.schedule)})`;
+        return `Created job '${job.name}' (id: ${job.id}, ${schedule.describeSchedule(job.schedule)})`;
       } catch (err) {
-        if (err instanceof ScheduleError) throw new ToolError(err.message);
+        if (err instanceof schedule.ScheduleError) throw new ToolError(err.message);
         throw err;
       }
     },
