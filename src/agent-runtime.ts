@@ -60,6 +60,8 @@ export interface RuntimeOptions {
   mcpConnectTimeoutMs?: number;
   /** Told when the cron jobs change (the daemon's scheduler re-arms). */
   cronChanged?: () => void;
+  /** Make what the workspace lacks from the templates (runtime-start.ts); the CLI's agent and gateway ask for it. */
+  fillWorkspace?: boolean;
 }
 
 /**
@@ -67,7 +69,7 @@ export interface RuntimeOptions {
  * load this module while the store opens; else they are taken here.
  */
 export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions = {}, started?: RuntimeStart): Promise<AgentRuntime> {
-  const start = started ?? startAgentRuntime(loaded);
+  const start = started ?? startAgentRuntime(loaded, { fillWorkspace: opts.fillWorkspace });
   try {
     return await buildAgentRuntime(loaded, opts, start);
   } catch (err) {
@@ -77,7 +79,7 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
   }
 }
 
-async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { resolved, useLogger, store: opening }: RuntimeStart): Promise<AgentRuntime> {
+async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { resolved, useLogger, store: opening, filled }: RuntimeStart): Promise<AgentRuntime> {
   const { config, paths, workspace } = loaded;
   // Made while the store opens (what needs no store comes first).
   const logger = createLogger({ logsDir: paths.logsDir, secrets: secretsOf(config), console: opts.consoleLogs });
@@ -109,6 +111,8 @@ async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { r
   const skillsLoading = { skills: promptSkills({ config, workspace, logger }), at: Date.now() };
   skillsLoading.skills.catch(() => undefined);
   const store = await opening;
+  const created = await filled;
+  if (created.length) logger.info({ workspace, created }, `created ${created.join(", ")} in the workspace from the templates`);
   if (store.droppedAtOpen) {
     const { records, bytes } = store.droppedAtOpen;
     logger.warn(
