@@ -15,7 +15,10 @@ import { fallbackChoices, withFallbacks } from "./providers/fallback.js";
 import { resolveProvider } from "./providers/registry.js";
 import { startAgentRuntime, type RuntimeStart } from "./runtime-start.js";
 import type { Store } from "./store/store.js";
+import type { CronJob } from "./cron/jobs.js";
+import type { CronService } from "./cron/service.js";
 import { createBuiltinTools } from "./tools/builtin/index.js";
+import { cronTool } from "./tools/builtin/cron.js";
 import { createToolRegistry, type ToolRegistry } from "./tools/registry.js";
 
 /**
@@ -40,6 +43,8 @@ export interface AgentRuntime {
   memory: DreamRuntime;
   /** The hooks every turn runs (agents.defaults.hooks, then the workspace's hooks/). */
   hooks: HookChain;
+  /** The cron jobs in the store (what the cron tool adds to), made at first use: the daemon's scheduler runs them. */
+  cronJobs(): Promise<CronService>;
   close(): Promise<void>;
 }
 
@@ -54,6 +59,12 @@ export interface RuntimeOptions {
   superviseMcp?: boolean;
   /** How long a turn waits for the MCP servers' first connection attempt, and each attempt's limit. */
   mcpConnectTimeoutMs?: number;
+  /** Told when the cron jobs change (the daemon's scheduler re-arms). */
+  cronChanged?: () => void;
+  /** Dream as the cron tool lists it, a protected system job (the daemon's, when Dream is enabled). */
+  cronDream?: (store: Store) => Promise<CronJob | undefined>;
+  /** Make what the workspace lacks from the templates (runtime-start.ts); the CLI's agent and gateway ask for it. */
+  fillWorkspace?: boolean;
 }
 
 /**
@@ -61,7 +72,7 @@ export interface RuntimeOptions {
  * load this module while the store opens; else they are taken here.
  */
 export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions = {}, started?: RuntimeStart): Promise<AgentRuntime> {
-  const start = started ?? startAgentRuntime(loaded);
+  const start = started ?? startAgentRuntime(loaded, { fillWorkspace: opts.fillWorkspace });
   try {
     return await buildAgentRuntime(loaded, opts, start);
   } catch (err) {
@@ -71,7 +82,7 @@ export async function createAgentRuntime(loaded: LoadedConfig, opts: RuntimeOpti
   }
 }
 
-async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { resolved, useLogger, store: opening }: RuntimeStart): Promise<AgentRuntime> {
+async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { resolved, useLogger, store: opening, filled }: RuntimeStart): Promise<AgentRuntime> {
   const { config, paths, workspace } = loaded;
   // Made while the store opens (what needs no store comes first).
   const logger = createLogger({ logsDir: paths.logsDir, secrets: secretsOf(config), console: opts.consoleLogs });
@@ -103,6 +114,8 @@ async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { r
   const skillsLoading = { skills: promptSkills({ config, workspace, logger }), at: Date.now() };
   skillsLoading.skills.catch(() => undefined);
   const store = await opening;
+  const created = await filled;
+  if (created.length) logger.info({ workspace, created }, `created ${created.join(", ")} in the workspace from the templates`);
   if (store.droppedAtOpen) {
     const { records, bytes } = store.droppedAtOpen;
     logger.warn(
@@ -114,6 +127,11 @@ async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { r
     createBuiltinTools({ config, workspace, paths, store, bus, channels: () => opts.channelNames ?? ["cli"] }),
     { maxResultChars: config.tools.maxToolResultChars },
   );
+  // nanobot's `agent` has the cron tool too: a job added here is stored, and runs when the gateway runs.
+  let cronService: Promise<CronService> | undefined;
+  const cronJobs = () => (cronService ??= import("./cron/service.js").then((m) => m.createCronService({ store, defaultTz: d.timezone, changed: opts.cronChanged })));
+  const cronDream = opts.cronDream;
+  registry.register(cronTool({ service: cronJobs, defaultTz: d.timezone, ...(cronDream ? { dream: () => cronDream(store) } : {}) }));
   const memory = createDreamRuntime({
     store,
     provider: d.dream.modelOverride ? createOpenAiProvider({ ...resolved, model: d.dream.modelOverride }, providerOptions) : provider,
@@ -146,6 +164,7 @@ async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { r
     mcp,
     memory,
     hooks,
+    cronJobs,
     async close() {
       mcpActors.forEach((a) => a.stop());
       await mcp?.close();

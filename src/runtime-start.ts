@@ -1,5 +1,6 @@
 import { mkdir } from "node:fs/promises";
 import type { LoadedConfig } from "./config/index.js";
+import { fillWorkspace } from "./context/templates.js";
 import { workspaceHooksDir } from "./hooks/load.js";
 import type { Logger } from "./log/logger.js";
 import { resolveProvider, type ResolvedProvider } from "./providers/registry.js";
@@ -29,9 +30,19 @@ export interface RuntimeStart {
   underWay: Promise<void>;
   /** Closes the store when the runtime was not built after all (an error while loading or building it). */
   abandon(): Promise<void>;
+  /** The workspace files made from the templates (with `fillWorkspace`), settled before the store opens. */
+  filled: Promise<string[]>;
 }
 
-export function startAgentRuntime(loaded: LoadedConfig): RuntimeStart {
+export interface StartOptions {
+  /**
+   * Make what the workspace lacks from the templates, never overwriting (nanobot's `agent` and
+   * `gateway` run sync_workspace_templates): the commands ask for it, a runtime built in a test does not.
+   */
+  fillWorkspace?: boolean;
+}
+
+export function startAgentRuntime(loaded: LoadedConfig, opts: StartOptions = {}): RuntimeStart {
   const { config, paths, workspace } = loaded;
   // Resolve the provider first: a missing key should fail before anything is opened.
   const resolved = resolveProvider(config, paths.configFile);
@@ -46,9 +57,11 @@ export function startAgentRuntime(loaded: LoadedConfig): RuntimeStart {
     info: (obj, msg) => logger?.info(obj, msg),
   };
   // Present from the start, so the exec sandbox binds it read-only: a command cannot create it and plant a hook.
+  // After the checks above: a config that cannot run leaves the workspace alone.
   const workspaceReady = (async () => {
     await mkdir(workspace, { recursive: true });
     await mkdir(workspaceHooksDir(workspace), { recursive: true });
+    return opts.fillWorkspace ? (await fillWorkspace(workspace)).created : [];
   })();
   let opening!: () => void;
   const onOpening = new Promise<void>((resolve) => (opening = resolve));
@@ -65,6 +78,8 @@ export function startAgentRuntime(loaded: LoadedConfig): RuntimeStart {
     store,
     underWay,
     abandon: () => store.then((s) => s.close(), noop),
+    // Awaited only once the store is open, which waited for it: its failure is the store's.
+    filled: workspaceReady.catch(() => []),
   };
 }
 

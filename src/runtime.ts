@@ -8,6 +8,7 @@ import type { Channel } from "./channels/channel.js";
 import { createInbound } from "./inbound.js";
 import { ConfigError } from "./errors.js";
 import { queueDelivery } from "./store/outbox.js";
+import type { Store } from "./store/store.js";
 import type { LoadedConfig } from "./config/index.js";
 import { createRedactor, secretsOf } from "./log/redact.js";
 import { inputBudget } from "./memory/tokens.js";
@@ -30,7 +31,6 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     createApiChannel,
     createChannelActor,
     createCronScheduler,
-    createCronService,
     createDaemonRecovery,
     createDaemonRuns,
     createEventLog,
@@ -41,7 +41,6 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     createSupervisor,
     createTranscriber,
     cronFinalOps,
-    cronTool,
     dreamSystemJob,
     readDreamRecord,
     resolveTranscription,
@@ -56,7 +55,15 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   }
   const extra = opts.channels ?? [];
   const names = ["api", ...(telegram.enabled ? ["telegram"] : []), ...extra.map((c) => c.name)];
-  const core = await createAgentRuntime(loaded, { ...opts, channelNames: names, superviseMcp: true });
+  const dream = loaded.config.agents.defaults.dream;
+  const core = await createAgentRuntime(loaded, {
+    ...opts,
+    channelNames: names,
+    superviseMcp: true,
+    cronChanged: () => supervisor.send({ type: "cron.changed" }),
+    // Dream keeps its own schedule (the `dream` actor); the cron tool shows it as a protected system job, as nanobot does.
+    ...(dream.enabled ? { cronDream: async (store: Store) => dreamSystemJob(dream.intervalH, await readDreamRecord(store)) } : {}),
+  });
   const { bus, store, logger, conversation } = core;
   if (opts.onRestart) conversation.onRestart(opts.onRestart);
   const channels = new Map<string, Channel>([["api", createApiChannel(store)], ...extra.map((c) => [c.name, c] as const)]);
@@ -98,10 +105,8 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   core.registry.register(subagentsTool(subagents));
   const { notice, failed } = sessionNotices(store, bus, logger);
 
-  const cron = createCronService({ store, defaultTz: d.timezone, changed: () => supervisor.send({ type: "cron.changed" }) });
-  // Dream keeps its own schedule (the `dream` actor); the cron tool shows it as a protected system job, as nanobot does.
-  const dream = d.dream.enabled ? async () => dreamSystemJob(d.dream.intervalH, await readDreamRecord(store)) : undefined;
-  core.registry.register(cronTool({ service: cron, defaultTz: d.timezone, dream }));
+  // The agent runtime's cron service (its cron tool adds through it): loaded already, with daemon-parts.
+  const cron = await core.cronJobs();
   const mcpHub = core.mcp;
   const mcpActor = mcpHub && (await import("../actors/mcp.js"));
   const sessionTurns = createSessionTurns({

@@ -22,7 +22,8 @@ const readline = lazyRequire<typeof Readline>("node:readline");
  * for the disk, measured).
  */
 async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: AgentIo, conn: RemoteOptions, warn: (text: string) => void): Promise<Backend> {
-  const start = (await import("../runtime-start.js")).startAgentRuntime(loaded);
+  // nanobot's `agent` fills what the workspace lacks from the templates first (sync_workspace_templates).
+  const start = (await import("../runtime-start.js")).startAgentRuntime(loaded, { fillWorkspace: true });
   await start.underWay;
   const local = await import("./agent-local.js").catch(async (err: unknown) => {
     await start.abandon();

@@ -40,7 +40,8 @@ async function openDaemon(loaded: LoadedConfig, consoleLogs: boolean, restart: P
   for (;;) {
     await takeOverFromAgent(loaded.paths, say);
     try {
-      return await createDaemon(loaded, { consoleLogs, ...restart });
+      // fillWorkspace: nanobot's `gateway` makes what the workspace lacks from the templates (sync_workspace_templates).
+      return await createDaemon(loaded, { consoleLogs, fillWorkspace: true, ...restart });
     } catch (err) {
       // Held by a running gateway: that is said at once (the error names its pid).
       if (!(err instanceof StoreLockedError) || Date.now() >= deadline || (await checkGateway(loaded.paths)).kind === "ours") throw err;

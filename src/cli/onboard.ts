@@ -1,10 +1,8 @@
-import { copyFile, mkdir, readdir, readFile, stat } from "node:fs/promises";
-import { existsSync } from "node:fs";
-import { join, relative } from "node:path";
+import { mkdir, readFile, stat } from "node:fs/promises";
 import { createInterface } from "node:readline";
 import { defaultConfig, parseJsonFile, writeFileAtomic, type LoadedConfig } from "../config/index.js";
 import { isPlainObject } from "../config/normalize.js";
-import { WORKSPACE_TEMPLATES_DIR } from "../context/templates.js";
+import { fillWorkspace } from "../context/templates.js";
 import { TroupeError } from "../errors.js";
 import { PROVIDERS, providerSpec, resolveProvider } from "../providers/registry.js";
 
@@ -162,16 +160,6 @@ const providerReady = (loaded: LoadedConfig) => {
   }
 };
 
-async function templateFiles(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const full = join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...(await templateFiles(full)));
-    else out.push(full);
-  }
-  return out.sort();
-}
-
 /** config.json is private: it holds API keys. */
 const CONFIG_MODE = 0o600;
 const configText = (config: unknown) => `${JSON.stringify(config, null, 2)}\n`;
@@ -213,20 +201,7 @@ export async function onboard(loaded: LoadedConfig, opts: { interactive?: boolea
     await writeFileAtomic(file, configText(defaultConfig()), CONFIG_MODE);
     config = "created";
   }
-  const created: string[] = [];
-  const kept: string[] = [];
-  for (const src of await templateFiles(WORKSPACE_TEMPLATES_DIR)) {
-    const rel = relative(WORKSPACE_TEMPLATES_DIR, src);
-    const dest = join(loaded.workspace, rel);
-    if (existsSync(dest)) {
-      kept.push(rel);
-      continue;
-    }
-    await mkdir(join(dest, ".."), { recursive: true });
-    await copyFile(src, dest);
-    created.push(rel);
-  }
-  await mkdir(join(loaded.workspace, "skills"), { recursive: true });
+  const { created, kept } = await fillWorkspace(loaded.workspace);
   await mkdir(loaded.paths.logsDir, { recursive: true });
   await mkdir(loaded.paths.mediaDir, { recursive: true });
   const warnings = await privacyWarnings(loaded);

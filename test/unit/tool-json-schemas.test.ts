@@ -19,7 +19,7 @@ function builtinTools(): Tool[] {
     ...createBuiltinTools({ config, workspace: "/nonexistent/ws", paths, store: {} as never, channels: () => [] }),
     spawnTool({} as never),
     subagentsTool({} as never),
-    cronTool({ service: {} as never, defaultTz: "UTC" }),
+    cronTool({ service: () => Promise.reject(new Error("not called")), defaultTz: "UTC" }),
   ];
 }
 

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { lazySchema } from "../../lazy-schema.js";
-import { CRON_FORMAT, type CronJob } from "../../cron/jobs.js";
-import { describeSchedule, formatInTz, ScheduleError } from "../../cron/schedule.js";
+import type { CronJob } from "../../cron/jobs.js";
+import type * as ScheduleModule from "../../cron/schedule.js";
 import type { CronService } from "../../cron/service.js";
 import { defineTool, ToolError, type ToolContext } from "../contract.js";
 
@@ -20,35 +20,10 @@ const SYSTEM_REMOVE: Record<NonNullable<CronJob["system"]>, string> = {
   dream: "This is a system-managed Dream memory consolidation job for long-term memory.",
 };
 
-/**
- * Dream as a protected system job, for the cron tool: Dream keeps its own schedule (the supervisor's
- * `dream` actor, every intervalH hours, its deadline in the Dream record), so it is shown, not stored.
- */
-export function dreamSystemJob(intervalH: number, record: { nextAt: number; lastRun: { at: number } | null } | undefined): CronJob {
-  return {
-    v: CRON_FORMAT,
-    id: "dream",
-    name: "dream",
-    message: "Dream memory consolidation",
-    schedule: { kind: "every", everyS: Math.round(intervalH * 3600) },
-    enabled: true,
-    deliver: false,
-    target: { channel: "api", chatId: "dream" },
-    catchUp: "once",
-    system: "dream",
-    createdBy: null,
-    createdAt: 0,
-    anchor: 0,
-    nextRunAt: record?.nextAt ?? null,
-    lastRunAt: record?.lastRun?.at ?? null,
-    lastStatus: record?.lastRun ? "ok" : null,
-  };
-}
-
 const displayTz = (job: CronJob, fallback: string) => (job.schedule.kind === "every" ? fallback : job.schedule.tz);
 
-/** One job as the cron tool and `troupe cron list` show it. */
-export function describeJob(job: CronJob, defaultTz: string): string {
+/** One job as the cron tool lists it (nanobot's words). */
+function describeJob({ describeSchedule, formatInTz }: typeof ScheduleModule, job: CronJob, defaultTz: string): string {
   const tz = displayTz(job, defaultTz);
   const lines = [`- ${job.name} (id: ${job.id}, ${describeSchedule(job.schedule)}${job.enabled ? "" : ", disabled"})`];
   if (job.system) lines.push(`  Purpose: ${SYSTEM_PURPOSE[job.system]}`, "  Protected: visible for inspection, but cannot be removed.");
@@ -57,7 +32,12 @@ export function describeJob(job: CronJob, defaultTz: string): string {
   return lines.join("\n");
 }
 
-export function cronTool(deps: { service: CronService; defaultTz: string; dream?: () => Promise<CronJob | undefined> }) {
+/**
+ * `service` is made at the first call: the cron service and croner load only when a turn uses the tool
+ * (`troupe agent` registers it too, and its start-up does not pay for them). `dream`: Dream as a
+ * protected system job (the daemon's, when Dream is enabled: src/cron/dream-job.ts).
+ */
+export function cronTool(deps: { service: () => Promise<CronService>; defaultTz: string; dream?: () => Promise<CronJob | undefined> }) {
   return defineTool({
     name: "cron",
     description:
@@ -79,17 +59,18 @@ export function cronTool(deps: { service: CronService; defaultTz: string; dream?
     // add derives the job's id from the call: repeated after a crash, it finds the job it made.
     idempotent: true,
     async execute(args, ctx: ToolContext) {
+      const [schedule, service] = await Promise.all([import("../../cron/schedule.js"), deps.service()]);
       if (args.action === "list") {
         const dream = await deps.dream?.();
-        const jobs = [...(await deps.service.list()), ...(dream ? [dream] : [])];
+        const jobs = [...(await service.list()), ...(dream ? [dream] : [])];
         if (jobs.length === 0) return "No scheduled jobs.";
-        return `Scheduled jobs:\n${jobs.map((j) => describeJob(j, deps.defaultTz)).join("\n")}`;
+        return `Scheduled jobs:\n${jobs.map((j) => describeJob(schedule, j, deps.defaultTz)).join("\n")}`;
       }
       if (args.action === "remove") {
         if (!args.job_id?.trim()) throw new ToolError("job_id is required for remove (action=list shows the ids)");
         const id = args.job_id.trim();
         const dream = id === "dream" ? await deps.dream?.() : undefined;
-        const result = dream ? "protected" : await deps.service.remove(id);
+        const result = dream ? "protected" : await service.remove(id);
         if (result === "protected") {
           const why = id === "heartbeat" || id === "dream" ? SYSTEM_REMOVE[id] : "This is a protected system-managed cron job.";
           return `Cannot remove job \`${id}\`.\n${why}\nIt remains visible so you can inspect it, but it cannot be removed.`;
@@ -103,7 +84,7 @@ export function cronTool(deps: { service: CronService; defaultTz: string; dream?
       }
       if (!ctx.channel || !ctx.chatId) throw new ToolError("scheduled jobs must be created from a chat session");
       try {
-        const job = await deps.service.add({
+        const job = await service.add({
           name: args.name,
           message: args.message,
           everySeconds: args.every_seconds,
@@ -116,9 +97,9 @@ export function cronTool(deps: { service: CronService; defaultTz: string; dream?
           createdBy: ctx.sessionKey,
           id: createHash("sha256").update(ctx.idempotencyKey).digest("hex").slice(0, 8),
         });
-        return `Created job '${job.name}' (id: ${job.id}, ${describeSchedule(job.schedule)})`;
+        return `Created job '${job.name}' (id: ${job.id}, ${schedule.describeSchedule(job.schedule)})`;
       } catch (err) {
-        if (err instanceof ScheduleError) throw new ToolError(err.message);
+        if (err instanceof schedule.ScheduleError) throw new ToolError(err.message);
         throw err;
       }
     },
