@@ -96,7 +96,12 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   core.registry.register(subagentsTool(subagents));
   const { notice, failed } = sessionNotices(store, bus, logger);
 
-  const cron = createCronService({ store, defaultTz: d.timezone, changed: () => supervisor.send({ type: "cron.changed" }) });
+  const cron = createCronService({
+    store,
+    defaultTz: d.timezone,
+    changed: () => supervisor.send({ type: "cron.changed" }),
+    warn: (r, what) => logger.warn({ record: `${r.sublevel}/${r.key}`, problem: r.problem }, what),
+  });
   core.registry.register(cronTool({ service: cron, defaultTz: d.timezone }));
   const mcpHub = core.mcp;
   const mcpActor = mcpHub && (await import("../actors/mcp.js"));
