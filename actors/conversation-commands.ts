@@ -51,7 +51,7 @@ export function createCommands(deps: ConversationDeps, { now, budget, consolidat
       consolidator.status(sessionKey),
       listSubagents(deps.store),
       // Imported here: only /status reads the cron jobs (a turn never does, nor `troupe agent -m`'s start).
-      import("../src/cron/jobs.js").then((m) => m.listJobs(deps.store)),
+      import("../src/cron/jobs.js").then((m) => m.listJobs(deps.store, { onCorrupt: () => {} })),
     ]);
     const enabled = jobs.filter((j) => j.enabled && !j.system);
     const next = enabled.map((j) => j.nextRunAt).filter((t): t is number => t !== null);

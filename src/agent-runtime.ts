@@ -129,7 +129,15 @@ async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { r
   );
   // nanobot's `agent` has the cron tool too: a job added here is stored, and runs when the gateway runs.
   let cronService: Promise<CronService> | undefined;
-  const cronJobs = () => (cronService ??= import("./cron/service.js").then((m) => m.createCronService({ store, defaultTz: d.timezone, changed: opts.cronChanged })));
+  const cronJobs = () =>
+    (cronService ??= import("./cron/service.js").then((m) =>
+      m.createCronService({
+        store,
+        defaultTz: d.timezone,
+        changed: opts.cronChanged,
+        warn: (r, what) => logger.warn({ record: `${r.sublevel}/${r.key}`, problem: r.problem }, what),
+      }),
+    ));
   const cronDream = opts.cronDream;
   registry.register(cronTool({ service: cronJobs, defaultTz: d.timezone, ...(cronDream ? { dream: () => cronDream(store) } : {}) }));
   const memory = createDreamRuntime({

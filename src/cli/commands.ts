@@ -147,7 +147,7 @@ export function defineCommandsAfter(program: Command): void {
     .description("add a job: --every SECONDS, --cron EXPR [--tz TZ] or --at ISO (runs once, then is deleted)")
     .requiredOption("--name <name>", "a short label")
     .requiredOption("--message <text>", "what the agent does (or reminds of) at each run")
-    .option("--every <seconds>", "run every this many seconds (at least 1)")
+    .option("--every <seconds>", "run every this many seconds (1 to 315360000, 10 years)")
     .option("--cron <expr>", "a 5-field cron expression, e.g. \"0 9 * * 1-5\"")
     .option("--tz <tz>", "IANA timezone for --cron or a naive --at (default agents.defaults.timezone)")
     .option("--at <iso>", "one run at this time, e.g. 2026-03-25T08:00:00")

@@ -5,8 +5,9 @@ import { addJobInput, type AddJobRequest } from "../cron/requests.js";
 import { describeSchedule, formatInTz, ScheduleError } from "../cron/schedule.js";
 import { createCronService, type CronService } from "../cron/service.js";
 import type { DataPaths } from "../paths.js";
-import { openStore, type Store } from "../store/store.js";
+import { openStore, type CorruptRecord, type Store } from "../store/store.js";
 import { connectDaemon, type DaemonClient } from "./client.js";
+import { corruptLines } from "./corrupt-lines.js";
 import { loadForCli } from "./load.js";
 
 /** Through the running daemon when there is one (it holds the store and re-arms its scheduler), else on the store. */
@@ -65,8 +66,10 @@ export function runLines(runs: CronRun[], tz = "UTC"): string[] {
 }
 
 export async function cronListCommand(paths: DataPaths): Promise<number> {
-  const jobs = await withCron(paths, async (c) => (await c.get<{ jobs: CronJob[] }>("/api/cron/jobs")).jobs, (s) => s.list());
+  const { jobs, corrupt } = await withCron(paths, (c) => c.get<{ jobs: CronJob[]; corrupt?: CorruptRecord[] }>("/api/cron/jobs"), (s) => s.listing());
   for (const line of jobListLines(jobs)) console.log(line);
+  for (const line of corruptLines(corrupt)) console.error(line);
+  if (corrupt?.length) console.error("troupe cron remove ID removes a job whose record does not read");
   return 0;
 }
 

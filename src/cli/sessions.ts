@@ -3,6 +3,7 @@ import type { DataPaths } from "../paths.js";
 import { sessionDetail, sessionsOverview, type SessionDetail, type SessionOverview } from "../store/session-view.js";
 import { deleteSessionOps, type SessionDeletion } from "../store/sessions.js";
 import { openStore, type CorruptRecord, type Store } from "../store/store.js";
+import { corruptLines } from "./corrupt-lines.js";
 import { connectStoreHolder, openOrReachHolder, type DaemonClient } from "./client.js";
 
 /** A time as `YYYY-MM-DD HH:MM` (UTC). */
@@ -77,9 +78,7 @@ export function sessionShowLines(s: SessionDetail, opts: { all?: boolean } = {})
   return lines;
 }
 
-/** One line per record a listing skipped because it is corrupt (for stderr: the listing itself stays clean). */
-export const corruptLines = (corrupt: CorruptRecord[] = []): string[] =>
-  corrupt.map((c) => `warning: skipped corrupt record ${c.sublevel}/${c.key} (${c.problem})`);
+export { corruptLines };
 
 /** `troupe sessions list`. */
 export async function listSessionsCommand(paths: DataPaths): Promise<number> {

@@ -65,6 +65,12 @@ function cronOf(expr: string, tz: string): Cron {
   }
 }
 
+/**
+ * The longest `every`: 10 years. nanobot sets no bound (Python ints have none), but a stored number
+ * stops being exact at 2^53 and a next run past year 275760 is no Date; a rarer job is a cron_expr or an at.
+ */
+export const MAX_EVERY_S = 10 * 365 * 86_400;
+
 export interface ScheduleInput {
   everySeconds?: number;
   cronExpr?: string;
@@ -82,7 +88,11 @@ export function makeSchedule(input: ScheduleInput, defaultTz: string, now: numbe
   }
   if (input.everySeconds !== undefined) {
     const s = input.everySeconds;
-    if (!Number.isFinite(s) || s < 1) throw new ScheduleError("every_seconds", `must be at least 1 second, not ${s}`);
+    if (Number.isNaN(s)) throw new ScheduleError("every_seconds", "must be a number of seconds");
+    if (s < 1) throw new ScheduleError("every_seconds", `must be at least 1 second, not ${s}`);
+    if (s > MAX_EVERY_S) {
+      throw new ScheduleError("every_seconds", `must be at most ${MAX_EVERY_S} seconds (10 years), not ${s}; for a rarer job use cron_expr or at`);
+    }
     if (!Number.isInteger(s)) throw new ScheduleError("every_seconds", `must be a whole number of seconds, not ${s}`);
     return { kind: "every", everyS: s };
   }

@@ -1,9 +1,11 @@
-import type { Store } from "../store/store.js";
+import { CorruptRecordError } from "../errors.js";
+import type { CorruptRecord, Store } from "../store/store.js";
 import {
   catchUpSchema,
   CRON_FORMAT,
   deleteJobOps,
   getJob,
+  jobKey,
   listJobs,
   listRuns,
   newJobId,
@@ -32,6 +34,8 @@ export interface CronServiceDeps {
   now?: () => number;
   /** Told after every change, so the scheduler re-arms. */
   changed?: () => void;
+  /** Told of a job record that does not parse, skipped by a listing or removed (the daemon logs it). */
+  warn?: (record: CorruptRecord, what: string) => void;
 }
 
 export type RemoveResult = "removed" | "protected" | "missing";
@@ -67,6 +71,14 @@ export function createCronService(deps: CronServiceDeps) {
     };
   }
 
+  /** The jobs; a record that does not parse is skipped and named, so one bad record never hides the rest. */
+  async function listing(): Promise<{ jobs: CronJob[]; corrupt: CorruptRecord[] }> {
+    const corrupt: CorruptRecord[] = [];
+    const jobs = await listJobs(deps.store, { onCorrupt: (r) => corrupt.push(r) });
+    for (const r of corrupt) deps.warn?.(r, "corrupt record skipped in a cron job listing");
+    return { jobs, corrupt };
+  }
+
   return {
     buildJob,
     async add(input: AddJobInput): Promise<CronJob> {
@@ -78,12 +90,18 @@ export function createCronService(deps: CronServiceDeps) {
       return job;
     },
     get: (id: string) => getJob(deps.store, id),
-    list: () => listJobs(deps.store),
+    listing,
+    list: async () => (await listing()).jobs,
     runs: (id: string): Promise<CronRun[]> => listRuns(deps.store, id),
+    /** A job record that does not parse is removed all the same: it is the way out of it. */
     async remove(id: string): Promise<RemoveResult> {
-      const job = await getJob(deps.store, id);
-      if (!job) return "missing";
-      if (job.system) return "protected";
+      const job = await getJob(deps.store, id).catch((err: unknown) => {
+        if (!(err instanceof CorruptRecordError)) throw err;
+        deps.warn?.({ sublevel: "cron", key: jobKey(id), problem: err.message }, "corrupt cron job record removed");
+        return null;
+      });
+      if (job === undefined) return "missing";
+      if (job?.system) return "protected";
       await deps.store.batch(await deleteJobOps(deps.store, id), { sync: true });
       changed();
       return "removed";

@@ -27,7 +27,7 @@ export async function cronRoute(daemon: Daemon, method: string, path: string, bo
   const { cron } = daemon;
   const missing = () => new CronRouteError(404, `no cron job ${id}; troupe cron list shows them`);
   if (!id) {
-    if (method === "GET") return { status: 200, body: { jobs: await cron.list() } };
+    if (method === "GET") return { status: 200, body: await cron.listing() };
     if (method === "POST") {
       const parsed = addJobRequestSchema.safeParse(await body());
       if (!parsed.success) throw new CronRouteError(400, parsed.error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; "));

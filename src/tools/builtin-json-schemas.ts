@@ -451,7 +451,7 @@ export const BUILTIN_JSON_SCHEMAS: Readonly<Record<string, Record<string, unknow
         "type": "string"
       },
       "every_seconds": {
-        "description": "Interval in seconds (recurring)",
+        "description": "Interval in seconds (recurring), 1 to 315360000 (10 years)",
         "type": "number"
       },
       "cron_expr": {

@@ -1,4 +1,6 @@
+import { readFile } from "node:fs/promises";
 import { afterEach, describe, expect, it } from "vitest";
+import { putJobOps, type CronJob } from "../../src/cron/jobs.js";
 import { appendMessagesOps, newSessionMeta } from "../../src/store/sessions.js";
 import { openStore } from "../../src/store/store.js";
 import { startFakeOpenAi, type FakeOpenAi, type FakeStep } from "../fixtures/fake-openai.js";
@@ -90,5 +92,52 @@ describe("bad input never breaks what is stored (real gateway over loopback)", (
     expect(direct.code).toBe(0);
     expect(direct.stdout).toMatch(/^api:good\s+1\s+3\s/m);
     expect(direct.stderr).toMatch(warning);
+  }, 60_000);
+  it("a huge cron interval is refused where it is entered; a stored one is skipped and named, and can be removed", async () => {
+    const home = await tmp();
+    fake = await startFakeOpenAi();
+    await writeHome(home, fake.url, { config: { gateway: { port: 0, heartbeat: { enabled: false } } } });
+    const refused = await runCli(["cron", "add", "--name", "big", "--message", "m", "--every", "9007199254740993"], { TROUPE_HOME: home });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/every_seconds: must be at most 315360000 seconds \(10 years\)/);
+
+    // As an earlier version stored it: everyS past what a stored record holds.
+    const job = (id: string, everyS: number): CronJob => ({
+      v: 1, id, name: id, message: "m", schedule: { kind: "every", everyS }, enabled: true, deliver: false, target: { channel: "cron", chatId: "none" },
+      catchUp: "once", createdBy: "cli", createdAt: 1, anchor: 1, nextRunAt: null, lastRunAt: null, lastStatus: null,
+    });
+    const store = await openStore(`${home}/store`);
+    await store.batch([...putJobOps(job("good", 60)), ...putJobOps(job("bad1", 1e308)), ...putJobOps(job("bad2", 1e308))], { sync: true });
+    await store.close();
+    const warning = (id: string) => new RegExp(`^warning: skipped corrupt record cron/job:${id} \\(schedule\\.everyS: .*\\)$`, "m");
+
+    gateway = await startGateway(home);
+    const g = gateway;
+    const res = await fetch(`${g.url}/api/cron/jobs`, { headers: g.auth });
+    expect(res.status).toBe(200);
+    const listing = (await res.json()) as { jobs: CronJob[]; corrupt?: Array<{ sublevel: string; key: string }> };
+    expect(listing.jobs.map((j) => j.id)).toEqual(["good"]);
+    expect(listing.corrupt?.map((c) => `${c.sublevel}/${c.key}`)).toEqual(["cron/job:bad1", "cron/job:bad2"]);
+    const posted = await fetch(`${g.url}/api/cron/jobs`, { method: "POST", headers: { ...g.auth, "content-type": "application/json" }, body: JSON.stringify({ message: "m", every: 1e308 }) });
+    expect([posted.status, await posted.text()]).toEqual([400, expect.stringMatching(/every_seconds: must be at most 315360000 seconds/)]);
+    const viaDaemon = await runCli(["cron", "list"], { TROUPE_HOME: home });
+    expect(viaDaemon.code).toBe(0);
+    expect(viaDaemon.stdout).toMatch(/^good\s/m);
+    expect(viaDaemon.stderr).toMatch(warning("bad1"));
+    expect((await fetch(`${g.url}/api/cron/jobs/bad1`, { method: "DELETE", headers: g.auth })).status).toBe(200);
+
+    gateway.proc.kill("SIGTERM");
+    expect((await gateway.exited).code).toBe(0);
+    gateway = undefined;
+    // Flushed by the time the gateway has exited.
+    const log = await readFile(`${home}/logs/troupe.log`, "utf8");
+    expect(log).toMatch(/"record":"cron\/job:bad1".*corrupt record skipped in a cron job listing/);
+    const direct = await runCli(["cron", "list"], { TROUPE_HOME: home });
+    expect([direct.code, direct.stdout]).toEqual([0, expect.stringMatching(/^good\s/m)]);
+    expect(direct.stderr).toMatch(warning("bad2"));
+    expect(direct.stderr).not.toMatch(warning("bad1"));
+    const removed = await runCli(["cron", "remove", "bad2"], { TROUPE_HOME: home });
+    expect([removed.code, removed.stdout]).toEqual([0, "removed job bad2\n"]);
+    expect((await runCli(["cron", "list"], { TROUPE_HOME: home })).stderr).toBe("");
   }, 60_000);
 });

@@ -63,12 +63,22 @@ describe("bad input: one error naming the field", () => {
     ["not a time", { at: "tomorrow at 9" }, /^at: "tomorrow at 9" is not an ISO time/],
     ["every below 1 s", { everySeconds: 0.5 }, /^every_seconds: must be at least 1 second, not 0.5/],
     ["every zero", { everySeconds: 0 }, /^every_seconds: must be at least 1 second/],
+    // Beyond what a stored record can hold (2^53 - 1): once stored, the job could not be listed or removed.
+    ["every past 2^53 (troupe cron add --every 9007199254740993)", { everySeconds: Number("9007199254740993") }, /^every_seconds: must be at most 315360000 seconds \(10 years\), not 9007199254740992/],
+    ["every 1e300 (the cron tool)", { everySeconds: 1e300 }, /^every_seconds: must be at most 315360000 seconds \(10 years\)/],
+    ["every 1e308 (the control API)", { everySeconds: 1e308 }, /^every_seconds: must be at most 315360000 seconds/],
+    ["every infinite", { everySeconds: Infinity }, /^every_seconds: must be at most 315360000 seconds/],
+    ["every one past the cap", { everySeconds: 315_360_001 }, /^every_seconds: must be at most 315360000 seconds.*use cron_expr or at/],
     ["no schedule", {}, /^schedule: give one of every_seconds, cron_expr or at/],
     ["two schedules", { everySeconds: 60, cronExpr: "* * * * *" }, /^schedule: give only one/],
   ];
   for (const [name, input, message] of cases) {
     it(name, () => expect(() => makeSchedule(input, "UTC", NOW)).toThrow(message));
   }
+
+  it("every: 10 years, the cap, is still taken", () => {
+    expect(makeSchedule({ everySeconds: 315_360_000 }, "UTC", NOW)).toEqual({ kind: "every", everyS: 315_360_000 });
+  });
 });
 
 describe("timing as nanobot words it", () => {

@@ -389,13 +389,35 @@ describe("exec guard: legit addresses still pass", () => {
     ["curl http://localhost:8080/", {}, ["127.0.0.1"]],
     ["curl http://localhost:8080/", {}, ["127.0.0.0/8"]],
     ["curl 1.1.1.1", {}, []],
+    // A plain small number after a network client is an option's value or a port, not an address
+    // (a URL parser reads "5" as 0.0.0.5); nanobot scans only http(s) URLs, so all of these run there.
+    ["curl -s -m 5 https://1.1.1.1/", {}, []],
+    ["curl --retry 3 https://1.1.1.1/", {}, []],
+    ["wget -T 10 https://1.1.1.1/", {}, []],
+    ["nc -z 1.1.1.1 443", {}, []],
+    ["curl --max-filesize 16777215 https://1.1.1.1/", {}, []],
   ] as Array<[string, Record<string, string[]>, string[]]>)("%s", async (command, answers, whitelist) => {
     expect(await guardUrls(command, answers, whitelist)).toBeUndefined();
   });
 });
 
 describe("exec guard: bare internal addresses after a network client", () => {
-  it.each(["curl 127.1:8080/x", "curl 0x7f000001:80/", "curl 2130706433:80/", "curl localhost", "curl 169.254.169.254", "curl -H x http://0177.0.0.1/"])("%s is refused", async (command) => {
+  it.each([
+    "curl 127.1:8080/x",
+    "curl 0x7f000001:80/",
+    "curl 2130706433:80/",
+    "curl localhost",
+    "curl 169.254.169.254",
+    "curl -H x http://0177.0.0.1/",
+    // A whole IPv4 address in decimal (≥ 2^24) is still one: 127.0.0.1, 169.254.169.254, 10.0.0.1.
+    "curl 2130706433",
+    "curl -m 5 2852039166",
+    "wget -T 10 167772161",
+    "curl 0x7f000001",
+    "nc -z 127.0.0.1 443",
+    "nc -z 127.1 6379",
+    "curl -s -m 5 169.254.169.254",
+  ])("%s is refused", async (command) => {
     expect(await guardUrls(command)).toMatch(/refused/);
   });
 });

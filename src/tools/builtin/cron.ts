@@ -48,7 +48,7 @@ export function cronTool(deps: { service: () => Promise<CronService>; defaultTz:
       action: z.enum(["add", "list", "remove"]).describe("Action to perform"),
       name: z.string().optional().describe("Optional short label for the job; defaults to the first 30 characters of message"),
       message: z.string().optional().describe("REQUIRED for add: what the agent should do (or remind of) when the job runs"),
-      every_seconds: z.number().optional().describe("Interval in seconds (recurring)"),
+      every_seconds: z.number().optional().describe("Interval in seconds (recurring), 1 to 315360000 (10 years)"),
       cron_expr: z.string().optional().describe("Cron expression like '0 9 * * *' (recurring)"),
       tz: z.string().optional().describe("IANA timezone for cron_expr or a naive at, e.g. 'America/Vancouver'"),
       at: z.string().optional().describe("ISO datetime for one run, e.g. '2026-02-12T10:30:00'; the job is deleted after it runs"),
@@ -62,9 +62,12 @@ export function cronTool(deps: { service: () => Promise<CronService>; defaultTz:
       const [schedule, service] = await Promise.all([import("../../cron/schedule.js"), deps.service()]);
       if (args.action === "list") {
         const dream = await deps.dream?.();
-        const jobs = [...(await service.list()), ...(dream ? [dream] : [])];
-        if (jobs.length === 0) return "No scheduled jobs.";
-        return `Scheduled jobs:\n${jobs.map((j) => describeJob(schedule, j, deps.defaultTz)).join("\n")}`;
+        const { jobs: stored, corrupt } = await service.listing();
+        const jobs = [...stored, ...(dream ? [dream] : [])];
+        const unreadable = corrupt.map((c) => `- ${c.key} does not read (${c.problem}); action=remove job_id=${c.key.replace(/^job:/, "")} removes it`);
+        if (unreadable.length) unreadable.unshift("Skipped job records:");
+        if (jobs.length === 0) return ["No scheduled jobs.", ...unreadable].join("\n");
+        return ["Scheduled jobs:", ...jobs.map((j) => describeJob(schedule, j, deps.defaultTz)), ...unreadable].join("\n");
       }
       if (args.action === "remove") {
         if (!args.job_id?.trim()) throw new ToolError("job_id is required for remove (action=list shows the ids)");

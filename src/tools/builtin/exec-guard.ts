@@ -158,6 +158,9 @@ export function urlsIn(command: string): URL[] {
     for (const word of m[1]!.split(/\s+/)) {
       const arg = word.replace(/^["']|["']$/g, "");
       if (!arg || arg.startsWith("-") || arg.includes("://")) continue;
+      // A plain number is an option's value or a port (-m 5, --retry 3, nc host 443), which a URL
+      // parser would read as 0.0.0.5; one of 2^24 or more is a whole IPv4 address (2130706433 is 127.0.0.1).
+      if (/^\d+$/.test(arg) && Number(arg) < 2 ** 24) continue;
       try {
         const url = new URL(`http://${arg}`);
         const host = url.hostname.replace(/^\[|\]$/g, "");

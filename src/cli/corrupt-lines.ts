@@ -1,0 +1,5 @@
+import type { CorruptRecord } from "../store/store.js";
+
+/** One line per record a listing skipped because it is corrupt (for stderr: the listing itself stays clean). */
+export const corruptLines = (corrupt: CorruptRecord[] = []): string[] =>
+  corrupt.map((c) => `warning: skipped corrupt record ${c.sublevel}/${c.key} (${c.problem})`);
