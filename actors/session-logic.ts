@@ -44,6 +44,8 @@ export interface SessionLogicDeps extends ReturnType<typeof sessionNotices> {
  */
 export function createSessionLogic(deps: SessionLogicDeps) {
   const { store, logger, conversation, subagents, sessionTurns, slots, storeDown, fresh, notice, failed } = deps;
+  /** Each session's commands answered at once, one after another: their answers go out in the order they came. */
+  const answering = new Map<string, Promise<void>>();
   return sessionMachine.provide({
     guards: { storeDown, ...slots.guards },
     actors: {
@@ -78,9 +80,8 @@ export function createSessionLogic(deps: SessionLogicDeps) {
         void store.batch(inboxDeleteOps(sessionKey, ids), { sync: true }).catch((err: unknown) => logger.error({ err }, "could not discard messages")),
       answerCommand: (_, { sessionKey, message, busy }) => {
         const command = message.content.trim().split(/\s+/)[0] ?? "";
-        void conversation
-          .command({ sessionKey, channel: message.channel, chatId: message.chatId, content: message.content }, { busy })
-          .then(
+        const answer = () =>
+          conversation.command({ sessionKey, channel: message.channel, chatId: message.chatId, content: message.content }, { busy }).then(
             async (reply) => {
               const running = busy && command.toLowerCase() !== "/restart" ? "\nA turn is running; /stop cancels it." : "";
               await notice(sessionKey, message, `${reply?.content ?? ""}${running}`);
@@ -89,6 +90,9 @@ export function createSessionLogic(deps: SessionLogicDeps) {
             },
             failed(sessionKey, message, command, (why) => `Sorry, ${command} failed: ${why}`),
           );
+        const done = (answering.get(sessionKey) ?? Promise.resolve()).then(answer);
+        answering.set(sessionKey, done);
+        void done.finally(() => answering.get(sessionKey) === done && answering.delete(sessionKey));
       },
     },
   });

@@ -111,8 +111,12 @@ export interface NoticeParams {
 }
 
 const word = (m: SessionMessage) => m.content.trim().split(/\s+/)[0]?.toLowerCase() ?? "";
-/** Commands answered at once, even while a turn runs (/restart: the running turn resumes after it). */
-export const IMMEDIATE_COMMANDS = ["/help", "/status", "/restart"];
+/**
+ * Commands answered at once, even while a turn runs, as nanobot dispatches them (/restart: the
+ * running turn resumes after it). /new is not among them: it cancels the running turn and goes first
+ * (`isNew`); /stop has its own way.
+ */
+export const IMMEDIATE_COMMANDS = ["/help", "/status", "/restart", "/history", "/skill", "/dream", "/dream-log", "/dream-restore"];
 const isCommand = (m: SessionMessage) => m.content.trim().startsWith("/");
 /**
  * The turn `running` invokes, from the event that enters it: only `turn.prepared` with a turn to
@@ -196,10 +200,16 @@ export const sessionMachine = setup({
       queue: ({ context, event }) =>
         event.type === "message" && !known(context, event.message.id) ? [...context.queue, event.message] : context.queue,
     }),
+    /** /new goes before what was queued (nanobot's cmd_new runs at once, cancelling the running turn first). */
+    enqueueFirst: assign({
+      queue: ({ context, event }) =>
+        event.type === "message" && !known(context, event.message.id) ? [event.message, ...context.queue] : context.queue,
+    }),
   },
   guards: {
     isStop: ({ event }) => event.type === "message" && word(event.message) === "/stop",
     isImmediate: ({ event }) => event.type === "message" && IMMEDIATE_COMMANDS.includes(word(event.message)),
+    isNew: ({ event }) => event.type === "message" && word(event.message) === "/new",
     canInject: ({ context, event }) =>
       event.type === "message" &&
       !isCommand(event.message) &&
@@ -299,6 +309,8 @@ export const sessionMachine = setup({
             ],
           },
           { guard: "isImmediate", actions: { type: "answerCommand", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, busy: true }) } },
+          // Waiting for a slot: nothing runs yet; /new goes first.
+          { guard: "isNew", actions: "enqueueFirst" },
           { actions: "enqueue" },
         ],
       },
@@ -351,6 +363,8 @@ export const sessionMachine = setup({
                   { type: "stop", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, text: "Stopping the running turn.", idle: false }) },
                 ],
               },
+              // The turn being prepared is cancelled as soon as it has started; /new runs next.
+              { guard: "isNew", actions: [assign({ stopRequested: true }), "enqueueFirst"] },
               // Handed to the turn as soon as it has started. (Anything else: as in `active`.)
               { guard: "canInject", actions: assign({ current: ({ context, event }) => [...context.current, event.message] }) },
             ],
@@ -406,6 +420,8 @@ export const sessionMachine = setup({
                   { type: "stop", params: ({ context, event }) => ({ sessionKey: context.sessionKey, message: event.message, text: "Stopping the running turn.", idle: false }) },
                 ],
               },
+              // The running turn is cancelled; once it has settled, /new is the session's next step.
+              { guard: "isNew", actions: [sendTo("turn", { type: "cancel" }), "enqueueFirst"] },
               {
                 guard: "canInject",
                 actions: enqueueActions(({ enqueue, event }) => {

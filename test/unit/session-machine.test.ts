@@ -16,6 +16,8 @@ function session(opts: { loadError?: string; stored?: SessionMessage[]; slotFree
   const stops: string[] = [];
   /** The messages each turn was prepared for. */
   const preparedFor: string[] = [];
+  /** The commands answered at once, and whether a turn was running then. */
+  const answered: string[] = [];
   /** The input each turn was invoked with. */
   const inputs: unknown[] = [];
   let letPrepare!: () => void;
@@ -51,7 +53,7 @@ function session(opts: { loadError?: string; stored?: SessionMessage[]; slotFree
         takeSlot: () => {},
         discard: () => {},
         notify: () => {},
-        answerCommand: () => {},
+        answerCommand: (_, { message, busy }) => void answered.push(`${message.content}${busy ? " (busy)" : ""}`),
       },
     }),
     { input: { sessionKey: "test:1", idleMs: 60_000, first: opts.first } },
@@ -63,7 +65,7 @@ function session(opts: { loadError?: string; stored?: SessionMessage[]; slotFree
   const settle = (takenIds: string[] = []) =>
     watching!.self.send({ type: "turn.settled", turnId: watching!.turnId, output: { takenIds } as unknown as TurnOutput });
   const fail = (error: string) => watching!.self.send({ type: "turn.failed", turnId: watching!.turnId, error });
-  return { actor, reached, injected, inputs, stops, preparedFor, letPrepare, until, settle, fail, state: () => JSON.stringify(actor.getSnapshot().value) };
+  return { actor, reached, injected, inputs, stops, preparedFor, answered, letPrepare, until, settle, fail, state: () => JSON.stringify(actor.getSnapshot().value) };
 }
 
 /** The session's first message sent and its turn prepared: the session is running it. */
@@ -191,6 +193,35 @@ describe("the session machine", () => {
     s.settle();
     await s.until(() => s.state() === '"idle"');
     expect(s.actor.getSnapshot().context.turnId).toBeNull();
+  });
+
+  it("/new while the turn runs cancels it and is what the session does next, before messages queued earlier (nanobot's cmd_new)", async () => {
+    const s = session();
+    await running(s);
+    s.actor.send({ type: "message", message: msg("/history") });
+    s.actor.send({ type: "message", message: msg("/dream-log") });
+    s.actor.send({ type: "message", message: msg("/skill") });
+    // Answered at once, as nanobot dispatches them while a turn runs; the turn goes on.
+    expect(s.answered).toEqual(["/history (busy)", "/dream-log (busy)", "/skill (busy)"]);
+    expect(s.reached).toEqual([]);
+    s.actor.send({ type: "message", message: msg("/unknown-command") });
+    s.actor.send({ type: "message", message: msg("/new") });
+    await s.until(() => s.reached.includes("cancel"));
+    s.settle();
+    await s.until(() => s.preparedFor.length === 2);
+    expect(s.preparedFor).toEqual(["first", "/new"]);
+  });
+
+  it("/new while the turn is being prepared cancels it once it has started, then runs", async () => {
+    const s = session();
+    s.actor.send({ type: "message", message: msg("first") });
+    await s.until(() => s.state().includes("preparing"));
+    s.actor.send({ type: "message", message: msg("/new") });
+    s.letPrepare();
+    await s.until(() => s.reached.includes("cancel"));
+    s.settle();
+    await s.until(() => s.preparedFor.length === 2);
+    expect(s.preparedFor).toEqual(["first", "/new"]);
   });
 
   it("a turn whose checkpoint could not be written ends the session as crashed, saying why (the supervisor restarts it)", async () => {
