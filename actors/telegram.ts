@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import { createActor, fromPromise } from "xstate";
 import { z } from "zod";
 import type { Bus } from "../src/bus/index.js";
-import type { Channel, ChannelInbound } from "../src/channels/channel.js";
+import type { Channel, ChannelInbound, ChannelLink } from "../src/channels/channel.js";
 import { DeliveryRejectedError, PermanentChannelError } from "../src/channels/channel.js";
 import { splitMessage } from "../src/channels/telegram-format.js";
 import { pollError, proxyAgent } from "../src/channels/telegram-net.js";
@@ -20,6 +20,7 @@ import type { OutboxRecord } from "../src/store/outbox.js";
 import type { Store } from "../src/store/store.js";
 import { wasSeen } from "../src/store/inbox.js";
 import { fault } from "../src/fault.js";
+import { createRedactor } from "../src/log/redact.js";
 import { telegramPollerMachine, type PollError } from "../machines/telegram.machine.js";
 import type { Transcriber } from "../src/channels/transcription.js";
 
@@ -77,6 +78,8 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
   const typing = new Map<string, NodeJS.Timeout>();
   const { streams, progress } = telegramProgress({ api, cfg, log });
   const subs: Array<{ unsubscribe(): void }> = [];
+  const redact = createRedactor([cfg.token]);
+  let link: ChannelLink = { state: "connecting", since: Date.now(), error: null, failures: 0 };
 
   const { contentOf, carriesMedia } = telegramContent({ api, apiRoot: cfg.apiRoot, token: cfg.token, agent, mediaDir: deps.mediaDir, transcriber: deps.transcriber, log });
 
@@ -180,7 +183,18 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
         }
       });
       poller = createActor(telegramPollerMachine.provide({ actors: { connect, poll } }), { input: { baseBackoffMs: deps.baseBackoffMs } });
+      link = { state: "connecting", since: Date.now(), error: null, failures: 0 };
+      // Failing from the first failure until a poll succeeds (the machine counts them so): a reconnect that fails again goes on with it.
+      let failingSince: number | undefined;
       poller.subscribe((snap) => {
+        const { failures, lastError } = snap.context;
+        if (failures === 0) failingSince = undefined;
+        else failingSince ??= Date.now();
+        if (snap.value === "polling") {
+          if (link.state !== "connected") link = { state: "connected", since: Date.now(), error: null, failures };
+        } else if (failingSince !== undefined) {
+          link = { state: "backing_off", since: failingSince, error: redact(lastError ?? "unknown error"), failures };
+        }
         if (snap.value === "backing_off") log?.warn({ error: snap.context.lastError, failures: snap.context.failures }, "telegram polling failed; backing off");
         if (snap.status === "done") fail(new PermanentChannelError(snap.context.fatal ?? "telegram poller stopped"));
       });
@@ -261,6 +275,7 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
         throw err;
       }
     },
+    link: () => link,
     progress,
   };
 }

@@ -67,6 +67,10 @@ export interface StorageState {
 
 export interface ChannelState {
   name: string;
-  state: "starting" | "started" | "restarting" | "failed";
+  /** backing_off: started, but it cannot reach its platform (it retries with backoff). */
+  state: "starting" | "started" | "backing_off" | "restarting" | "failed";
   error: string | null;
+  /** Backing off: since its first failure, and how many in a row. */
+  since?: number;
+  failures?: number;
 }

@@ -183,12 +183,14 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   const runs = createDaemonRuns({ store, bus, logger, provider: core.provider, workspace: loaded.workspace, timezone: d.timezone, heartbeat: loaded.config.gateway.heartbeat, serves, send });
   const recovery = createDaemonRecovery({ store, logger, serves, send, fresh, subagents });
 
-  /** Each channel: starting (connecting to its platform), started, restarting after a failure, or failed for good. */
+  /** Each channel: starting (connecting to its platform), started, backing off (its platform unreachable), restarting after a failure, or failed for good. */
   const channelStates = (): ChannelState[] =>
-    [...channels.keys()].map((name) => {
+    [...channels].map(([name, channel]) => {
       const child = supervisor.getSnapshot().context.children[channelActorId(name)];
-      const state = child?.status === "failed" || child?.status === "restarting" ? child.status : started.has(name) ? "started" : "starting";
-      return { name, state, error: child?.lastError ?? null };
+      if (child?.status === "failed" || child?.status === "restarting") return { name, state: child.status, error: child.lastError };
+      const link = channel.link?.();
+      if (started.has(name) && link?.state === "backing_off") return { name, state: "backing_off", error: link.error, since: link.since, failures: link.failures };
+      return { name, state: started.has(name) ? "started" : "starting", error: child?.lastError ?? null };
     });
   supervisor.start();
   // MCP servers connect in parallel with everything else; a turn waits at most for their first attempt.

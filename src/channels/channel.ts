@@ -48,8 +48,22 @@ export interface Channel {
   deliveryOps?(message: OutboxRecord): StoreOp[];
   /** Delivers to its chats side by side (one message at a time per chat, in order); default: one message at a time. */
   readonly parallelChats?: boolean;
+  /** How its link to the platform is, for a channel that connects to one; what daemon status and the actor tree show of it. */
+  link?(): ChannelLink;
   /** Streamed text and tool hints of its sessions, when channels.sendProgress / sendToolHints allow. */
   progress?(update: ProgressUpdate): void;
+}
+
+/**
+ * A channel's link to its platform, for one that can tell (Telegram's poller): connecting (its first
+ * attempt), connected, or backing off after failures, with the last error (redacted) and `since` the
+ * first failure of the stretch (it stays while attempts keep failing, and ends with a success).
+ */
+export interface ChannelLink {
+  state: "connecting" | "connected" | "backing_off";
+  since: number;
+  error: string | null;
+  failures: number;
 }
 
 /** Thrown by send() when the platform refused a message for good: retrying would not help. */

@@ -2,7 +2,7 @@ import { TroupeError } from "../errors.js";
 import { fireNow } from "../cron/fire.js";
 import type { CronJob, CronRun } from "../cron/jobs.js";
 import { addJobInput, type AddJobRequest } from "../cron/requests.js";
-import { describeSchedule, formatInTz, ScheduleError } from "../cron/schedule.js";
+import { describeSchedule, formatWithZone, ScheduleError } from "../cron/schedule.js";
 import { createCronService, type CronService } from "../cron/service.js";
 import type { DataPaths } from "../paths.js";
 import { openStore, type CorruptRecord, type Store } from "../store/store.js";
@@ -45,8 +45,8 @@ export function jobListLines(jobs: CronJob[]): string[] {
     j.name,
     describeSchedule(j.schedule),
     `${j.enabled ? "enabled" : "disabled"}${j.system ? " (system)" : ""}`,
-    j.enabled && j.nextRunAt !== null ? formatInTz(j.nextRunAt, tzOf(j)) : "-",
-    j.lastRunAt !== null ? `${formatInTz(j.lastRunAt, tzOf(j))} ${j.lastStatus ?? ""}`.trim() : "-",
+    j.enabled && j.nextRunAt !== null ? formatWithZone(j.nextRunAt, tzOf(j)) : "-",
+    j.lastRunAt !== null ? `${formatWithZone(j.lastRunAt, tzOf(j))} ${j.lastStatus ?? ""}`.trim() : "-",
     j.deliver ? `${j.target.channel}:${j.target.chatId}` : "(not delivered)",
   ]);
   return table(["ID", "NAME", "SCHEDULE", "STATE", "NEXT RUN", "LAST RUN", "DELIVERS TO"], rows);
@@ -55,11 +55,11 @@ export function jobListLines(jobs: CronJob[]): string[] {
 export function runLines(runs: CronRun[], tz = "UTC"): string[] {
   if (runs.length === 0) return ["no runs yet"];
   const rows = runs.map((r) => [
-    formatInTz(r.scheduledAt, tz),
+    formatWithZone(r.scheduledAt, tz),
     r.status,
     r.trigger,
     r.missed ? String(r.missed) : "-",
-    r.finishedAt !== null ? formatInTz(r.finishedAt, tz) : "-",
+    r.finishedAt !== null ? formatWithZone(r.finishedAt, tz) : "-",
     [r.reply, r.note].filter(Boolean).join(" — ") || "",
   ]);
   return table(["SCHEDULED", "STATUS", "TRIGGER", "MISSED", "FINISHED", "REPLY / NOTE"], rows);
@@ -122,7 +122,7 @@ export async function cronEnableCommand(paths: DataPaths, id: string, enabled: b
     (s) => s.setEnabled(id, enabled),
   );
   if (!job) throw noJob(id);
-  console.log(`job ${id} ${enabled ? `enabled; next run ${job.nextRunAt !== null ? formatInTz(job.nextRunAt, tzOf(job)) : "none"}` : "disabled"}`);
+  console.log(`job ${id} ${enabled ? `enabled; next run ${job.nextRunAt !== null ? formatWithZone(job.nextRunAt, tzOf(job)) : "none"}` : "disabled"}`);
   return 0;
 }
 

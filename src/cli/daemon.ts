@@ -78,8 +78,13 @@ export async function startDaemon(paths: DataPaths, timeoutMs = 30_000): Promise
   if (client) {
     console.log(`troupe daemon started (pid ${client.pid}) on ${client.url}; logs: troupe daemon logs -f`);
     const broken = channels.filter((c) => c.state !== "started");
-    const what = { starting: "is still connecting", restarting: "is restarting after a failure", failed: "failed at start", started: "" };
-    for (const c of broken) console.error(`${c.name} ${what[c.state]}${c.error ? `: ${c.error}` : ""}`);
+    const what: Record<string, string> = {
+      starting: "is still connecting",
+      backing_off: "cannot reach its platform; retrying with backoff",
+      restarting: "is restarting after a failure",
+      failed: "failed at start",
+    };
+    for (const c of broken) console.error(`${c.name} ${what[c.state] ?? `is ${c.state}`}${c.error ? `: ${c.error}` : ""}`);
     return channels.some((c) => c.state === "failed") ? 1 : 0;
   }
   throw new TroupeError(`troupe daemon (pid ${child.pid}) did not answer /health within ${timeoutMs / 1000}s; see ${outFile}`);
@@ -115,6 +120,13 @@ export function treeLines(node: ActorNode, now = Date.now(), depth = 0): string[
   return [head, ...node.children.flatMap((c) => treeLines(c, now, depth + 1))];
 }
 
+/** A line for each channel that cannot reach its platform: since when, how many failures, the last error (redacted). */
+export function backingOffLines(actors: ActorsResponse, now = Date.now()): string[] {
+  return (actors.channels ?? [])
+    .filter((c) => c.state === "backing_off")
+    .map((c) => `BACKING OFF: channel:${c.name}${c.since ? ` since ${ago(now - c.since)}` : ""}${c.failures ? ` (${c.failures} failure${c.failures === 1 ? "" : "s"})` : ""}${c.error ? `: ${c.error}` : ""}`);
+}
+
 export interface ActorsResponse {
   root?: ActorNode;
   failed: Array<{ id: string; status: string; error: string | null }>;
@@ -148,5 +160,6 @@ export async function daemonStatus(paths: DataPaths): Promise<number> {
   if (status?.memory) console.log(`memory: ${memoryLine(status.memory)}`);
   if (actors.root) for (const line of treeLines(actors.root)) console.log(line);
   for (const f of actors.failed) console.log(`${f.status.toUpperCase()}: ${f.id}${f.error ? ` (${f.error})` : ""}`);
+  for (const line of backingOffLines(actors)) console.log(line);
   return actors.failed.some((f) => f.status === "failed") || health.store?.state === "failing" ? 1 : 0;
 }

@@ -5,7 +5,7 @@ import { TroupeError } from "../errors.js";
 import { graphMermaid, graphText, machineGraphs, type MachineGraph } from "../inspect/graph.js";
 import type { DataPaths } from "../paths.js";
 import { connectDaemon } from "./client.js";
-import { treeLines, type ActorsResponse } from "./daemon.js";
+import { backingOffLines, treeLines, type ActorsResponse } from "./daemon.js";
 
 export const INSPECT_FORMATS = ["text", "mermaid", "json"] as const;
 export type InspectFormat = (typeof INSPECT_FORMATS)[number];
@@ -44,6 +44,7 @@ export function liveLines(actors: ActorsResponse, url: string, now = Date.now())
   const lines = [`troupe ${url}  ${new Date(now).toISOString().slice(11, 19)}  turns: ${actors.turns.running} running, ${actors.turns.waiting} waiting (max ${actors.turns.max})`, ""];
   if (actors.root) lines.push(...treeLines(actors.root, now));
   for (const f of actors.failed) lines.push(`${f.status.toUpperCase()}: ${f.id}${f.error ? ` (${f.error})` : ""}`);
+  lines.push(...backingOffLines(actors, now));
   return lines;
 }
 

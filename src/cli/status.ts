@@ -15,15 +15,16 @@ import { fallbackChoices } from "../providers/fallback.js";
 import { describeExecIsolation } from "../tools/exec-isolation.js";
 import { VERSION } from "../version.js";
 
-/** Whether this data dir's daemon runs, and which of its channels failed. */
+/** Whether this data dir's daemon runs, and which of its channels failed or cannot reach their platform. */
 async function daemonLine(paths: DataPaths): Promise<string> {
   const check = await checkGateway(paths);
   const client = await connectDaemon(paths, 2_000, check);
   if (!client) return check.kind === "ours" || check.kind === "unknown" ? `pid ${check.info.pid} runs but does not answer on ${check.info.url}` : "not running (troupe daemon start)";
   const { channels = [] } = await client.get<ActorsResponse>("/api/actors").catch(() => ({}) as Partial<ActorsResponse>);
   const failed = channels.filter((c) => c.state === "failed").map((c) => c.name);
+  const backingOff = channels.filter((c) => c.state === "backing_off").map((c) => c.name);
   const store = storeStateLine(check.kind === "ours" ? check.health : undefined);
-  return `running (pid ${client.pid}) on ${client.url}${failed.length ? `; failed: ${failed.join(", ")}` : ""}${store ? `\nstore:     ${store}` : ""}`;
+  return `running (pid ${client.pid}) on ${client.url}${failed.length ? `; failed: ${failed.join(", ")}` : ""}${backingOff.length ? `; backing off: ${backingOff.join(", ")} (troupe daemon status says why)` : ""}${store ? `\nstore:     ${store}` : ""}`;
 }
 
 /** The free space under the data dir, with a warning under the floor (measured here: no daemon needed). */

@@ -147,6 +147,19 @@ export function formatInTz(ms: number, tz: string): string {
   return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}`;
 }
 
+/**
+ * A time with its zone, for a column that mixes jobs of several timezones (`troupe cron list`,
+ * `runs`): `2026-11-25 09:00 +01:00` (the zone's offset at that instant, as nanobot's cron tool
+ * gives it), or `2026-11-24 22:50 UTC`.
+ */
+export function formatWithZone(ms: number, tz: string): string {
+  if (tz === "UTC" || tz === "Etc/UTC") return `${formatInTz(ms, tz)} UTC`;
+  const name = new Intl.DateTimeFormat("en-US", { timeZone: tz, timeZoneName: "longOffset" }).formatToParts(new Date(ms)).find((p) => p.type === "timeZoneName")?.value;
+  // "GMT+01:00", or "GMT" for a zero offset.
+  const offset = name?.replace(/^GMT/, "") || "+00:00";
+  return `${formatInTz(ms, tz)} ${offset}`;
+}
+
 /** The timing as nanobot words it: "every 90s", "every 2h", "cron 0 9 * * * (Asia/Shanghai)", "at 2026-03-25 08:00". */
 export function describeSchedule(schedule: Schedule): string {
   switch (schedule.kind) {

@@ -1,5 +1,5 @@
 import type { Daemon } from "../daemon-types.js";
-import { sessionActorId } from "../../machines/supervision.js";
+import { channelActorId, sessionActorId } from "../../machines/supervision.js";
 import { listOpenTurns } from "../store/turns.js";
 import { tokenCounts } from "../memory/tokens.js";
 import type { ActorNode } from "./actor-view.js";
@@ -65,5 +65,20 @@ export function supervision(daemon: Daemon, root: ActorNode) {
     }
     if (record.status === "running") continue;
     root.children.push({ id: record.id, kind: record.kind, machine: null, state: record.status, since: record.since, error: record.lastError ?? undefined, restarts, children: [] });
+  }
+}
+
+/**
+ * A channel that cannot reach its platform is shown so in the tree: its actor runs (a promise, always
+ * "active"), but its link backs off; the node says so, since when, and the last error (redacted).
+ */
+export function channelLinks(daemon: Daemon, root: ActorNode) {
+  for (const c of daemon.channels()) {
+    if (c.state !== "backing_off") continue;
+    const node = root.children.find((n) => n.id === channelActorId(c.name));
+    if (!node) continue;
+    node.state = "backing_off";
+    node.since = c.since ?? node.since;
+    if (c.error) node.error = c.error;
   }
 }

@@ -21,7 +21,7 @@ import { allowedHosts, hostAllowed } from "./host-check.js";
 import { cronRoute, CronRouteError } from "./cron-routes.js";
 import { openSse } from "./sse.js";
 import { tokenMatches } from "./token.js";
-import { failedChildren, heldNow, sessionBusy, subagentsUnder, supervision } from "./daemon-views.js";
+import { channelLinks, failedChildren, heldNow, sessionBusy, subagentsUnder, supervision } from "./daemon-views.js";
 import { serveInspector } from "./inspector-route.js";
 import { messageStreams } from "./message-streams.js";
 import { watchProcessMemory } from "./process-memory.js";
@@ -42,6 +42,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
   const withSubagents = (root: ActorNode) => {
     subagentsUnder(daemon)(root);
     supervision(daemon, root);
+    channelLinks(daemon, root);
   };
   const graphs = machineGraphs(machines);
   const redactText = createRedactor(secretsOf(daemon.loaded.config));

@@ -108,7 +108,7 @@ describe("cron across kill -9 (real gateway processes)", () => {
     // The at job is gone once it has run; its run stays for `troupe cron runs`.
     expect(state.jobs).toBe(0);
     const shown = await runCli(["cron", "runs", jobId], { TROUPE_HOME: dir });
-    expect(shown.stdout).toMatch(/ok\s+schedule\s+-\s+\S+ \S+\s+Drink water now\./);
+    expect(shown.stdout).toMatch(/ok\s+schedule\s+-\s+\d{4}-\d\d-\d\d \d\d:\d\d (UTC|[+-]\d\d:\d\d)\s+Drink water now\./);
   }
 
   it("killed before the firing: after the restart the missed instant runs once and is delivered once", async () => {
@@ -202,7 +202,7 @@ describe("cron across kill -9 (real gateway processes)", () => {
     // The daemon has it: the job came through its control API, not the store (which the daemon holds).
     expect((await getJson<{ jobs: Array<{ id: string; catchUp: string }> }>(g, "/api/cron/jobs")).jobs.find((j) => j.id === id)?.catchUp).toBe("skip");
     const listed = await cli("list");
-    expect(listed.stdout).toMatch(new RegExp(`${id}\\s+standup\\s+cron 0 9 \\* \\* 1-5 \\(Asia/Shanghai\\)\\s+enabled`));
+    expect(listed.stdout).toMatch(new RegExp(`${id}\\s+standup\\s+cron 0 9 \\* \\* 1-5 \\(Asia/Shanghai\\)\\s+enabled\\s+\\d{4}-\\d\\d-\\d\\d 09:00 \\+08:00\\s`));
     expect(listed.stdout).toMatch(/heartbeat\s+heartbeat\s+every 1h\s+enabled \(system\)/);
     const bad = await cli("add", "--name", "x", "--message", "y", "--every", "0");
     expect(bad.code).toBe(1);

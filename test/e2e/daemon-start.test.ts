@@ -47,6 +47,31 @@ describe("troupe daemon start and status tell the truth", () => {
     expect(overview.stdout).toContain("\nchannels:  api, telegram\n");
   });
 
+  it("a Telegram channel that never connected (its API port closed) is reported backing off by start, daemon status and troupe status, with its last error, redacted", async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const port = (closed.address() as { port: number }).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const token = "123456789:AAF-secret-bot-token-0123456789abcdefXYZ";
+    home = await tmp();
+    const env = { TROUPE_HOME: home };
+    await writeHome(home, "http://127.0.0.1:9/v1", { config: { gateway: { port: 0 }, channels: { telegram: { enabled: true, token, apiRoot: `http://127.0.0.1:${port}` } } } });
+
+    const start = await runCli(["daemon", "start"], env);
+    // It runs and retries: not a failed start.
+    expect(start.code).toBe(0);
+    expect(start.stderr).toMatch(/^telegram cannot reach its platform; retrying with backoff: network error: .*ECONNREFUSED/);
+
+    const status = await runCli(["daemon", "status"], env);
+    expect(status.code).toBe(0);
+    expect(status.stdout).toMatch(/\n {2}channel:telegram \[channel\] backing_off \(\d+s\)\n/);
+    expect(status.stdout).toMatch(/\nBACKING OFF: channel:telegram since \d+s \(\d+ failures?\): network error: request to http:\/\/127\.0\.0\.1:\d+\/bot\[REDACTED\]\/getMe failed, reason: connect ECONNREFUSED/);
+    expect(status.stdout + start.stderr).not.toContain(token);
+
+    const overview = await runCli(["status"], env);
+    expect(overview.stdout).toMatch(/\ndaemon: {4}running \(pid \d+\) on \S+; backing off: telegram \(troupe daemon status says why\)\n/);
+  });
+
   it("a start that fails prints this start's output only, not an earlier one's", async () => {
     const blocker: Server = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
