@@ -33,7 +33,8 @@ describe("the workspace sandbox against a hostile model (real gateway, fake mode
       { name: "glob", arguments: { pattern: "up/*" } },
       { name: "grep", arguments: { pattern: ".", glob: "../config.json", output_mode: "content" } },
       { name: "grep", arguments: { pattern: ".", glob: "up/*", output_mode: "content" } },
-      { name: "grep", arguments: { pattern: ".", output_mode: "content" } },
+      // The whole workspace (its template files too, made at the gateway's start): config.json's keys are not found.
+      { name: "grep", arguments: { pattern: '"apiKey"|"token"', output_mode: "content" } },
       { name: "read_file", arguments: { path: "token-hard" } },
       { name: "read_file", arguments: { path: "cfg-hard" } },
       { name: "read_file", arguments: { path: "cfg-link" } },
