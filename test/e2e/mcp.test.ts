@@ -208,6 +208,14 @@ describe("MCP in troupe agent and the CLI", () => {
     expect(r.code).toBe(1);
   }, 120_000);
 
+  it("troupe mcp list names why a stdio server failed at start: its exit code and last stderr line", async () => {
+    const home = await tmp();
+    await writeHome(home, "http://127.0.0.1:9", { config: { tools: { mcpServers: { bad: { command: "sh", args: ["-c", "echo fatal: BASE_DIR missing >&2; exit 1"] } } } } });
+    const r = await runCli(["mcp", "list"], { TROUPE_HOME: home });
+    expect(r.stdout).toMatch(/bad\s+stdio\s+failed.*exited with code 1: fatal: BASE_DIR missing$/m);
+    expect(r.code).toBe(1);
+  }, 60_000);
+
   it.each([
     [{ bad: {} }, /tools\.mcpServers\.bad\.command: needs a "command" \(a stdio server\) or a "url"/],
     [{ bad: { command: "x", url: "http://127.0.0.1:1/mcp" } }, /tools\.mcpServers\.bad\.url: has both "command" and "url"/],
