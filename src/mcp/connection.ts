@@ -6,6 +6,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { Prompt, Resource, Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import type { McpServerConfig } from "../config/tools-schema.js";
 import { VERSION } from "../version.js";
+import { describeNetworkError } from "../net-errors.js";
 import { createStderrTail, describeExit, McpConnectionError } from "./failure.js";
 import { ProcessGroupStdioTransport } from "./stdio-transport.js";
 
@@ -78,6 +79,12 @@ async function listAll<T>(page: (cursor: string | undefined) => Promise<{ items:
   return all;
 }
 
+/** A server's URL as errors show it: no credentials or query, where a token may be (as nanobot's _redact_url). */
+const shownUrl = (url: string) => {
+  const u = new URL(url);
+  return `${u.protocol}//${u.host}${u.pathname}`;
+};
+
 /** Starts the transport, runs initialize, and hands back the live client. */
 export async function openConnection(server: McpServerConfig, opts: ConnectOptions): Promise<McpConnection> {
   const kind = transportKind(server);
@@ -97,11 +104,16 @@ export async function openConnection(server: McpServerConfig, opts: ConnectOptio
     const exit = transport instanceof ProcessGroupStdioTransport ? transport.exitStatus : undefined;
     return exit && new McpConnectionError(redact(describeExit(exit, stderr.lines())), { cause });
   };
-  /** Why the connection could not be made: the exit, or the error with what the server said on stderr. */
+  /**
+   * Why the connection could not be made: the exit, or the error with what the server said on
+   * stderr; over HTTP the network failure under "fetch failed" ("connection refused at <url>").
+   */
   const failed = (err: unknown): Error => {
     const message = err instanceof Error ? err.message : String(err);
     const said = stderr.lines().length ? ` (stderr: ${stderr.lines().join(" | ")})` : "";
-    return exited(err) ?? new McpConnectionError(redact(`${message}${said}`), { cause: err });
+    const fetchFailed = err instanceof TypeError && message === "fetch failed";
+    const network = kind === "stdio" ? undefined : describeNetworkError(err, shownUrl(server.url), fetchFailed);
+    return exited(err) ?? new McpConnectionError(redact(network ?? `${message}${said}`), { cause: err });
   };
   let resolveClosed!: (error: Error | undefined) => void;
   const closed = new Promise<Error | undefined>((r) => (resolveClosed = r));

@@ -1,3 +1,4 @@
+import { createServer } from "node:net";
 import { Writable } from "node:stream";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
@@ -42,6 +43,15 @@ async function failedConnect(servers: Record<string, Record<string, unknown>>, s
   return { hub, lines, error: error! };
 }
 
+/** A loopback port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const { port } = server.address() as { port: number };
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
 describe("an MCP server that cannot be started or reached", () => {
   it("a stdio server that exits at start: its exit code and last stderr lines, not 'Connection closed'", async () => {
     const { error } = await failedConnect({ bad: { command: "sh", args: ["-c", "echo starting >&2; echo fatal: BASE_DIR missing >&2; exit 1"] } });
@@ -74,5 +84,20 @@ describe("an MCP server that cannot be started or reached", () => {
     } finally {
       await h.stop();
     }
+  });
+
+  it.each(["streamableHttp", "sse"])("an HTTP server (%s) with nothing listening: connection refused at its URL, not 'fetch failed'", async (type) => {
+    const port = await closedPort();
+    const path = type === "sse" ? "sse" : "mcp";
+    const { error, lines } = await failedConnect({ web: { url: `http://127.0.0.1:${port}/${path}?token=abc`, type } });
+    // The URL as shown: no query, where a token may hide (nanobot's _redact_url drops it too).
+    expect(error.message).toBe(`connection refused at http://127.0.0.1:${port}/${path}`);
+    expect(JSON.stringify(lines)).not.toContain("token=abc");
+  });
+
+  it("a fetch that fails for another reason names that reason, not 'fetch failed'", async () => {
+    // Port 9 is one fetch refuses to use.
+    const { error } = await failedConnect({ web: { url: "http://127.0.0.1:9/mcp" } });
+    expect(error.message).toBe("could not connect to http://127.0.0.1:9/mcp (bad port)");
   });
 });
