@@ -1,5 +1,6 @@
 import pino from "pino";
 import type { LoadedConfig } from "../config/index.js";
+import { secretsOf } from "../log/redact.js";
 import { createMcpHub, type McpServerStatus } from "../mcp/hub.js";
 import { createToolRegistry } from "../tools/registry.js";
 import { connectDaemon } from "./client.js";
@@ -20,7 +21,7 @@ export function mcpTable(servers: McpServerStatus[], now = Date.now()): string[]
 
 /** Connects to each server once (in parallel), as the daemon would, and reports what it found. */
 async function probe(loaded: LoadedConfig): Promise<McpServerStatus[]> {
-  const hub = createMcpHub({ servers: loaded.config.tools.mcpServers, registry: createToolRegistry(), logger: pino({ level: "silent" }), connectTimeoutMs: PROBE_TIMEOUT_MS });
+  const hub = createMcpHub({ servers: loaded.config.tools.mcpServers, registry: createToolRegistry(), logger: pino({ level: "silent" }), connectTimeoutMs: PROBE_TIMEOUT_MS, secrets: secretsOf(loaded.config) });
   try {
     await Promise.all(
       hub.names().map((name) =>

@@ -35,11 +35,7 @@ export function secretsOf(config: {
   channels: { telegram: { token: string }; transcription: { apiKey: string } };
   tools: { web: { search: { apiKey: string } }; mcpServers?: Record<string, { env: Record<string, string>; headers: Record<string, string> }> };
 }): string[] {
-  // An MCP server's credentials: env and header values whose names say they are secret.
-  const secretName = /key|token|secret|password|passwd|auth|credential|cookie/i;
-  const mcp = Object.values(config.tools.mcpServers ?? {}).flatMap((s) =>
-    [...Object.entries(s.env), ...Object.entries(s.headers)].filter(([name, value]) => secretName.test(name) && value.length >= 6).map(([, value]) => value),
-  );
+  const mcp = mcpSecrets(config.tools.mcpServers ?? {});
   return [
     ...Object.values(config.providers).map((p) => p.apiKey),
     config.channels.telegram.token,
@@ -47,4 +43,12 @@ export function secretsOf(config: {
     config.tools.web.search.apiKey,
     ...mcp,
   ].filter(Boolean);
+}
+
+/** MCP servers' credentials: env and header values whose names say they are secret. */
+export function mcpSecrets(servers: Record<string, { env: Record<string, string>; headers: Record<string, string> }>): string[] {
+  const secretName = /key|token|secret|password|passwd|auth|credential|cookie/i;
+  return Object.values(servers).flatMap((s) =>
+    [...Object.entries(s.env), ...Object.entries(s.headers)].filter(([name, value]) => secretName.test(name) && value.length >= 6).map(([, value]) => value),
+  );
 }

@@ -6,6 +6,8 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { Prompt, Resource, Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import type { McpServerConfig } from "../config/tools-schema.js";
 import { VERSION } from "../version.js";
+import { describeNetworkError } from "../net-errors.js";
+import { createStderrTail, describeExit, McpConnectionError } from "./failure.js";
 import { ProcessGroupStdioTransport } from "./stdio-transport.js";
 
 export type McpTransportKind = "stdio" | "sse" | "streamableHttp";
@@ -37,6 +39,8 @@ export interface McpConnection {
   /** Resolves (once) when the connection is gone: the process exited, the stream closed, or close() was called. */
   closed: Promise<Error | undefined>;
   list(signal?: AbortSignal): Promise<Listings>;
+  /** An error of this connection, or, if its stdio server exited, that exit (code and last stderr lines). */
+  explain(error: Error): Error;
   close(): Promise<void>;
 }
 
@@ -49,6 +53,8 @@ export interface ConnectOptions {
   signal?: AbortSignal;
   /** For initialize and the listings. */
   timeoutMs: number;
+  /** Applied to the errors this connection gives (they quote the server's stderr). */
+  redact?: (text: string) => string;
 }
 
 function transportFor(server: McpServerConfig, kind: McpTransportKind, opts: ConnectOptions): Transport {
@@ -73,12 +79,42 @@ async function listAll<T>(page: (cursor: string | undefined) => Promise<{ items:
   return all;
 }
 
+/** A server's URL as errors show it: no credentials or query, where a token may be (as nanobot's _redact_url). */
+const shownUrl = (url: string) => {
+  const u = new URL(url);
+  return `${u.protocol}//${u.host}${u.pathname}`;
+};
+
 /** Starts the transport, runs initialize, and hands back the live client. */
 export async function openConnection(server: McpServerConfig, opts: ConnectOptions): Promise<McpConnection> {
   const kind = transportKind(server);
   const changed = { autoRefresh: false, onChanged: () => opts.onListChanged() };
   const client = new Client({ name: "troupe", version: VERSION }, { capabilities: {}, listChanged: { tools: changed, resources: changed, prompts: changed } });
-  const transport = transportFor(server, kind, opts);
+  const stderr = createStderrTail();
+  const transport = transportFor(server, kind, {
+    ...opts,
+    onStderr: (line) => {
+      stderr.push(line);
+      opts.onStderr?.(line);
+    },
+  });
+  const redact = opts.redact ?? ((text: string) => text);
+  /** A stdio server that exited is named by its exit status and last stderr lines, not the SDK's "Connection closed". */
+  const exited = (cause?: unknown): Error | undefined => {
+    const exit = transport instanceof ProcessGroupStdioTransport ? transport.exitStatus : undefined;
+    return exit && new McpConnectionError(redact(describeExit(exit, stderr.lines())), { cause });
+  };
+  /**
+   * Why the connection could not be made: the exit, or the error with what the server said on
+   * stderr; over HTTP the network failure under "fetch failed" ("connection refused at <url>").
+   */
+  const failed = (err: unknown): Error => {
+    const message = err instanceof Error ? err.message : String(err);
+    const said = stderr.lines().length ? ` (stderr: ${stderr.lines().join(" | ")})` : "";
+    const fetchFailed = err instanceof TypeError && message === "fetch failed";
+    const network = kind === "stdio" ? undefined : describeNetworkError(err, shownUrl(server.url), fetchFailed);
+    return exited(err) ?? new McpConnectionError(redact(network ?? `${message}${said}`), { cause: err });
+  };
   let resolveClosed!: (error: Error | undefined) => void;
   const closed = new Promise<Error | undefined>((r) => (resolveClosed = r));
   let lastError: Error | undefined;
@@ -86,25 +122,31 @@ export async function openConnection(server: McpServerConfig, opts: ConnectOptio
     lastError = err;
     opts.onError?.(err);
   };
-  client.onclose = () => resolveClosed(lastError);
+  client.onclose = () => resolveClosed(exited(lastError) ?? lastError);
   try {
     await client.connect(transport, { signal: opts.signal, timeout: opts.timeoutMs });
   } catch (err) {
+    // Taken before close(), which ends the process itself.
+    const error = failed(err);
     await client.close().catch(() => {});
-    throw err;
+    throw error;
   }
   const caps = client.getServerCapabilities() ?? {};
   return {
     client,
     kind,
     closed,
+    explain: (error) => exited(error) ?? error,
     async list(signal) {
       const request = { signal, timeout: opts.timeoutMs };
-      const [tools, resources, prompts] = await Promise.all([
+      const listings = Promise.all([
         caps.tools ? listAll((cursor) => client.listTools({ cursor }, request).then((r) => ({ items: r.tools, nextCursor: r.nextCursor }))) : [],
         caps.resources ? listAll((cursor) => client.listResources({ cursor }, request).then((r) => ({ items: r.resources, nextCursor: r.nextCursor }))) : [],
         caps.prompts ? listAll((cursor) => client.listPrompts({ cursor }, request).then((r) => ({ items: r.prompts, nextCursor: r.nextCursor }))) : [],
-      ]);
+      ]).catch((err: unknown) => {
+        throw exited(err) ?? err;
+      });
+      const [tools, resources, prompts] = await listings;
       return { tools, resources, prompts };
     },
     async close() {

@@ -1,6 +1,7 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { McpServerConfig } from "../config/tools-schema.js";
 import type { Logger } from "../log/logger.js";
+import { createRedactor, mcpSecrets } from "../log/redact.js";
 import type { Tool } from "../tools/contract.js";
 import { ToolError } from "../tools/contract.js";
 import type { ToolRegistry } from "../tools/registry.js";
@@ -44,6 +45,8 @@ export interface McpHubOptions {
   logger: Logger;
   /** For initialize and the listings (tool calls use each server's toolTimeout). */
   connectTimeoutMs?: number;
+  /** Redacted from the errors the hub reports (they quote servers' stderr), as the logs redact them; the servers' own credentials always are. */
+  secrets?: Iterable<string>;
   now?: () => number;
 }
 
@@ -58,6 +61,7 @@ const MAX_TIMER_MS = 2_147_483_647;
 export function createMcpHub(opts: McpHubOptions) {
   const now = opts.now ?? Date.now;
   const { registry, logger } = opts;
+  const redact = createRedactor([...(opts.secrets ?? []), ...mcpSecrets(opts.servers)]);
   const entries = new Map<string, Entry>();
   for (const [name, config] of Object.entries(opts.servers)) {
     entries.set(name, { name, config, kind: transportKind(config), state: "connecting", lastError: null, since: now(), counts: { tools: 0, resources: 0, prompts: 0 }, registered: [], onLost: new Set(), onReady: new Set(), attempted: false });
@@ -116,7 +120,7 @@ export function createMcpHub(opts: McpHubOptions) {
       },
       lost: (client: Client, error: Error) => {
         // A late failure on an old connection must not take down the new one.
-        if (e.connection?.client === client) lose(e, e.connection, error);
+        if (e.connection?.client === client) lose(e, e.connection, e.connection.explain(error));
       },
       ready: (ms: number) =>
         new Promise<void>((resolve, reject) => {
@@ -149,6 +153,7 @@ export function createMcpHub(opts: McpHubOptions) {
       const connection = await openConnection(e.config, {
         signal,
         timeoutMs: opts.connectTimeoutMs ?? 30_000,
+        redact,
         onStderr: (line) => logger.debug({ server: name, stderr: line }, "MCP server stderr"),
         // Over HTTP these are mostly the event stream dropping (a restart): noted, not warned about.
         onError: (err) =>

@@ -27,6 +27,8 @@ export class ProcessGroupStdioTransport implements Transport {
   private child?: ChildProcess;
   private readonly buffer = new ReadBuffer();
   private exited?: Promise<void>;
+  /** How the process ended (set before onclose): a server that fails at start is named by it. */
+  exitStatus?: { code: number | null; signal: NodeJS.Signals | null };
 
   constructor(private readonly params: StdioParams) {}
 
@@ -50,7 +52,9 @@ export class ProcessGroupStdioTransport implements Transport {
         this.onerror?.(err);
       });
       child.once("spawn", () => resolve());
-      child.once("close", () => {
+      child.once("close", (code, signal) => {
+        // (A command that could not be started has no pid: its spawn error says why.)
+        if (child.pid !== undefined) this.exitStatus = { code, signal };
         // The leader is gone; whatever it started in its group goes too.
         signalGroup(child, "SIGTERM");
         this.child = undefined;
@@ -79,6 +83,8 @@ export class ProcessGroupStdioTransport implements Transport {
         partial = lines.pop() ?? "";
         for (const line of lines) if (line.trim()) this.params.onStderr?.(line);
       });
+      // A last line without a newline ("fatal: ..." from printf) is a line too.
+      child.stderr?.once("end", () => partial.trim() && this.params.onStderr?.(partial));
     });
   }
 

@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import { mkdir, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtures/fake-openai.js";
@@ -31,6 +32,15 @@ function toolCaller() {
 
 interface Reply {
   content: string;
+}
+
+/** A loopback port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const { port } = server.address() as { port: number };
+  await new Promise((r) => server.close(r));
+  return port;
 }
 
 describe("MCP servers in a real gateway (fake model, SDK fixture server)", () => {
@@ -207,6 +217,23 @@ describe("MCP in troupe agent and the CLI", () => {
     expect(r.stdout).toMatch(/gone\s+stdio\s+failed.*ENOENT/);
     expect(r.code).toBe(1);
   }, 120_000);
+
+  it("troupe mcp list names why a stdio server failed at start: its exit code and last stderr line", async () => {
+    const home = await tmp();
+    await writeHome(home, "http://127.0.0.1:9", { config: { tools: { mcpServers: { bad: { command: "sh", args: ["-c", "echo fatal: BASE_DIR missing >&2; exit 1"] } } } } });
+    const r = await runCli(["mcp", "list"], { TROUPE_HOME: home });
+    expect(r.stdout).toMatch(/bad\s+stdio\s+failed.*exited with code 1: fatal: BASE_DIR missing$/m);
+    expect(r.code).toBe(1);
+  }, 60_000);
+
+  it("troupe mcp list names why an HTTP server is unreachable: connection refused at its URL", async () => {
+    const home = await tmp();
+    const port = await closedPort();
+    await writeHome(home, "http://127.0.0.1:9", { config: { tools: { mcpServers: { web: { url: `http://127.0.0.1:${port}/mcp` } } } } });
+    const r = await runCli(["mcp", "list"], { TROUPE_HOME: home });
+    expect(r.stdout).toMatch(new RegExp(`web\\s+streamableHttp\\s+failed.*connection refused at http://127\\.0\\.0\\.1:${port}/mcp$`, "m"));
+    expect(r.code).toBe(1);
+  }, 60_000);
 
   it.each([
     [{ bad: {} }, /tools\.mcpServers\.bad\.command: needs a "command" \(a stdio server\) or a "url"/],

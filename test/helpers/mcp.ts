@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
-import pino from "pino";
+import pino, { type Logger } from "pino";
 import { createActor } from "xstate";
 import { createMcpLogic, mcpActorId } from "../../actors/mcp.js";
 import { configSchema } from "../../src/config/schema.js";
@@ -31,9 +31,12 @@ export const parseServers = (servers: Record<string, Record<string, unknown>>): 
   configSchema.parse({ tools: { mcpServers: servers } }).tools.mcpServers;
 
 /** A hub with its server actors running on their own, as `troupe agent` runs them. */
-export function startHub(servers: Record<string, Record<string, unknown>>, opts: { builtins?: Tool[]; policy?: Partial<{ maxRestarts: number; windowMs: number; baseDelayMs: number; maxDelayMs: number }> } = {}) {
+export function startHub(
+  servers: Record<string, Record<string, unknown>>,
+  opts: { builtins?: Tool[]; logger?: Logger; policy?: Partial<{ maxRestarts: number; windowMs: number; baseDelayMs: number; maxDelayMs: number }> } = {},
+) {
   const registry = createToolRegistry(opts.builtins ?? [], { maxResultChars: 2_000 });
-  const hub = createMcpHub({ servers: parseServers(servers), registry, logger: pino({ level: "silent" }), connectTimeoutMs: 30_000 });
+  const hub = createMcpHub({ servers: parseServers(servers), registry, logger: opts.logger ?? pino({ level: "silent" }), connectTimeoutMs: 30_000 });
   const policy = { maxRestarts: 5, windowMs: 60_000, baseDelayMs: 50, maxDelayMs: 1_000, ...opts.policy };
   const actors = hub.names().map((name) => createActor(createMcpLogic({ hub }), { id: mcpActorId(name), input: { name, policy } }).start());
   return {
