@@ -9,6 +9,7 @@ import { telegramOn, writeHome, writeConfig } from "../helpers/daemon.js";
 import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { closeAfterEach } from "../helpers/teardown.js";
+import { closedPort } from "../helpers/ports.js";
 
 const TOKEN = "123:DOCTOR";
 
@@ -18,11 +19,7 @@ async function holdPort(): Promise<{ port: number; server: Server }> {
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   return { port: (server.address() as { port: number }).port, server };
 }
-const freePort = async () => {
-  const { port, server } = await holdPort();
-  await new Promise((r) => server.close(r));
-  return port;
-};
+const freePort = closedPort;
 
 /** The doctor's line for a check: "ok", "FAIL" or "skip", the check's name, what it found. */
 const line = (out: string, check: string) => out.split("\n").find((l) => new RegExp(`^(ok|FAIL|skip) +${check}:`).test(l));

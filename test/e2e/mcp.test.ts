@@ -1,7 +1,6 @@
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import { mkdir, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from "../fixtures/fake-openai.js";
@@ -15,6 +14,7 @@ import { until } from "../helpers/wait.js";
 import type { ActorNode } from "../../src/server/actor-view.js";
 import type { McpServerStatus } from "../../src/mcp/hub.js";
 import { closeAfterEach } from "../helpers/teardown.js";
+import { closedPort } from "../helpers/ports.js";
 
 /**
  * A model that calls the tool a message names: "call <tool> <json args>"; a tool result is
@@ -34,14 +34,6 @@ interface Reply {
   content: string;
 }
 
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const { port } = server.address() as { port: number };
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 describe("MCP servers in a real gateway (fake model, SDK fixture server)", () => {
   const tmp = useTempDirs();

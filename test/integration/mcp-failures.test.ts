@@ -1,4 +1,3 @@
-import { createServer } from "node:net";
 import { Writable } from "node:stream";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
@@ -6,6 +5,7 @@ import { parseServers, startHub } from "../helpers/mcp.js";
 import { until } from "../helpers/wait.js";
 import { createMcpHub, type McpHub } from "../../src/mcp/hub.js";
 import { createToolRegistry } from "../../src/tools/registry.js";
+import { closedPort } from "../helpers/ports.js";
 
 /**
  * Why a server could not be reached, as the user sees it (`troupe mcp list`, the log, the server
@@ -43,14 +43,6 @@ async function failedConnect(servers: Record<string, Record<string, unknown>>, s
   return { hub, lines, error: error! };
 }
 
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const { port } = server.address() as { port: number };
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 describe("an MCP server that cannot be started or reached", () => {
   it("a stdio server that exits at start: its exit code and last stderr lines, not 'Connection closed'", async () => {

@@ -1,4 +1,3 @@
-import { createServer } from "node:net";
 import { describe, expect, it } from "vitest";
 import type { ActorsResponse } from "../../src/cli/daemon.js";
 import { liveLines } from "../../src/cli/inspect.js";
@@ -11,6 +10,7 @@ import { startTelegramDaemon } from "../helpers/daemon.js";
 import { closeAfterEach } from "../helpers/teardown.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
+import { closedPort } from "../helpers/ports.js";
 
 /**
  * A Telegram channel that cannot reach its Bot API says so where its state is read (the daemon's
@@ -20,14 +20,6 @@ import { until } from "../helpers/wait.js";
 const TOKEN = "123456789:AAF-secret-bot-token-0123456789abcdefXYZ";
 const AUTH = { authorization: "Bearer t0ken-for-the-test" };
 
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe("a Telegram channel that cannot reach its Bot API", () => {
   const tmp = useTempDirs();
