@@ -6,6 +6,7 @@ import { z } from "zod";
 import { loadConfig, type LoadedConfig } from "../config/index.js";
 import { ConfigError, StoreLockedError, TroupeError } from "../errors.js";
 import { createRedactor, secretsOf } from "../log/redact.js";
+import { describeNetworkError, rootCause } from "../net-errors.js";
 import { dataPaths, type DataPaths } from "../paths.js";
 import { proxyAgent } from "../channels/telegram-net.js";
 import { createHttpTransport, readText } from "../providers/transport.js";
@@ -61,21 +62,11 @@ function checkConfig(paths: DataPaths, loaded: LoadedConfig | undefined, error: 
   return [ok("config", `${paths.configFile} is valid${notes}`)];
 }
 
-/** Why a request never got an answer, in words (Node's error, or a fetch error's cause, carries the system error code). */
+/** Why a request never got an answer, in words: a timeout, else as the model calls and MCP say it (src/net-errors.ts). */
 function networkReason(err: unknown, url: string): string {
-  const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
-  if (e.name === "TimeoutError" || e.name === "AbortError") return `no answer from ${url} within ${NETWORK_TIMEOUT_MS / 1000}s`;
-  switch (e.code ?? e.cause?.code) {
-    case "ECONNREFUSED":
-      return `connection refused at ${url}`;
-    case "ENOTFOUND":
-    case "EAI_AGAIN":
-      return `host not found: ${new URL(url).hostname} (${url})`;
-    case "ECONNRESET":
-      return `connection reset by ${url}`;
-    default:
-      return `cannot reach ${url}: ${e.cause?.message ?? e.message ?? String(err)}`;
-  }
+  const name = (err as { name?: string }).name;
+  if (name === "TimeoutError" || name === "AbortError") return `no answer from ${url} within ${NETWORK_TIMEOUT_MS / 1000}s`;
+  return describeNetworkError(err, url) ?? `cannot reach ${url}: ${rootCause(err) ?? String(err)}`;
 }
 
 /** The provider answers one tiny completion (one token) with the configured key and model. */

@@ -61,17 +61,23 @@ describe("Ctrl-C on troupe agent -m stops the turn", () => {
     expect(await readFile(join(home, "workspace/ran.txt"), "utf8").catch(() => "never ran")).toBe("never ran");
   }, 120_000);
 
-  it("through the daemon: a /stop is sent before exiting 130, and the daemon's turn ends cancelled", async () => {
+  /** A daemon whose model answers after 30 s, and `troupe agent -m "be slow"` through it, its model call under way. */
+  async function slowTurnThroughDaemon() {
     fake = await startFakeOpenAi([{ content: "too late", delayMs: 30_000 }]);
-    daemonHome = await tmp();
-    await writeHome(daemonHome, fake.url, { config: { gateway: { port: 0 } } });
-    expect((await runCli(["daemon", "start"], { TROUPE_HOME: daemonHome })).code).toBe(0);
-    const agent = startAgent(["-m", "be slow"], daemonHome);
+    const home = await tmp();
+    daemonHome = home;
+    await writeHome(home, fake.url, { config: { gateway: { port: 0 } } });
+    expect((await runCli(["daemon", "start"], { TROUPE_HOME: home })).code).toBe(0);
+    const agent = startAgent(["-m", "be slow"], home);
     await until(() => fake!.inFlight() > 0, 60_000, "the model call");
+    return { agent, home };
+  }
+
+  it("through the daemon: a /stop is sent before exiting 130, and the daemon's turn ends cancelled", async () => {
+    const { agent, home } = await slowTurnThroughDaemon();
     agent.child.kill("SIGINT");
     expect(await agent.exited, JSON.stringify(agent.output())).toBe(130);
     expect(agent.output().stdout).not.toContain("too late");
-    const home = daemonHome;
     const show = await until(async () => {
       const r = await runCli(["sessions", "show", "cli:direct"], { TROUPE_HOME: home });
       return /\n {2}\S+ {2}\S+ \S+ {2}cancelled\n/.test(r.stdout) && r;
@@ -80,13 +86,8 @@ describe("Ctrl-C on troupe agent -m stops the turn", () => {
   }, 120_000);
 
   it("through the daemon: `troupe agent -m /stop` from another shell stops the running turn and exits 0; the stopped one does not", async () => {
-    fake = await startFakeOpenAi([{ content: "too late", delayMs: 30_000 }]);
-    daemonHome = await tmp();
-    await writeHome(daemonHome, fake.url, { config: { gateway: { port: 0 } } });
-    expect((await runCli(["daemon", "start"], { TROUPE_HOME: daemonHome })).code).toBe(0);
-    const agent = startAgent(["-m", "be slow"], daemonHome);
-    await until(() => fake!.inFlight() > 0, 60_000, "the model call");
-    const stop = await runCli(["agent", "-m", "/stop"], { TROUPE_HOME: daemonHome });
+    const { agent, home } = await slowTurnThroughDaemon();
+    const stop = await runCli(["agent", "-m", "/stop"], { TROUPE_HOME: home });
     expect(stop.stdout).toBe("Stopping the running turn.\n");
     expect(stop.stderr).toBe("");
     expect(stop.code).toBe(0);

@@ -19,7 +19,6 @@ async function holdPort(): Promise<{ port: number; server: Server }> {
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   return { port: (server.address() as { port: number }).port, server };
 }
-const freePort = closedPort;
 
 /** The doctor's line for a check: "ok", "FAIL" or "skip", the check's name, what it found. */
 const line = (out: string, check: string) => out.split("\n").find((l) => new RegExp(`^(ok|FAIL|skip) +${check}:`).test(l));
@@ -36,7 +35,7 @@ describe("troupe doctor", () => {
     fake = await startFakeOpenAi([], () => ({ content: "p" }));
     tg = await startFakeTelegram(TOKEN);
     const home = await tmp();
-    const port = await freePort();
+    const port = await closedPort();
     await writeHome(home, fake.url, { config: { gateway: { port }, channels: { telegram: telegramOn(tg) } } });
     const r = await runCli(["doctor"], { TROUPE_HOME: home });
     expect(r.stderr).toBe("");
@@ -75,8 +74,8 @@ describe("troupe doctor", () => {
     fake = await startFakeOpenAi([{ content: "pong" }]);
     const home = await tmp();
     const token = "1000000001:AAsecretsecretsecretsecret";
-    const apiRoot = `http://127.0.0.1:${await freePort()}`;
-    await writeHome(home, fake.url, { config: { gateway: { port: await freePort() }, channels: { telegram: { enabled: true, token, apiRoot, allowFrom: ["*"] } } } });
+    const apiRoot = `http://127.0.0.1:${await closedPort()}`;
+    await writeHome(home, fake.url, { config: { gateway: { port: await closedPort() }, channels: { telegram: { enabled: true, token, apiRoot, allowFrom: ["*"] } } } });
     const r = await runCli(["doctor"], { TROUPE_HOME: home });
     expect(line(r.stdout, "telegram")).toMatch(new RegExp(`^FAIL +telegram: cannot reach ${apiRoot.replace(/[/.]/g, "\\$&")}`));
     expect(r.stdout + r.stderr).not.toContain("AAsecretsecret");
@@ -84,7 +83,7 @@ describe("troupe doctor", () => {
 
   it("an unreachable provider and an invalid config are named, with what to do", async () => {
     const home = await tmp();
-    const closed = await freePort();
+    const closed = await closedPort();
     await writeConfig(home, { agents: { defaults: { provider: "custom", model: "m" } }, providers: { custom: { apiBase: `http://127.0.0.1:${closed}/v1` } }, gateway: { port: 0 } });
     const down = await runCli(["doctor"], { TROUPE_HOME: home });
     expect(down.code).toBe(1);
@@ -104,7 +103,7 @@ describe("troupe doctor", () => {
   it("a corrupt record in the store fails the store check, naming it (listings skip it, the doctor does not)", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "p" }));
     const home = await tmp();
-    await writeHome(home, fake.url, { config: { gateway: { port: await freePort() } } });
+    await writeHome(home, fake.url, { config: { gateway: { port: await closedPort() } } });
     const store = await openStore(join(home, "store"));
     await store.batch([{ type: "put", sublevel: "sessions", key: "meta:api:x", value: { key: 42 } }], { sync: true });
     await store.close();
@@ -118,7 +117,7 @@ describe("troupe doctor", () => {
   it("with the daemon running: its port and its store are ok, held by it", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "p" }));
     const home = await tmp();
-    const port = await freePort();
+    const port = await closedPort();
     await writeHome(home, fake.url, { config: { gateway: { port } } });
     gateway = await startGateway(home);
     const pid = gateway.proc.pid!;
