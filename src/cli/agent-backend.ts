@@ -9,7 +9,11 @@ export interface Answer {
   /** The message tool already wrote to this chat in the turn (nanobot's _sent_in_turn): the reply is not shown again. */
   alreadySent?: boolean;
 }
-export const succeeded = (a: Answer) => a.state === undefined || a.state === "responded";
+/**
+ * The turn answered: a reply, or a command's answer. A turn stopped at the tool-iteration limit
+ * answered too: its summary (or the fixed text) is the reply, as nanobot's CLI prints it.
+ */
+export const succeeded = (a: Answer) => a.state === undefined || a.state === "responded" || a.state === "max_iterations";
 
 /** Where the conversation happens: in this process, or in the running daemon. */
 export interface Backend {

@@ -112,7 +112,7 @@ export async function runAgent(load: () => Promise<LoadedConfig>, opts: AgentOpt
   };
   const where = !client ? "in-process" : client.holder === "agent" ? `through troupe agent pid ${client.pid}, which holds the store` : `daemon pid ${client.pid}`;
   try {
-    if (oneMessage) return await askOnce(backend, content!, createPrinter(process.stdout, printerOptions));
+    if (oneMessage) return await askOnce(backend, content!, createPrinter(process.stdout, printerOptions), paths.configFile);
     await interactive(backend, opts, where, printerOptions, join(paths.dataDir, "history", "cli_history"), io);
     return 0;
   } finally {
@@ -128,11 +128,11 @@ async function readStdin(): Promise<string> {
 }
 
 /**
- * One message, one reply. The exit code says how the turn ended: 0 answered, 1 failed (its reason on
- * stderr), 130 stopped by Ctrl-C, which cancels the turn (in-process: it ends `cancelled`, nothing
+ * One message, one reply. The exit code says how the turn ended: 0 answered (also at the tool-iteration
+ * limit: the summary is the reply, a note on stderr says where it stopped), 1 failed (its reason on stderr), 130 stopped by Ctrl-C, which cancels the turn (in-process: it ends `cancelled`, nothing
  * resumes it; through the daemon: a /stop is sent) before the process exits. A second Ctrl-C exits at once.
  */
-async function askOnce(backend: Backend, content: string, printer: Printer): Promise<number> {
+async function askOnce(backend: Backend, content: string, printer: Printer, configFile: string): Promise<number> {
   let interrupted: (() => void) | undefined;
   const grace = new Promise<undefined>((resolve) => (interrupted = () => setTimeout(() => resolve(undefined), CANCEL_GRACE_MS).unref()));
   let cancelled = false;
@@ -153,6 +153,7 @@ async function askOnce(backend: Backend, content: string, printer: Printer): Pro
     // The message tool already wrote to this chat: the reply is not shown a second time (as nanobot).
     if (answer.alreadySent) printer.reset();
     else printer.finish(answer.content, succeeded(answer) ? process.stdout : process.stderr);
+    if (answer.state === "max_iterations") process.stderr.write(`note: the turn stopped at the tool-iteration limit; raise agents.defaults.maxToolIterations in ${configFile} to let it go further\n`);
     return succeeded(answer) ? 0 : 1;
   } finally {
     process.off("SIGINT", onSigint);

@@ -83,17 +83,6 @@ describe("troupe agent when the model fails", () => {
     expect((await runCli(["sessions", "list"], env)).stdout).toMatch(/\ncli:direct +2 +\d+ +\S+ \S+ +ok\n$/);
   }, 120_000);
 
-  it("a turn stopped at max iterations exits 1 and says so; sessions list says it too", async () => {
-    fake = await startFakeOpenAi([], () => ({ toolCalls: [{ name: "exec", arguments: { command: "echo again" } }] }));
-    const dir = await tmp();
-    await writeHome(dir, fake.url, { defaults: { maxToolIterations: 2 } });
-    const r = await runCli(["agent", "-m", "loop"], { TROUPE_HOME: dir });
-    expect(r.code).toBe(1);
-    expect(r.stdout).toBe("");
-    expect(r.stderr).toBe("I reached the maximum number of tool iterations (2) without finishing. Tell me to continue, or narrow the task.\n");
-    expect((await runCli(["sessions", "list"], { TROUPE_HOME: dir })).stdout).toMatch(/\ncli:direct +1 +\d+ +\S+ \S+ +stopped at max iterations\n$/);
-  });
-
   it("through the daemon, a failed turn exits 1 with its reason", async () => {
     fake = await startFakeOpenAi([{ status: 401 }]);
     daemonHome = await tmp();
