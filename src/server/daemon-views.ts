@@ -82,3 +82,13 @@ export function channelLinks(daemon: Daemon, root: ActorNode) {
     if (c.error) node.error = c.error;
   }
 }
+
+/**
+ * Each channel's state for GET /health, as /api/actors and `troupe daemon status` have it (from its
+ * link to its platform: started, backing off since its first failure with the last error, failed…),
+ * so a monitor sees a channel that is down without the token. Errors are redacted once more here:
+ * a supervisor's record keeps the failure's message as it was thrown.
+ */
+export function channelHealth(daemon: Daemon, redact: (text: string) => string) {
+  return daemon.channels().map((c) => ({ ...c, error: c.error === null ? null : redact(c.error) }));
+}

@@ -21,7 +21,7 @@ import { allowedHosts, hostAllowed } from "./host-check.js";
 import { cronRoute, CronRouteError } from "./cron-routes.js";
 import { openSse } from "./sse.js";
 import { tokenMatches } from "./token.js";
-import { channelLinks, failedChildren, heldNow, sessionBusy, subagentsUnder, supervision } from "./daemon-views.js";
+import { channelHealth, channelLinks, failedChildren, heldNow, sessionBusy, subagentsUnder, supervision } from "./daemon-views.js";
 import { serveInspector } from "./inspector-route.js";
 import { messageStreams } from "./message-streams.js";
 import { watchProcessMemory } from "./process-memory.js";
@@ -70,6 +70,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
         uptimeMs: Date.now() - startedAt,
         store: { ...health, ...(failing ? { error: failureLine(failing, daemon.loaded.paths.dataDir) } : {}) },
         disk,
+        channels: channelHealth(daemon, redactText),
       });
     }
     if (req.method === "GET" && (path === "/inspector" || path.startsWith("/inspector/"))) return serveInspector(res, path);

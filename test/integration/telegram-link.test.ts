@@ -60,6 +60,45 @@ describe("a Telegram channel that cannot reach its Bot API", () => {
     expect(live).toContainEqual(expect.stringMatching(/^BACKING OFF: channel:telegram since \d+s \(\d+ failures?\): network error: .*\/bot\[REDACTED\]\/getMe failed/));
   });
 
+  it("GET /health lists each channel beside its existing fields: Telegram backing off (since, failures, why, token redacted), then started once it is up", async () => {
+    fake = await startFakeOpenAi([]);
+    tg = await startFakeTelegram(TOKEN);
+    tg.down(502);
+    const t0 = Date.now();
+    daemon = await startTelegramDaemon(await tmp(), fake.url, tg);
+    server = await startControlServer(daemon, { host: "127.0.0.1", port: 0, token: "t0ken-for-the-test" });
+    // /health needs no token: a monitor reads it as it is.
+    const health = async () => (await (await fetch(`${server!.url}/health`)).json()) as Record<string, unknown> & { channels?: Array<Record<string, unknown>> };
+    const down = await until(async () => {
+      const h = await health();
+      return h.channels?.some((c) => c.name === "telegram" && c.state === "backing_off") && h;
+    }, 20_000, "telegram backing off in /health");
+    expect(down).toMatchObject({ ok: true, pid: process.pid, dataDir: daemon.loaded.paths.dataDir, store: expect.any(Object), disk: expect.any(Object) });
+    expect(Object.keys(down)).toEqual(expect.arrayContaining(["ok", "version", "pid", "dataDir", "uptimeMs", "store", "disk"]));
+    const telegram = down.channels!.find((c) => c.name === "telegram")!;
+    expect(telegram).toMatchObject({ state: "backing_off", error: "Bad Gateway", failures: expect.any(Number) });
+    expect(telegram.since).toBeGreaterThanOrEqual(t0);
+    expect(down.channels!.find((c) => c.name === "api")).toMatchObject({ state: "started", error: null });
+    tg.down(undefined);
+    const up = await until(async () => {
+      const h = await health();
+      return h.channels?.some((c) => c.name === "telegram" && c.state === "started") && h;
+    }, 20_000, "telegram started in /health");
+    expect(up.channels!.find((c) => c.name === "telegram")).toMatchObject({ state: "started", error: null });
+  });
+
+  it("GET /health redacts the token in a channel's error", async () => {
+    fake = await startFakeOpenAi([]);
+    daemon = await startTelegramDaemon(await tmp(), fake.url, { token: TOKEN, apiRoot: `http://127.0.0.1:${await closedPort()}` });
+    server = await startControlServer(daemon, { host: "127.0.0.1", port: 0, token: "t0ken-for-the-test" });
+    const text = await until(async () => {
+      const body = await (await fetch(`${server!.url}/health`)).text();
+      return body.includes('"backing_off"') && body;
+    }, 20_000, "telegram backing off in /health");
+    expect(text).toMatch(/network error: [^"]*\/bot\[REDACTED\]\/getMe/);
+    expect(text).not.toContain(TOKEN);
+  });
+
   it("down (every call answers 502), then up: backing off with the Bot API's error, then started and active again", async () => {
     fake = await startFakeOpenAi([]);
     tg = await startFakeTelegram(TOKEN);
