@@ -1,9 +1,10 @@
 import { accessSync, constants, existsSync, statfsSync } from "node:fs";
 import { createServer } from "node:net";
-import { dirname } from "node:path";
+import { basename, dirname } from "node:path";
 import { Api, GrammyError, HttpError } from "grammy";
 import { z } from "zod";
 import { loadConfig, type LoadedConfig } from "../config/index.js";
+import { variableAt } from "../config/env.js";
 import { ConfigError, StoreLockedError, TroupeError } from "../errors.js";
 import { createRedactor, secretsOf } from "../log/redact.js";
 import { describeNetworkError, rootCause } from "../net-errors.js";
@@ -79,6 +80,20 @@ async function checkProvider(loaded: LoadedConfig): Promise<CheckResult> {
   }
   const { spec, apiBase, model } = resolved;
   const { url, headers, body } = chatEndpoint(resolved);
+  // A value an environment variable set is not the file's: say which variable (never its value).
+  const key = resolved.configKey ?? spec.name;
+  const file = basename(loaded.paths.configFile);
+  const fromEnv = (field: string) => variableAt(loaded.envSources, ["providers", key, field]);
+  const sources = ["apiBase", "apiKey"].flatMap((f) => {
+    const v = fromEnv(f);
+    return v ? [`${f} from ${v.override ? v.name : `\${${v.name}} in ${file}`}`] : [];
+  });
+  const via = sources.length ? ` (${sources.join("; ")})` : "";
+  const check = (field: string) => {
+    const v = fromEnv(field);
+    const at = `providers.${key}.${field}`;
+    return !v ? at : v.override ? `${v.name} (it overrides ${at} in ${file})` : `${v.name} (${at} in ${file} takes its value)`;
+  };
   const started = Date.now();
   // The model calls' own transport: doctor reaches the endpoint exactly as a turn would.
   const transport = createHttpTransport();
@@ -90,11 +105,11 @@ async function checkProvider(loaded: LoadedConfig): Promise<CheckResult> {
     res = { status: reply.status, ok: reply.status >= 200 && reply.status < 300 };
     text = await readText(reply.body, () => {}).catch(() => "");
   } catch (err) {
-    return fail("provider", networkReason(err, apiBase), `is the server up? check providers.${spec.name}.apiBase`);
+    return fail("provider", `${networkReason(err, apiBase)}${via}`, `is the server up? check ${check("apiBase")}`);
   } finally {
     transport.close();
   }
-  if (res.ok) return ok("provider", `${spec.name} at ${apiBase} answered (model ${model}) in ${Date.now() - started} ms`);
+  if (res.ok) return ok("provider", `${spec.name} at ${apiBase} answered (model ${model}) in ${Date.now() - started} ms${via}`);
   let reason = "";
   try {
     const body = JSON.parse(text) as { error?: { message?: string } | string; message?: string };
@@ -102,11 +117,11 @@ async function checkProvider(loaded: LoadedConfig): Promise<CheckResult> {
   } catch {
     reason = text.slice(0, 200);
   }
-  const said = `HTTP ${res.status} from ${url}${reason ? ` (${reason.replace(/\s+/g, " ").trim()})` : ""}`;
-  if (res.status === 401 || res.status === 403) return fail("provider", said, `check providers.${spec.name}.apiKey`);
-  if (res.status === 404) return fail("provider", said, `check providers.${spec.name}.apiBase and the model name agents.defaults.model (${loaded.config.agents.defaults.model})`);
+  const said = `HTTP ${res.status} from ${url}${reason ? ` (${reason.replace(/\s+/g, " ").trim()})` : ""}${via}`;
+  if (res.status === 401 || res.status === 403) return fail("provider", said, `check ${check("apiKey")}`);
+  if (res.status === 404) return fail("provider", said, `check ${check("apiBase")} and the model name agents.defaults.model (${loaded.config.agents.defaults.model})`);
   if (res.status === 429) return fail("provider", said, "rate limited or out of quota: check the account's plan and usage");
-  return fail("provider", said, `check agents.defaults.model and providers.${spec.name}`);
+  return fail("provider", said, `check agents.defaults.model and providers.${key}`);
 }
 
 /** The gateway's port is free, or held by this data dir's own daemon. */

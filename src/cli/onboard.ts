@@ -27,11 +27,11 @@ export interface ProviderAnswers {
   model: string;
 }
 
-/** Ctrl-C or Ctrl-D at a question: nothing is written. */
+/** Ctrl-C or Ctrl-D at a question: nothing has been created or changed yet (the questions come first). */
 class OnboardStopped extends TroupeError {
   override readonly exitCode = 130;
   constructor() {
-    super("onboard stopped; nothing was written");
+    super("onboard stopped: nothing was set up (no file or directory was created or changed); run troupe onboard again to set troupe up");
   }
 }
 
@@ -55,7 +55,11 @@ function ask(query: string): Promise<string> {
     const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: true });
     let answered = false;
     rl.on("SIGINT", () => rl.close());
-    rl.on("close", () => answered || reject(new OnboardStopped()));
+    rl.on("close", () => {
+      if (answered) return;
+      process.stdout.write("\n");
+      reject(new OnboardStopped());
+    });
     rl.question(query, (answer) => {
       answered = true;
       rl.close();
@@ -183,16 +187,17 @@ async function privacyWarnings(loaded: LoadedConfig): Promise<string[]> {
  * Writes config.json (private to its owner) and fills the workspace, never overwriting a user's
  * file. On a terminal (`interactive`), when no provider is usable yet, it asks for the provider, key
  * and model and writes them (into the existing file too, keeping the rest of it); without one it
- * writes defaults if there is no config.json.
+ * writes defaults if there is no config.json. It asks before it creates anything, so a person who
+ * stops at a question (Ctrl-C, Ctrl-D) is left with what they had.
  */
 export async function onboard(loaded: LoadedConfig, opts: { interactive?: boolean } = {}): Promise<OnboardResult> {
-  // A data dir created here is private; an existing one keeps its mode (and is warned about).
-  await mkdir(loaded.paths.dataDir, { recursive: true, mode: 0o700 });
   const file = loaded.paths.configFile;
   let config: OnboardResult["config"] = "kept";
   let ready = providerReady(loaded);
-  if (opts.interactive && !ready) {
-    const answers = await askProvider(loaded.config.agents.defaults);
+  const answers = opts.interactive && !ready ? await askProvider(loaded.config.agents.defaults) : undefined;
+  // A data dir created here is private; an existing one keeps its mode (and is warned about).
+  await mkdir(loaded.paths.dataDir, { recursive: true, mode: 0o700 });
+  if (answers) {
     const raw = loaded.fromFile ? parseJsonFile(await readFile(file, "utf8"), file) : defaultConfig();
     await writeFileAtomic(file, configText(applyAnswers(raw as Record<string, unknown>, answers)), CONFIG_MODE);
     config = loaded.fromFile ? "updated" : "wrote";

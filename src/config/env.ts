@@ -5,15 +5,23 @@
 
 import { isPlainObject, snakeToCamel as camelOf } from "./normalize.js";
 
+/** A `${VAR}` in config.json: the variable's name and the key path (as the file spells it) it fills. */
+export interface EnvReference {
+  name: string;
+  path: string[];
+}
+
 export function interpolateEnv(
   value: unknown,
   env: NodeJS.ProcessEnv,
   problems: string[],
   path: string[] = [],
+  used: EnvReference[] = [],
 ): unknown {
   if (typeof value === "string") {
     return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
       const v = env[name];
+      used.push({ name, path });
       if (v === undefined) {
         problems.push(`${path.join(".") || "(root)"}: environment variable ${name} is not set (export it or remove \${${name}})`);
         return "";
@@ -21,10 +29,10 @@ export function interpolateEnv(
       return v;
     });
   }
-  if (Array.isArray(value)) return value.map((v, i) => interpolateEnv(v, env, problems, [...path, String(i)]));
+  if (Array.isArray(value)) return value.map((v, i) => interpolateEnv(v, env, problems, [...path, String(i)], used));
   if (isPlainObject(value)) {
     return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [k, interpolateEnv(v, env, problems, [...path, k])]),
+      Object.entries(value).map(([k, v]) => [k, interpolateEnv(v, env, problems, [...path, k], used)]),
     );
   }
   return value;
@@ -85,3 +93,21 @@ export function overrideAt(overrides: EnvOverride[], path: string[]): EnvOverrid
 
 /** How an override is named in an error: with its value, unless the name says it holds a secret. */
 export const describeOverride = (o: EnvOverride) => (/KEY|TOKEN|SECRET|PASSWORD/i.test(o.name) ? o.name : `${o.name}=${o.value}`);
+
+/** Which environment variables gave the config its values: TROUPE_/NANOBOT_ overrides and `${VAR}` references in the file. */
+export interface EnvSources {
+  overrides: EnvOverride[];
+  references: EnvReference[];
+}
+
+/** One key however it is spelt (api_key, apiKey; azure_openai, azure-openai, azureOpenai). */
+const sameKey = (a: string, b: string) => a.replace(/[-_]/g, "").toLowerCase() === b.replace(/[-_]/g, "").toLowerCase();
+const samePath = (a: string[], b: string[]) => a.length === b.length && a.every((seg, i) => sameKey(seg, b[i] as string));
+
+/** The variable that set the value at `path`: an override (the last applied wins, as in applyEnvOverrides), else a `${VAR}` in the file. */
+export function variableAt(sources: EnvSources | undefined, path: string[]): { name: string; override: boolean } | undefined {
+  const override = sources?.overrides.filter((o) => samePath(o.path, path)).at(-1);
+  if (override) return { name: override.name, override: true };
+  const ref = sources?.references.find((r) => samePath(r.path, path));
+  return ref ? { name: ref.name, override: false } : undefined;
+}

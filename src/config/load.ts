@@ -2,7 +2,7 @@ import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { ConfigError } from "../errors.js";
 import { dataPaths, resolveUserPath, type DataPaths } from "../paths.js";
-import { applyEnvOverrides, describeOverride, interpolateEnv, overrideAt } from "./env.js";
+import { applyEnvOverrides, describeOverride, interpolateEnv, overrideAt, type EnvReference, type EnvSources } from "./env.js";
 import { nanobotAcceptsNull, reportUnknownKeys } from "./known-keys.js";
 import { migrateConfig } from "./migrate.js";
 import { applyModelPreset } from "./presets.js";
@@ -19,6 +19,8 @@ export interface LoadedConfig {
   warnings: string[];
   /** channels.<name> enabled in the file that troupe cannot run (nanobot's other channels, plugins). */
   unrunnableChannels?: string[];
+  /** The environment variables that set values (troupe doctor names them). */
+  envSources?: EnvSources;
 }
 
 /** Line and column of a character offset, for "which file and where" on unparseable JSON. */
@@ -88,7 +90,7 @@ export function parseConfig(
   raw: unknown,
   file: string,
   env: NodeJS.ProcessEnv = {},
-): { config: Config; warnings: string[]; unrunnableChannels: string[] } {
+): { config: Config; warnings: string[]; unrunnableChannels: string[]; envSources: EnvSources } {
   if (!isPlainObject(raw)) throw new ConfigError(file, ["(root): expected a JSON object"]);
   const deep = tooDeep(raw, MAX_DEPTH);
   if (deep) throw new ConfigError(file, [`${deep}: nested more than ${MAX_DEPTH} levels deep`]);
@@ -97,7 +99,8 @@ export function parseConfig(
   const problems: string[] = [];
   const warnings: string[] = [];
   const migrated = migrateConfig(structuredClone(raw), warnings);
-  const interpolated = interpolateEnv(migrated, env, problems) as Record<string, unknown>;
+  const references: EnvReference[] = [];
+  const interpolated = interpolateEnv(migrated, env, problems, [], references) as Record<string, unknown>;
   const overrides = applyEnvOverrides(interpolated, env);
   const unknownKeys: string[] = [];
   const siblings = new Map<string, string[]>();
@@ -130,7 +133,7 @@ export function parseConfig(
   const presetProblems: string[] = [];
   const config = applyModelPreset(result.data, presetProblems);
   if (presetProblems.length > 0) throw new ConfigError(file, presetProblems);
-  return { config, warnings, unrunnableChannels: report.unrunnableChannels };
+  return { config, warnings, unrunnableChannels: report.unrunnableChannels, envSources: { overrides, references } };
 }
 
 export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<LoadedConfig> {
@@ -143,11 +146,11 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
     if (e.code !== "ENOENT") throw new ConfigError(paths.configFile, [`cannot read it (${e.code ?? e.message})`]);
   }
   const raw = text === undefined ? {} : parseJsonFile(text, paths.configFile);
-  const { config, warnings, unrunnableChannels } = parseConfig(raw, paths.configFile, env);
+  const { config, warnings, unrunnableChannels, envSources } = parseConfig(raw, paths.configFile, env);
   const workspace = config.agents.defaults.workspace
     ? resolveUserPath(config.agents.defaults.workspace, paths.dataDir)
     : paths.defaultWorkspace;
-  return { config, paths, workspace, fromFile: text !== undefined, warnings, unrunnableChannels };
+  return { config, paths, workspace, fromFile: text !== undefined, warnings, unrunnableChannels, envSources };
 }
 
 /** Writes atomically (temp file + rename), so a crash never leaves half a config. */

@@ -100,6 +100,36 @@ describe("troupe doctor", () => {
     expect(line(bad.stdout, "disk")).toMatch(/^ok/);
   });
 
+  it("names the environment variable that set the provider's apiBase or apiKey, never the key's value", async () => {
+    // nanobot's status names the variable behind a provider's key and never shows the secret
+    // (tests/cli/test_config_diagnostics.py: test_status_reports_missing_env_var_at_field, test_status_reports_field_without_exposing_secret).
+    fake = await startFakeOpenAi([{ status: 401 }]);
+    const home = await tmp();
+    const fileBase = `http://127.0.0.1:${await closedPort()}/v1`;
+    await writeConfig(home, { agents: { defaults: { provider: "custom", model: "m" } }, providers: { custom: { apiBase: fileBase, apiKey: "sk-from-file" } }, gateway: { port: 0 } });
+    const secret = "sk-env-secret-4711";
+    const env = { TROUPE_HOME: home, TROUPE_PROVIDERS__CUSTOM__API_BASE: fake.url, NANOBOT_PROVIDERS__CUSTOM__API_KEY: secret };
+    const r = await runCli(["doctor"], env);
+    expect(r.code).toBe(1);
+    const provider = line(r.stdout, "provider") ?? "";
+    expect(provider).toMatch(/^FAIL +provider: HTTP 401 /);
+    expect(provider).toContain("apiBase from TROUPE_PROVIDERS__CUSTOM__API_BASE");
+    expect(provider).toContain("apiKey from NANOBOT_PROVIDERS__CUSTOM__API_KEY");
+    // The fix points at the variable, not at the file's value it replaced.
+    expect(provider).toMatch(/: check NANOBOT_PROVIDERS__CUSTOM__API_KEY \(it overrides providers\.custom\.apiKey/);
+    expect(r.stdout + r.stderr).not.toContain(secret);
+    expect(fake.requests[0]?.headers.authorization).toBe(`Bearer ${secret}`);
+
+    // A key the file takes from a variable (${VAR}) is named too; an unreachable overridden apiBase names its variable in the fix.
+    await writeConfig(home, { agents: { defaults: { provider: "custom", model: "m" } }, providers: { custom: { apiBase: fake.url, apiKey: "${MY_MODEL_KEY}" } }, gateway: { port: 0 } });
+    const down = await runCli(["doctor"], { TROUPE_HOME: home, MY_MODEL_KEY: secret, TROUPE_PROVIDERS__CUSTOM__API_BASE: fileBase });
+    const downLine = line(down.stdout, "provider") ?? "";
+    expect(downLine).toMatch(/^FAIL +provider: connection refused at /);
+    expect(downLine).toContain("apiKey from ${MY_MODEL_KEY} in config.json");
+    expect(downLine).toMatch(/: is the server up\? check TROUPE_PROVIDERS__CUSTOM__API_BASE \(it overrides providers\.custom\.apiBase/);
+    expect(down.stdout + down.stderr).not.toContain(secret);
+  });
+
   it("a corrupt record in the store fails the store check, naming it (listings skip it, the doctor does not)", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "p" }));
     const home = await tmp();

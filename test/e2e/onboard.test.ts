@@ -1,11 +1,13 @@
 import { spawn } from "node:child_process";
-import { readFile, stat } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { mkdir, readFile, readdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { runCli, TROUPE_BIN } from "../helpers/cli.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { closeAfterEach } from "../helpers/teardown.js";
+import { spawnPty, type PtySession } from "../helpers/pty.js";
 
 /** Runs `troupe onboard` on a real pseudo-terminal (util-linux `script`) and answers its questions as a person would. */
 function onTerminal(home: string) {
@@ -76,5 +78,45 @@ describe("troupe onboard on a terminal", () => {
     expect(screen).not.toContain("Provider");
     expect(screen).toContain(`kept ${join(home, "config.json")}`);
     expect(await readFile(join(home, "config.json"), "utf8")).toBe(before);
+  });
+
+  describe("stopped at a question", () => {
+    let pty: PtySession | undefined;
+    closeAfterEach(() => [pty]);
+
+    // nanobot's wizard, left without saving, keeps the config as it was and says nothing was saved
+    // (tests/agent/test_onboard_logic.py: test_main_menu_interrupt_can_discard_unsaved_session_changes).
+    it("Ctrl-C at the first question leaves no data dir behind and says on stderr that nothing was set up", async () => {
+      const dir = await tempDir();
+      const home = join(dir, "home");
+      const errFile = join(dir, "stderr");
+      pty = spawnPty(`onboard 2>${errFile}`, { TROUPE_HOME: home });
+      await pty.waitFor("Provider [");
+      pty.type("\x03");
+      expect(await pty.exited, pty.screen()).toBe(130);
+      expect(existsSync(home)).toBe(false);
+      const stderr = await readFile(errFile, "utf8");
+      expect(stderr).toContain("onboard stopped: nothing was set up");
+      expect(stderr).toContain("run troupe onboard again");
+      // The next run asks again, from the start.
+      expect((await runCli(["status"], { TROUPE_HOME: home })).stdout).toContain("(missing: run `troupe onboard`)");
+    });
+
+    it("Ctrl-D at the key question keeps a data dir that was there, as it was", async () => {
+      const dir = await tempDir();
+      const home = join(dir, "home");
+      await mkdir(home, { mode: 0o750 });
+      await writeFile(join(home, "notes.txt"), "mine\n");
+      const errFile = join(dir, "stderr");
+      pty = spawnPty(`onboard 2>${errFile}`, { TROUPE_HOME: home });
+      await pty.waitFor("Provider [");
+      pty.type("openai\r");
+      await pty.waitFor("API key");
+      pty.type("\x04");
+      expect(await pty.exited, pty.screen()).toBe(130);
+      expect(await readdir(home)).toEqual(["notes.txt"]);
+      expect((await stat(home)).mode & 0o777).toBe(0o750);
+      expect(await readFile(errFile, "utf8")).toContain("nothing was set up");
+    });
   });
 });

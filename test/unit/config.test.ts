@@ -2,6 +2,7 @@ import { readFile, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadConfig, parseConfig, saveConfig, defaultConfig } from "../../src/config/index.js";
+import { variableAt } from "../../src/config/env.js";
 import { ConfigError } from "../../src/errors.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
@@ -67,6 +68,18 @@ describe("config", () => {
     expect(config.providers.openai?.apiKey).toBe("sk-env");
     expect(config.gateway.port).toBe(9999);
     expect(config.tools.restrictToWorkspace).toBe(false);
+  });
+
+  it("records which variable set a value, however the file spells the key; TROUPE_ wins over NANOBOT_ and over ${VAR}", () => {
+    const { envSources } = parseConfig({ providers: { azure_openai: { api_key: "${AZ_KEY}", apiBase: "${AZ_BASE}" } } }, "c.json", {
+      AZ_KEY: "k",
+      AZ_BASE: "http://file",
+      NANOBOT_PROVIDERS__AZURE_OPENAI__API_KEY: "nb",
+      TROUPE_PROVIDERS__AZURE_OPENAI__API_KEY: "tr",
+    });
+    expect(variableAt(envSources, ["providers", "azureOpenai", "apiKey"])).toEqual({ name: "TROUPE_PROVIDERS__AZURE_OPENAI__API_KEY", override: true });
+    expect(variableAt(envSources, ["providers", "azure-openai", "apiBase"])).toEqual({ name: "AZ_BASE", override: false });
+    expect(variableAt(envSources, ["providers", "openai", "apiKey"])).toBeUndefined();
   });
 
   it("warns about unknown keys instead of dropping them silently", () => {
