@@ -15,7 +15,7 @@ import { loadForCli } from "./load.js";
 async function withCron<T>(paths: DataPaths, viaApi: (client: DaemonClient) => Promise<T>, direct: (service: CronService, store: Store) => Promise<T>): Promise<T> {
   const client = await connectDaemon(paths);
   if (client) {
-    // 409: what the job cannot do, in the daemon's words (the service's CronJobRefusal), said as it is.
+    // 409: what the job cannot do, in the daemon's words (CronJobRefusal, src/cron/jobs.ts), said as it is.
     return viaApi(client).catch((err: Error) => {
       const refusal = /^daemon answered 409: (.*)$/s.exec(err.message);
       throw refusal ? new TroupeError(refusal[1]!) : err;

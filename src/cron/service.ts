@@ -1,8 +1,9 @@
-import { CorruptRecordError, TroupeError } from "../errors.js";
+import { CorruptRecordError } from "../errors.js";
 import type { CorruptRecord, Store } from "../store/store.js";
 import {
   catchUpSchema,
   CRON_FORMAT,
+  CronJobRefusal,
   deleteJobOps,
   getJob,
   jobKey,
@@ -10,6 +11,7 @@ import {
   listRuns,
   newJobId,
   putJobOps,
+  readJob,
   type CatchUp,
   type CronJob,
   type CronRun,
@@ -43,8 +45,6 @@ export interface CronServiceDeps {
 
 export type RemoveResult = "removed" | "protected" | "missing";
 
-/** What a job cannot do, said as a user can act on it (the control API answers it with 409). */
-export class CronJobRefusal extends TroupeError {}
 
 /** The jobs as users and the agent manage them: add, list, remove, enable/disable, runs. */
 export function createCronService(deps: CronServiceDeps) {
@@ -97,7 +97,7 @@ export function createCronService(deps: CronServiceDeps) {
       changed();
       return job;
     },
-    get: async (id: string) => (await dreamJob(id)) ?? getJob(deps.store, id),
+    get: async (id: string) => (await dreamJob(id)) ?? readJob(deps.store, id),
     /** What `troupe cron list` and the cron tool show: the stored jobs, then Dream. */
     async listing(): Promise<{ jobs: CronJob[]; corrupt: CorruptRecord[] }> {
       const { jobs, corrupt } = await stored();
@@ -131,7 +131,7 @@ export function createCronService(deps: CronServiceDeps) {
     /** Enables (its next run counted from now) or disables a job; undefined when there is none. */
     async setEnabled(id: string, enabled: boolean): Promise<CronJob | undefined> {
       if (await dreamJob(id)) throw new CronJobRefusal(DREAM_REFUSALS.enable);
-      const job = await getJob(deps.store, id);
+      const job = await readJob(deps.store, id);
       if (!job) return undefined;
       const at = now();
       const next: CronJob = { ...job, enabled, nextRunAt: enabled ? (job.enabled ? job.nextRunAt : nextInstant(job.schedule, at, job.anchor)) : job.nextRunAt };

@@ -1,7 +1,7 @@
 import { DREAM_REFUSALS } from "../cron/dream-job.js";
 import { addJobInput, addJobRequestSchema } from "../cron/requests.js";
 import { ScheduleError } from "../cron/schedule.js";
-import { CronJobRefusal } from "../cron/service.js";
+import { CronJobRefusal } from "../cron/jobs.js";
 import type { Daemon } from "../daemon-types.js";
 
 /** A cron request the control API refuses, with its status. */
