@@ -61,7 +61,7 @@ export interface RuntimeOptions {
   mcpConnectTimeoutMs?: number;
   /** Told when the cron jobs change (the daemon's scheduler re-arms). */
   cronChanged?: () => void;
-  /** Dream as the cron tool lists it, a protected system job (the daemon's, when Dream is enabled). */
+  /** Dream as the cron service lists it (the cron tool, troupe cron), a protected system job (the daemon's, when Dream is enabled). */
   cronDream?: (store: Store) => Promise<CronJob | undefined>;
   /** Make what the workspace lacks from the templates (runtime-start.ts); the CLI's agent and gateway ask for it. */
   fillWorkspace?: boolean;
@@ -129,6 +129,7 @@ async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { r
   );
   // nanobot's `agent` has the cron tool too: a job added here is stored, and runs when the gateway runs.
   let cronService: Promise<CronService> | undefined;
+  const cronDream = opts.cronDream;
   const cronJobs = () =>
     (cronService ??= import("./cron/service.js").then((m) =>
       m.createCronService({
@@ -136,10 +137,10 @@ async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { r
         defaultTz: d.timezone,
         changed: opts.cronChanged,
         warn: (r, what) => logger.warn({ record: `${r.sublevel}/${r.key}`, problem: r.problem }, what),
+        ...(cronDream ? { dream: () => cronDream(store) } : {}),
       }),
     ));
-  const cronDream = opts.cronDream;
-  registry.register(cronTool({ service: cronJobs, defaultTz: d.timezone, ...(cronDream ? { dream: () => cronDream(store) } : {}) }));
+  registry.register(cronTool({ service: cronJobs, defaultTz: d.timezone }));
   const memory = createDreamRuntime({
     store,
     provider: d.dream.modelOverride ? createOpenAiProvider({ ...resolved, model: d.dream.modelOverride }, providerOptions) : provider,

@@ -1,5 +1,6 @@
 import { TroupeError } from "../errors.js";
 import { fireNow } from "../cron/fire.js";
+import { DREAM_REFUSALS, dreamSystemJob } from "../cron/dream-job.js";
 import type { CronJob, CronRun } from "../cron/jobs.js";
 import { addJobInput, type AddJobRequest } from "../cron/requests.js";
 import { describeSchedule, formatWithZone, ScheduleError } from "../cron/schedule.js";
@@ -13,11 +14,20 @@ import { loadForCli } from "./load.js";
 /** Through the running daemon when there is one (it holds the store and re-arms its scheduler), else on the store. */
 async function withCron<T>(paths: DataPaths, viaApi: (client: DaemonClient) => Promise<T>, direct: (service: CronService, store: Store) => Promise<T>): Promise<T> {
   const client = await connectDaemon(paths);
-  if (client) return viaApi(client);
+  if (client) {
+    // 409: what the job cannot do, in the daemon's words (CronJobRefusal, src/cron/jobs.ts), said as it is.
+    return viaApi(client).catch((err: Error) => {
+      const refusal = /^daemon answered 409: (.*)$/s.exec(err.message);
+      throw refusal ? new TroupeError(refusal[1]!) : err;
+    });
+  }
   const { config } = await loadForCli();
   const store = await openStore(paths.storeDir);
+  const { enabled, intervalH } = config.agents.defaults.dream;
+  // Dream is listed as the daemon lists it: from its record (its next and last run), loaded only here.
+  const dream = async () => dreamSystemJob(intervalH, await (await import("../memory/dream.js")).readDreamRecord(store));
   try {
-    return await direct(createCronService({ store, defaultTz: config.agents.defaults.timezone }), store);
+    return await direct(createCronService({ store, defaultTz: config.agents.defaults.timezone, ...(enabled ? { dream } : {}) }), store);
   } finally {
     await store.close();
   }
@@ -103,14 +113,15 @@ export async function cronAddCommand(paths: DataPaths, req: AddJobRequest): Prom
 export async function cronRemoveCommand(paths: DataPaths, id: string): Promise<number> {
   const result = await withCron(
     paths,
-    async (c) => c.delete<{ removed: string }>(`/api/cron/jobs/${enc(id)}`).then(() => "removed" as const, unlessMissing),
+    async (c) =>
+      c.delete<{ removed: string }>(`/api/cron/jobs/${enc(id)}`).then(
+        () => "removed" as const,
+        (err: Error) => (/\b409\b/.test(err.message) ? ("protected" as const) : unlessMissing(err)),
+      ),
     (s) => s.remove(id),
-  ).catch((err: Error) => {
-    if (/\b409\b/.test(err.message)) return "protected" as const;
-    throw err;
-  });
+  );
   if (result === "missing" || result === undefined) throw noJob(id);
-  if (result === "protected") throw new TroupeError(`${id} is a protected system job and cannot be removed; troupe cron disable ${id} pauses it`);
+  if (result === "protected") throw new TroupeError(id === "dream" ? DREAM_REFUSALS.remove : `${id} is a protected system job and cannot be removed; troupe cron disable ${id} pauses it`);
   console.log(`removed job ${id}`);
   return 0;
 }
@@ -135,7 +146,10 @@ export async function cronRunCommand(paths: DataPaths, id: string): Promise<numb
       viaDaemon = true;
       return (await c.post<{ run: CronRun }>(`/api/cron/jobs/${enc(id)}/run`).catch(unlessMissing))?.run;
     },
-    async (_s, store) => (await fireNow(store, id, Date.now()))?.run,
+    async (s, store) => {
+      await s.checkRun(id);
+      return (await fireNow(store, id, Date.now()))?.run;
+    },
   );
   if (!run) throw noJob(id);
   console.log(viaDaemon ? `job ${id} started; troupe cron runs ${id} shows how it ends` : `job ${id} queued: no daemon runs, so it runs when the gateway starts (troupe daemon start)`);

@@ -1,7 +1,15 @@
 import { CRON_FORMAT, type CronJob } from "./jobs.js";
 
+/** Why `troupe cron` will not change Dream, and where it is changed instead. */
+export const DREAM_REFUSALS = {
+  remove: "dream is a protected system job (Dream memory consolidation) and cannot be removed; to turn Dream off, set agents.defaults.dream.enabled to false in config.json",
+  enable: "dream is a system job with its own schedule: turn it on or off with agents.defaults.dream.enabled in config.json (agents.defaults.dream.intervalH sets how often it runs)",
+  run: "dream is a system job, not run by cron: troupe dream run runs Dream now",
+  runs: "dream is a system job and keeps no cron runs: troupe dream log shows what Dream changed",
+};
+
 /**
- * Dream as a protected system job, for the cron tool: Dream keeps its own schedule (the supervisor's
+ * Dream as a protected system job, for `troupe cron` and the cron tool: Dream keeps its own schedule (the supervisor's
  * `dream` actor, every intervalH hours, its deadline in the Dream record), so it is shown, not stored.
  */
 export function dreamSystemJob(intervalH: number, record: { nextAt: number; lastRun: { at: number } | null } | undefined): CronJob {

@@ -5,6 +5,7 @@ import {
   cronSessionKey,
   delJobOp,
   getJob,
+  readJob,
   getRun,
   listJobs,
   listRuns,
@@ -150,7 +151,7 @@ async function fireJob(store: Store, job: CronJob, now: number, startedAt: numbe
 
 /** `troupe cron run ID`: a run now, outside the schedule (its next run stays as it is). */
 export async function fireNow(store: Store, jobId: string, now: number): Promise<StartedRun | undefined> {
-  const job = await getJob(store, jobId);
+  const job = await readJob(store, jobId);
   if (!job) return undefined;
   // Two manual runs in one millisecond are one instant: the second finds the first's record.
   let at = now;

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
+import { CorruptRecordError, TroupeError } from "../errors.js";
 import { KEY_END } from "../session-key.js";
 import { inboxDeleteOps, sessionInbox } from "../store/inbox.js";
 import type { ListOptions, Store, StoreOp } from "../store/store.js";
@@ -105,6 +106,18 @@ export const putRunOp = (run: CronRun): StoreOp => ({ type: "put", sublevel: "cr
 
 export async function getJob(store: Store, id: string): Promise<CronJob | undefined> {
   return store.get("cron", jobKey(id), cronJobSchema);
+}
+
+/** What a job cannot do, said as a user can act on it (the control API answers it with 409). */
+export class CronJobRefusal extends TroupeError {}
+
+/** getJob for a command on one job: a record that does not read is said so, with the way out of it. */
+export async function readJob(store: Store, id: string): Promise<CronJob | undefined> {
+  return getJob(store, id).catch((err: unknown) => {
+    if (!(err instanceof CorruptRecordError)) throw err;
+    // remove deletes it all the same (service.ts).
+    throw new CronJobRefusal(`cron job ${id} cannot be read (${err.message}); troupe cron remove ${id} removes it`, { cause: err });
+  });
 }
 
 export async function listJobs(store: Store, opts: ListOptions = {}): Promise<CronJob[]> {

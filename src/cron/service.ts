@@ -3,6 +3,7 @@ import type { CorruptRecord, Store } from "../store/store.js";
 import {
   catchUpSchema,
   CRON_FORMAT,
+  CronJobRefusal,
   deleteJobOps,
   getJob,
   jobKey,
@@ -10,10 +11,12 @@ import {
   listRuns,
   newJobId,
   putJobOps,
+  readJob,
   type CatchUp,
   type CronJob,
   type CronRun,
 } from "./jobs.js";
+import { DREAM_REFUSALS } from "./dream-job.js";
 import { makeSchedule, nextInstant, ScheduleError, type Schedule, type ScheduleInput } from "./schedule.js";
 
 export interface AddJobInput extends ScheduleInput {
@@ -36,9 +39,12 @@ export interface CronServiceDeps {
   changed?: () => void;
   /** Told of a job record that does not parse, skipped by a listing or removed (the daemon logs it). */
   warn?: (record: CorruptRecord, what: string) => void;
+  /** Dream as a protected system job (src/cron/dream-job.ts), when Dream is on: listed, never stored. */
+  dream?: () => Promise<CronJob | undefined>;
 }
 
 export type RemoveResult = "removed" | "protected" | "missing";
+
 
 /** The jobs as users and the agent manage them: add, list, remove, enable/disable, runs. */
 export function createCronService(deps: CronServiceDeps) {
@@ -71,13 +77,15 @@ export function createCronService(deps: CronServiceDeps) {
     };
   }
 
-  /** The jobs; a record that does not parse is skipped and named, so one bad record never hides the rest. */
-  async function listing(): Promise<{ jobs: CronJob[]; corrupt: CorruptRecord[] }> {
+  /** The stored jobs; a record that does not parse is skipped and named, so one bad record never hides the rest. */
+  async function stored(): Promise<{ jobs: CronJob[]; corrupt: CorruptRecord[] }> {
     const corrupt: CorruptRecord[] = [];
     const jobs = await listJobs(deps.store, { onCorrupt: (r) => corrupt.push(r) });
     for (const r of corrupt) deps.warn?.(r, "corrupt record skipped in a cron job listing");
     return { jobs, corrupt };
   }
+  /** Dream's system job when `id` names it and Dream is on. */
+  const dreamJob = async (id: string) => (id === "dream" && deps.dream ? deps.dream() : undefined);
 
   return {
     buildJob,
@@ -89,12 +97,26 @@ export function createCronService(deps: CronServiceDeps) {
       changed();
       return job;
     },
-    get: (id: string) => getJob(deps.store, id),
-    listing,
-    list: async () => (await listing()).jobs,
-    runs: (id: string): Promise<CronRun[]> => listRuns(deps.store, id),
+    get: async (id: string) => (await dreamJob(id)) ?? readJob(deps.store, id),
+    /** What `troupe cron list` and the cron tool show: the stored jobs, then Dream. */
+    async listing(): Promise<{ jobs: CronJob[]; corrupt: CorruptRecord[] }> {
+      const { jobs, corrupt } = await stored();
+      const dream = await deps.dream?.();
+      return { jobs: dream ? [...jobs, dream] : jobs, corrupt };
+    },
+    /** The stored jobs (the ones the scheduler runs). */
+    list: async () => (await stored()).jobs,
+    async runs(id: string): Promise<CronRun[]> {
+      if (await dreamJob(id)) throw new CronJobRefusal(DREAM_REFUSALS.runs);
+      return listRuns(deps.store, id);
+    },
+    /** Refuses `troupe cron run` of a job that is not run by cron (Dream). */
+    async checkRun(id: string): Promise<void> {
+      if (await dreamJob(id)) throw new CronJobRefusal(DREAM_REFUSALS.run);
+    },
     /** A job record that does not parse is removed all the same: it is the way out of it. */
     async remove(id: string): Promise<RemoveResult> {
+      if (await dreamJob(id)) return "protected";
       const job = await getJob(deps.store, id).catch((err: unknown) => {
         if (!(err instanceof CorruptRecordError)) throw err;
         deps.warn?.({ sublevel: "cron", key: jobKey(id), problem: err.message }, "corrupt cron job record removed");
@@ -108,7 +130,8 @@ export function createCronService(deps: CronServiceDeps) {
     },
     /** Enables (its next run counted from now) or disables a job; undefined when there is none. */
     async setEnabled(id: string, enabled: boolean): Promise<CronJob | undefined> {
-      const job = await getJob(deps.store, id);
+      if (await dreamJob(id)) throw new CronJobRefusal(DREAM_REFUSALS.enable);
+      const job = await readJob(deps.store, id);
       if (!job) return undefined;
       const at = now();
       const next: CronJob = { ...job, enabled, nextRunAt: enabled ? (job.enabled ? job.nextRunAt : nextInstant(job.schedule, at, job.anchor)) : job.nextRunAt };

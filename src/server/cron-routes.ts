@@ -1,5 +1,7 @@
+import { DREAM_REFUSALS } from "../cron/dream-job.js";
 import { addJobInput, addJobRequestSchema } from "../cron/requests.js";
 import { ScheduleError } from "../cron/schedule.js";
+import { CronJobRefusal } from "../cron/jobs.js";
 import type { Daemon } from "../daemon-types.js";
 
 /** A cron request the control API refuses, with its status. */
@@ -20,6 +22,12 @@ const ROUTE = /^\/api\/cron\/jobs(?:\/([^/]+)(\/enable|\/disable|\/run|\/runs)?)
  * GET /api/cron/jobs/:id/runs. undefined: not a cron route.
  */
 export async function cronRoute(daemon: Daemon, method: string, path: string, body: () => Promise<unknown>): Promise<{ status: number; body: unknown } | undefined> {
+  return answer(daemon, method, path, body).catch((err: unknown) => {
+    throw err instanceof CronJobRefusal ? new CronRouteError(409, err.message) : err;
+  });
+}
+
+async function answer(daemon: Daemon, method: string, path: string, body: () => Promise<unknown>): Promise<{ status: number; body: unknown } | undefined> {
   const m = ROUTE.exec(path);
   if (!m) return undefined;
   const id = m[1] === undefined ? undefined : decodeURIComponent(m[1]);
@@ -41,13 +49,14 @@ export async function cronRoute(daemon: Daemon, method: string, path: string, bo
   } else if (!action && method === "DELETE") {
     const result = await cron.remove(id);
     if (result === "missing") throw missing();
-    if (result === "protected") throw new CronRouteError(409, `${id} is a protected system job; it cannot be removed (troupe cron disable ${id} pauses it)`);
+    if (result === "protected") throw new CronRouteError(409, id === "dream" ? DREAM_REFUSALS.remove : `${id} is a protected system job; it cannot be removed (troupe cron disable ${id} pauses it)`);
     return { status: 200, body: { removed: id } };
   } else if ((action === "/enable" || action === "/disable") && method === "POST") {
     const job = await cron.setEnabled(id, action === "/enable");
     if (!job) throw missing();
     return { status: 200, body: { job } };
   } else if (action === "/run" && method === "POST") {
+    await cron.checkRun(id);
     const started = await daemon.runCronJob(id);
     if (!started) throw missing();
     return { status: 200, body: { run: started.run } };

@@ -24,6 +24,13 @@ function oddReply(message: Record<string, unknown>, delta: Record<string, unknow
   };
 }
 
+/** `troupe cron <cmd> <id>` on a job whose record does not read: one line naming it, and `troupe cron remove`. */
+async function expectUnreadable(home: string, cmd: string, id: string) {
+  const r = await runCli(["cron", cmd, id], { TROUPE_HOME: home });
+  const line = new RegExp(`^cron job ${id} cannot be read \\(record cron/job:${id} does not match its schema: schedule\\.everyS: [^\\n]*\\); troupe cron remove ${id} removes it\\n$`);
+  expect([cmd, r.code, r.stdout, r.stderr]).toEqual([cmd, 1, "", expect.stringMatching(line)]);
+}
+
 describe("bad input never breaks what is stored (real gateway over loopback)", () => {
   const tmp = useTempDirs();
   let fake: FakeOpenAi | undefined;
@@ -116,7 +123,8 @@ describe("bad input never breaks what is stored (real gateway over loopback)", (
     const res = await fetch(`${g.url}/api/cron/jobs`, { headers: g.auth });
     expect(res.status).toBe(200);
     const listing = (await res.json()) as { jobs: CronJob[]; corrupt?: Array<{ sublevel: string; key: string }> };
-    expect(listing.jobs.map((j) => j.id)).toEqual(["good"]);
+    // Dream, listed as a system job (not stored, so never corrupt), follows the stored jobs.
+    expect(listing.jobs.map((j) => j.id)).toEqual(["good", "dream"]);
     expect(listing.corrupt?.map((c) => `${c.sublevel}/${c.key}`)).toEqual(["cron/job:bad1", "cron/job:bad2"]);
     const posted = await fetch(`${g.url}/api/cron/jobs`, { method: "POST", headers: { ...g.auth, "content-type": "application/json" }, body: JSON.stringify({ message: "m", every: 1e308 }) });
     expect([posted.status, await posted.text()]).toEqual([400, expect.stringMatching(/every_seconds: must be at most 315360000 seconds/)]);
@@ -124,6 +132,8 @@ describe("bad input never breaks what is stored (real gateway over loopback)", (
     expect(viaDaemon.code).toBe(0);
     expect(viaDaemon.stdout).toMatch(/^good\s/m);
     expect(viaDaemon.stderr).toMatch(warning("bad1"));
+    // Every other command on it says what is wrong and the way out (no HTTP 500, no stack), with a daemon and without.
+    for (const cmd of ["runs", "enable", "disable", "run"]) await expectUnreadable(home, cmd, "bad1");
     expect((await fetch(`${g.url}/api/cron/jobs/bad1`, { method: "DELETE", headers: g.auth })).status).toBe(200);
 
     gateway.proc.kill("SIGTERM");
@@ -136,6 +146,7 @@ describe("bad input never breaks what is stored (real gateway over loopback)", (
     expect([direct.code, direct.stdout]).toEqual([0, expect.stringMatching(/^good\s/m)]);
     expect(direct.stderr).toMatch(warning("bad2"));
     expect(direct.stderr).not.toMatch(warning("bad1"));
+    for (const cmd of ["runs", "enable", "disable", "run"]) await expectUnreadable(home, cmd, "bad2");
     const removed = await runCli(["cron", "remove", "bad2"], { TROUPE_HOME: home });
     expect([removed.code, removed.stdout]).toEqual([0, "removed job bad2\n"]);
     expect((await runCli(["cron", "list"], { TROUPE_HOME: home })).stderr).toBe("");

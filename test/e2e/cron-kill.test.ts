@@ -24,6 +24,21 @@ interface ActorNode {
   children: ActorNode[];
 }
 
+/** `troupe cron list`'s row for Dream: its schedule, a next run, a system job; it delivers nowhere. */
+const DREAM_ROW = /^dream\s+dream\s+every 2h\s+enabled \(system\)\s+\d{4}-\d\d-\d\d \d\d:\d\d UTC\s+-\s+\(not delivered\)$/m;
+
+/**
+ * nanobot tests/cron/test_cron_service.py test_remove_job_refuses_system_jobs: removing Dream is
+ * refused and Dream is still there; pausing it is refused too, pointing at its config key.
+ */
+async function expectDreamProtected(cli: (...args: string[]) => Promise<{ code: number | null; stdout: string; stderr: string }>) {
+  const removed = await cli("remove", "dream");
+  expect([removed.code, removed.stderr.trim()]).toEqual([1, "dream is a protected system job (Dream memory consolidation) and cannot be removed; to turn Dream off, set agents.defaults.dream.enabled to false in config.json"]);
+  const disabled = await cli("disable", "dream");
+  expect([disabled.code, disabled.stderr.trim()]).toEqual([1, expect.stringMatching(/^dream is a system job with its own schedule: .*agents\.defaults\.dream\.enabled/)]);
+  expect((await cli("list")).stdout).toMatch(DREAM_ROW);
+}
+
 const isRunPrompt = (req: RecordedRequest) => JSON.stringify(req.body.messages.at(-1)?.content ?? "").includes("[Scheduled job");
 
 /**
@@ -201,9 +216,13 @@ describe("cron across kill -9 (real gateway processes)", () => {
     expect(id, added.stdout).toBeDefined();
     // The daemon has it: the job came through its control API, not the store (which the daemon holds).
     expect((await getJson<{ jobs: Array<{ id: string; catchUp: string }> }>(g, "/api/cron/jobs")).jobs.find((j) => j.id === id)?.catchUp).toBe("skip");
+    // Dream's first deadline is stored once its actor has loaded (at start, beside the listening).
+    await until(async () => (await getJson<{ jobs: Array<{ id: string; nextRunAt: number | null }> }>(g, "/api/cron/jobs")).jobs.some((j) => j.id === "dream" && j.nextRunAt !== null), 20_000, "Dream's deadline");
     const listed = await cli("list");
     expect(listed.stdout).toMatch(new RegExp(`${id}\\s+standup\\s+cron 0 9 \\* \\* 1-5 \\(Asia/Shanghai\\)\\s+enabled\\s+\\d{4}-\\d\\d-\\d\\d 09:00 \\+08:00\\s`));
     expect(listed.stdout).toMatch(/heartbeat\s+heartbeat\s+every 1h\s+enabled \(system\)/);
+    // Dream keeps its own schedule and is listed as the system job nanobot registers (every intervalH hours).
+    expect(listed.stdout).toMatch(DREAM_ROW);
     const bad = await cli("add", "--name", "x", "--message", "y", "--every", "0");
     expect(bad.code).toBe(1);
     expect(bad.stderr.trim()).toBe("troupe cron add: every_seconds: must be at least 1 second, not 0");
@@ -211,9 +230,13 @@ describe("cron across kill -9 (real gateway processes)", () => {
     const protectedRemove = await cli("remove", "heartbeat");
     expect(protectedRemove.code).toBe(1);
     expect(protectedRemove.stderr).toContain("heartbeat is a protected system job and cannot be removed");
+    await expectDreamProtected(cli);
     expect((await cli("remove", id!)).stdout).toContain(`removed job ${id}`);
     expect((await cli("list")).stdout).not.toContain("standup");
     await stop(g);
+    // Without a daemon, on the store: the same.
+    expect((await cli("list")).stdout).toMatch(DREAM_ROW);
+    await expectDreamProtected(cli);
     // Each CLI call starts a node process: seconds apiece on a loaded machine.
   }, 240_000);
 });

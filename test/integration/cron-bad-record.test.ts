@@ -1,4 +1,6 @@
+import { Level } from "level";
 import { describe, expect, it } from "vitest";
+import { fireNow } from "../../src/cron/fire.js";
 import { getJob, putJobOps } from "../../src/cron/jobs.js";
 import { createCronService } from "../../src/cron/service.js";
 import type { CorruptRecord } from "../../src/store/store.js";
@@ -40,6 +42,35 @@ describe("a cron job record that does not parse (everyS past 2^53, as an uncheck
       expect((await service.list()).map((j) => j.id)).toEqual(["good"]);
       expect(warned).toEqual([]);
       expect(await getJob(store, "good")).toMatchObject({ id: "good" });
+    } finally {
+      await store.close();
+    }
+  });
+
+  // nanobot tests/cron/test_cron_persistence.py test_public_apis_raise_clear_error_for_unavailable_corrupt_store:
+  // every call on a record that does not read (not JSON, as a torn write leaves it, or off its schema) says
+  // so and how to get out of it, instead of failing on the way; remove still removes it.
+  it("get, enable, disable and run say the record cannot be read and that troupe cron remove removes it", async () => {
+    const dir = await tmp();
+    await (await storeWithBadJob(dir)).close();
+    const raw = new Level<string, string>(dir);
+    await raw.sublevel<string, string>("cron", { valueEncoding: "utf8" }).put("job:torn", "{not valid json");
+    await raw.close();
+    const store = await openStore(dir);
+    try {
+      const service = createCronService({ store, defaultTz: "UTC" });
+      const calls: Record<string, (id: string) => Promise<unknown>> = {
+        get: (id) => service.get(id),
+        enable: (id) => service.setEnabled(id, true),
+        disable: (id) => service.setEnabled(id, false),
+        run: (id) => fireNow(store, id, Date.now()),
+      };
+      for (const [name, call] of Object.entries(calls)) {
+        await expect(call("bad"), name).rejects.toThrow(/^cron job bad cannot be read \(record cron\/job:bad does not match its schema: schedule\.everyS: .*\); troupe cron remove bad removes it$/);
+        await expect(call("torn"), name).rejects.toThrow("cron job torn cannot be read (record cron/job:torn does not match its schema: not valid JSON); troupe cron remove torn removes it");
+      }
+      expect([await service.remove("bad"), await service.remove("torn")]).toEqual(["removed", "removed"]);
+      expect(await service.get("bad")).toBeUndefined();
     } finally {
       await store.close();
     }

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { filter, firstValueFrom, type Observable } from "rxjs";
 import { describe, expect, it } from "vitest";
 import type { OutboundEvent } from "../../src/bus/events.js";
+import { dreamSystemJob } from "../../src/cron/dream-job.js";
 import { fireNow } from "../../src/cron/fire.js";
 import { runLines } from "../../src/cli/cron.js";
 import { getJob, listRuns, NO_CHAT, putJobOps, runMessageId } from "../../src/cron/jobs.js";
@@ -112,6 +113,26 @@ describe("cron in the daemon (fake model)", () => {
     expect((await replyTo(daemon, await sendApi(daemon, "c2", "what is scheduled?"))).content).toContain("No scheduled jobs.");
     expect((await replyTo(daemon, await sendApi(daemon, "c2", "remove dream"))).content).toContain("job dream not found");
   }, 30_000);
+
+  // nanobot tests/cron/test_cron_service.py test_remove_job_refuses_system_jobs: Dream is listed and stays.
+  it("the cron service (troupe cron's, the control API's) lists Dream as a system job and refuses to remove or pause it", async () => {
+    const store = await openStore(await tmp());
+    try {
+      const dream = dreamSystemJob(2, { nextAt: 7_200_000, lastRun: null });
+      const service = createCronService({ store, defaultTz: "UTC", dream: async () => dream });
+      expect((await service.listing()).jobs).toEqual([dream]);
+      expect(await service.list()).toEqual([]);
+      expect(await service.get("dream")).toEqual(dream);
+      expect(await service.remove("dream")).toBe("protected");
+      await expect(service.setEnabled("dream", false)).rejects.toThrow(/^dream is a system job with its own schedule: .*agents\.defaults\.dream\.enabled/);
+      expect((await service.listing()).jobs).toEqual([dream]);
+      // Dream off: no such job.
+      const off = createCronService({ store, defaultTz: "UTC" });
+      expect([(await off.listing()).jobs, await off.remove("dream")]).toEqual([[], "missing"]);
+    } finally {
+      await store.close();
+    }
+  });
 
   it("deliver false: the run happens, its reply is kept out of the chat", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "quiet result" }));

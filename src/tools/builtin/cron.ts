@@ -34,10 +34,10 @@ function describeJob({ describeSchedule, formatInTz }: typeof ScheduleModule, jo
 
 /**
  * `service` is made at the first call: the cron service and croner load only when a turn uses the tool
- * (`troupe agent` registers it too, and its start-up does not pay for them). `dream`: Dream as a
- * protected system job (the daemon's, when Dream is enabled: src/cron/dream-job.ts).
+ * (`troupe agent` registers it too, and its start-up does not pay for them). The service lists Dream
+ * as a protected system job when the daemon runs it (src/cron/dream-job.ts).
  */
-export function cronTool(deps: { service: () => Promise<CronService>; defaultTz: string; dream?: () => Promise<CronJob | undefined> }) {
+export function cronTool(deps: { service: () => Promise<CronService>; defaultTz: string }) {
   return defineTool({
     name: "cron",
     description:
@@ -61,9 +61,7 @@ export function cronTool(deps: { service: () => Promise<CronService>; defaultTz:
     async execute(args, ctx: ToolContext) {
       const [schedule, service] = await Promise.all([import("../../cron/schedule.js"), deps.service()]);
       if (args.action === "list") {
-        const dream = await deps.dream?.();
-        const { jobs: stored, corrupt } = await service.listing();
-        const jobs = [...stored, ...(dream ? [dream] : [])];
+        const { jobs, corrupt } = await service.listing();
         const unreadable = corrupt.map((c) => `- ${c.key} does not read (${c.problem}); action=remove job_id=${c.key.replace(/^job:/, "")} removes it`);
         if (unreadable.length) unreadable.unshift("Skipped job records:");
         if (jobs.length === 0) return ["No scheduled jobs.", ...unreadable].join("\n");
@@ -72,8 +70,7 @@ export function cronTool(deps: { service: () => Promise<CronService>; defaultTz:
       if (args.action === "remove") {
         if (!args.job_id?.trim()) throw new ToolError("job_id is required for remove (action=list shows the ids)");
         const id = args.job_id.trim();
-        const dream = id === "dream" ? await deps.dream?.() : undefined;
-        const result = dream ? "protected" : await service.remove(id);
+        const result = await service.remove(id);
         if (result === "protected") {
           const why = id === "heartbeat" || id === "dream" ? SYSTEM_REMOVE[id] : "This is a protected system-managed cron job.";
           return `Cannot remove job \`${id}\`.\n${why}\nIt remains visible so you can inspect it, but it cannot be removed.`;
