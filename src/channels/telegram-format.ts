@@ -9,7 +9,8 @@ const escapeAttr = (s: string) => escapeHtml(s).replace(/"/g, "&quot;");
 /**
  * Markdown as the model writes it → the HTML subset Telegram renders (b, i, s, code, pre, a).
  * Code is protected first (its content only escaped), then the rest is escaped and converted:
- * links, bold, italic, strikethrough, headings (as bold), bullet and numbered lists, quotes.
+ * links, bold, italic, strikethrough, headings (as bold), bullet and numbered lists (one space after
+ * the number), quotes.
  */
 export function markdownToTelegramHtml(markdown: string): string {
   const saved: string[] = [];
@@ -22,6 +23,8 @@ export function markdownToTelegramHtml(markdown: string): string {
   text = text.replace(/^#{1,6}\s+(.+?)\s*#*\s*$/gm, "<b>$1</b>");
   text = text.replace(/^&gt;\s?(.*)$/gm, "┃ $1");
   text = text.replace(/^(\s*)[-*+]\s+/gm, "$1• ");
+  // nanobot keeps a numbered item's number and puts one space after it, however many were typed.
+  text = text.replace(/^([ \t]*\d+\.)[ \t]+/gm, "$1 ");
   text = text.replace(/\*\*(.+?)\*\*|__(.+?)__/g, (_, a?: string, b?: string) => `<b>${a ?? b}</b>`);
   text = text.replace(/(^|[^\w*])\*(?!\s)([^*\n]+?)\*(?!\w)/g, "$1<i>$2</i>");
   text = text.replace(/(^|[^\w])_(?!\s)([^_\n]+?)_(?!\w)/g, "$1<i>$2</i>");

@@ -3,8 +3,16 @@ import { readFile } from "node:fs/promises";
 import { arch, platform } from "node:os";
 import { join } from "node:path";
 import { usable, type Skill } from "./skills.js";
+import { WORKSPACE_TEMPLATES_DIR } from "./templates.js";
 
-export const BOOTSTRAP_FILES = ["AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md"] as const;
+/** nanobot 0.3's: a TOOLS.md (older workspaces have one) is not read into the prompt. */
+export const BOOTSTRAP_FILES = ["AGENTS.md", "SOUL.md", "USER.md"] as const;
+const MEMORY_FILE = join("memory", "MEMORY.md");
+/**
+ * Left out of the prompt while they equal their template, trimmed (nanobot's _is_template_content):
+ * an unedited file tells the model nothing. SOUL.md is the agent's character and always goes in.
+ */
+const SKIPPED_WHILE_TEMPLATE: ReadonlySet<string> = new Set(["AGENTS.md", "USER.md", MEMORY_FILE]);
 
 export interface PromptInput {
   workspace: string;
@@ -18,6 +26,25 @@ async function readIfExists(path: string): Promise<string | undefined> {
   if (!existsSync(path)) return undefined;
   const text = (await readFile(path, "utf8")).trim();
   return text || undefined;
+}
+
+/** The bundled templates do not change while the process runs: each is read once. */
+const templates = new Map<string, Promise<string | undefined>>();
+
+function template(rel: string): Promise<string | undefined> {
+  let text = templates.get(rel);
+  if (!text) {
+    text = readIfExists(join(WORKSPACE_TEMPLATES_DIR, rel)).catch(() => undefined);
+    templates.set(rel, text);
+  }
+  return text;
+}
+
+/** A workspace file's text for the prompt; undefined when missing, empty, or still its unedited template. */
+async function workspaceFile(workspace: string, rel: string): Promise<string | undefined> {
+  const text = await readIfExists(join(workspace, rel));
+  if (text === undefined || !SKIPPED_WHILE_TEMPLATE.has(rel)) return text;
+  return text === (await template(rel)) ? undefined : text;
 }
 
 function identity({ workspace, restrictToWorkspace }: PromptInput): string {
@@ -68,14 +95,14 @@ function skillsSummary(skills: Skill[]): string {
 }
 
 /**
- * The system prompt in nanobot's order: identity, bootstrap files, memory, always-on skills in
- * full, then a summary of the other skills. Nothing in it changes from turn to turn (no clock),
+ * The system prompt in nanobot's order: identity, bootstrap files, memory (AGENTS.md, USER.md and
+ * MEMORY.md only once edited), always-on skills in full, then a summary of the other skills. Nothing in it changes from turn to turn (no clock),
  * so providers can cache it.
  */
 export async function buildSystemPrompt(input: PromptInput): Promise<string> {
   const sections: string[] = [identity(input)];
   // Read at once (a turn waits for all of them), placed in nanobot's order.
-  const [memory, ...bootstrap] = await Promise.all([join("memory", "MEMORY.md"), ...BOOTSTRAP_FILES].map((f) => readIfExists(join(input.workspace, f))));
+  const [memory, ...bootstrap] = await Promise.all([MEMORY_FILE, ...BOOTSTRAP_FILES].map((f) => workspaceFile(input.workspace, f)));
   for (const [i, file] of BOOTSTRAP_FILES.entries()) if (bootstrap[i]) sections.push(`## ${file}\n\n${bootstrap[i]}`);
   if (memory) sections.push(`# Memory\n\n${memory}`);
   const always = input.skills.filter((s) => s.always && usable(s));

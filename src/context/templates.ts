@@ -9,7 +9,7 @@ export const WORKSPACE_TEMPLATES_DIR = join(TEMPLATES_DIR, "workspace");
 export const BUILTIN_SKILLS_DIR = join(TEMPLATES_DIR, "skills");
 
 /** Every file of templates/workspace/ (a test holds it to the directory): named, so filling a workspace reads no directory. */
-export const WORKSPACE_TEMPLATE_FILES = ["AGENTS.md", "HEARTBEAT.md", "SOUL.md", "TOOLS.md", "USER.md", "memory/MEMORY.md"] as const;
+export const WORKSPACE_TEMPLATE_FILES = ["AGENTS.md", "HEARTBEAT.md", "SOUL.md", "USER.md", "memory/MEMORY.md"] as const;
 /** Made empty where missing, as nanobot does. */
 const EMPTY_FILES = ["memory/history.jsonl"];
 

@@ -133,7 +133,7 @@ describe("troupe CLI", () => {
     const home = await tempDir();
     const first = await runCli(["onboard"], { TROUPE_HOME: home });
     expect(first.code).toBe(0);
-    for (const f of ["AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "HEARTBEAT.md", "memory/MEMORY.md", "memory/history.jsonl"]) {
+    for (const f of ["AGENTS.md", "SOUL.md", "USER.md", "HEARTBEAT.md", "memory/MEMORY.md", "memory/history.jsonl"]) {
       expect(first.stdout).toContain(`+ ${f}`);
     }
     expect((await readdir(home)).sort()).toEqual(["config.json", "logs", "media", "workspace"]);
@@ -146,7 +146,7 @@ describe("troupe CLI", () => {
     const configBefore = await readFile(join(home, "config.json"), "utf8");
     const second = await runCli(["onboard"], { TROUPE_HOME: home });
     expect(second.code).toBe(0);
-    expect(second.stdout).toContain("0 file(s) created, 7 kept");
+    expect(second.stdout).toContain("0 file(s) created, 6 kept");
     expect(await readFile(join(home, "workspace", "SOUL.md"), "utf8")).toBe("mine");
     expect(await readFile(join(home, "config.json"), "utf8")).toBe(configBefore);
   });

@@ -10,7 +10,7 @@ import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { closeAfterEach } from "../helpers/teardown.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
-const TEMPLATES = ["AGENTS.md", "HEARTBEAT.md", "SOUL.md", "TOOLS.md", "USER.md", "memory/MEMORY.md"];
+const TEMPLATES = ["AGENTS.md", "HEARTBEAT.md", "SOUL.md", "USER.md", "memory/MEMORY.md"];
 const template = (rel: string) => readFile(join(WORKSPACE_TEMPLATES_DIR, rel), "utf8");
 
 /**

@@ -1,9 +1,10 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { buildSystemPrompt, currentTimeText, withRuntimeContext } from "../../src/context/prompt.js";
 import { userMessageWithMedia } from "../../src/context/media.js";
 import { loadSkills } from "../../src/context/skills.js";
+import { fillWorkspace, WORKSPACE_TEMPLATES_DIR } from "../../src/context/templates.js";
 import { appendMessagesOps, HISTORY_TOOL_RESULT_CHARS, historyWindow, newSessionMeta } from "../../src/store/sessions.js";
 import type { ChatMessage } from "../../src/providers/messages.js";
 import { useTempDirs } from "../helpers/tmp.js";
@@ -42,7 +43,6 @@ describe("prompt assembly", () => {
       "## AGENTS.md\n\ncontent of AGENTS.md",
       "## SOUL.md",
       "## USER.md",
-      "## TOOLS.md",
       "# Memory\n\nuser likes tea",
       "# Active Skills",
       "### Skill: memory",
@@ -57,6 +57,44 @@ describe("prompt assembly", () => {
       at = i;
     }
     expect(prompt).not.toMatch(/Current Time/);
+  });
+
+  it("leaves a legacy TOOLS.md out of the prompt (nanobot: test_legacy_tools_md_is_not_bootstrapped)", async () => {
+    const ws = await tempDir();
+    await writeFile(join(ws, "TOOLS.md"), "workspace tool notes");
+    const prompt = await buildSystemPrompt({ workspace: ws, skills: [], restrictToWorkspace: true });
+    expect(prompt).not.toContain("TOOLS.md");
+    expect(prompt).not.toContain("workspace tool notes");
+  });
+
+  it("skips AGENTS.md, USER.md and memory/MEMORY.md while they equal their templates (trimmed); SOUL.md is always in (nanobot: test_unmodified_agents_and_user_templates_are_skipped)", async () => {
+    const ws = await tempDir();
+    await fillWorkspace(ws);
+    const prompt = await buildSystemPrompt({ workspace: ws, skills: [], restrictToWorkspace: true });
+    expect(prompt).not.toContain("## AGENTS.md");
+    expect(prompt).not.toContain("## USER.md");
+    expect(prompt).not.toContain("# Memory");
+    expect(prompt).toContain("## SOUL.md");
+    // Compared trimmed, as nanobot's _is_template_content: blank lines around a template do not make it the user's.
+    for (const rel of ["AGENTS.md", "USER.md", "memory/MEMORY.md"]) {
+      await writeFile(join(ws, rel), `\n${await readFile(join(WORKSPACE_TEMPLATES_DIR, rel), "utf8")}\n\n`);
+    }
+    const padded = await buildSystemPrompt({ workspace: ws, skills: [], restrictToWorkspace: true });
+    expect(padded).not.toContain("## AGENTS.md");
+    expect(padded).not.toContain("## USER.md");
+    expect(padded).not.toContain("# Memory");
+  });
+
+  it("puts an edited USER.md, AGENTS.md or MEMORY.md in the prompt (nanobot: test_customized_user_template_is_loaded)", async () => {
+    const ws = await tempDir();
+    await fillWorkspace(ws);
+    await writeFile(join(ws, "USER.md"), "User prefers Chinese.");
+    await writeFile(join(ws, "AGENTS.md"), `${await readFile(join(WORKSPACE_TEMPLATES_DIR, "AGENTS.md"), "utf8")}- Answer in haiku.\n`);
+    await writeFile(join(ws, "memory", "MEMORY.md"), "User likes tea.");
+    const prompt = await buildSystemPrompt({ workspace: ws, skills: [], restrictToWorkspace: true });
+    expect(prompt).toContain("## USER.md\n\nUser prefers Chinese.");
+    expect(prompt).toContain("- Answer in haiku.");
+    expect(prompt).toContain("# Memory\n\nUser likes tea.");
   });
 
   it("heads the user message with nanobot's runtime-context block", () => {

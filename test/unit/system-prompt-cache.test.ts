@@ -1,8 +1,9 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { defaultConfig } from "../../src/config/schema.js";
 import type { Skill } from "../../src/context/skills.js";
+import { fillWorkspace, WORKSPACE_TEMPLATES_DIR } from "../../src/context/templates.js";
 import { createSystemPromptCache, PROMPT_TTL_MS, promptSkills } from "../../src/context/system-prompt-cache.js";
 import { createMemoryFiles } from "../../src/memory/files.js";
 import { useTempDirs } from "../helpers/tmp.js";
@@ -29,6 +30,20 @@ describe("the system prompt's cache", () => {
     expect(second.skills.map((s) => s.name)).toContain("late");
     expect(second.skills.map((s) => s.name)).not.toContain("early-bird");
     expect(second.prompt).toContain("Read from the workspace.");
+  });
+
+  it("puts USER.md in once it is edited and leaves it out again once it is back to its template", async () => {
+    const workspace = await tmp();
+    await fillWorkspace(workspace);
+    let t = 0;
+    const cache = createSystemPromptCache({ config: defaultConfig(), workspace, files: createMemoryFiles(workspace), now: () => t });
+    expect((await cache.get()).prompt).not.toContain("## USER.md");
+    await writeFile(join(workspace, "USER.md"), "User prefers Chinese.");
+    t += PROMPT_TTL_MS;
+    expect((await cache.get()).prompt).toContain("## USER.md\n\nUser prefers Chinese.");
+    await writeFile(join(workspace, "USER.md"), await readFile(join(WORKSPACE_TEMPLATES_DIR, "USER.md"), "utf8"));
+    t += PROMPT_TTL_MS;
+    expect((await cache.get()).prompt).not.toContain("## USER.md");
   });
 
   it("reads the skills afresh when the early load is older than the prompt's lifetime (a daemon's first message hours after its start)", async () => {

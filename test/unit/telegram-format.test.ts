@@ -13,6 +13,10 @@ describe("markdown → Telegram HTML", () => {
     ["```ts\nconst x = 1 < 2 && **y**;\n```", "<pre><code>const x = 1 &lt; 2 &amp;&amp; **y**;</code></pre>"],
     ["> quoted", "┃ quoted"],
     ["snake_case_name and 2*3*4", "snake_case_name and 2*3*4"],
+    // nanobot: test_markdown_to_html_numbered_lists_preserved and test_markdown_to_html_numbered_list_normalizes_whitespace.
+    ["1. First\n2. Second\n3. Third", "1. First\n2. Second\n3. Third"],
+    ["1.   Lots of space\n2.  Two spaces", "1. Lots of space\n2. Two spaces"],
+    ["1.\tTab\n  10.   nested\n1.\nnext line", "1. Tab\n  10. nested\n1.\nnext line"],
   ])("%j", (md, html) => {
     expect(markdownToTelegramHtml(md)).toBe(html);
   });

@@ -27,6 +27,7 @@ describe("web_fetch", () => {
       "/data.json": answer("application/json", '{"a":1,"b":[true]}'),
       "/zipped": answer("text/plain", gzipSync("compressed text"), { "content-encoding": "gzip" }),
       "/image": answer("image/png", Buffer.from([0x89, 0x50])),
+      "/archive": answer("application/zip", Buffer.from([0x50, 0x4b, 0x03, 0x04])),
       "/hop": redirectTo("/article"),
       "/to-metadata": redirectTo("http://169.254.169.254/latest/meta-data/"),
       "/to-private": redirectTo("http://10.1.2.3/admin"),
@@ -87,7 +88,9 @@ describe("web_fetch", () => {
     }
     expect(await fetch("web_fetch", { url: `${w.origin}/article`, maxChars: 10 })).toMatch(/^Error: invalid arguments for web_fetch: maxChars/);
     expect(parsed(await fetch("web_fetch", { url: ` \`${w.origin}/zipped\`` })).url).toBe(`${w.origin}/zipped`);
-    expect(await fetch("web_fetch", { url: `${w.origin}/image` })).toMatch(/image\/png content cannot be shown as text/);
+    expect(await fetch("web_fetch", { url: `${w.origin}/archive` })).toMatch(/application\/zip content cannot be shown as text/);
+    // Images reach the model as images (web-fetch-images.test.ts); this one is not one.
+    expect(await fetch("web_fetch", { url: `${w.origin}/image` })).toMatch(/says image\/png but is not a PNG, JPEG, GIF or WebP image/);
   });
 
   it("checks every redirect: a whitelisted server cannot bounce the fetch to metadata or a private host", async () => {

@@ -28,6 +28,8 @@ describe("fillWorkspace (nanobot's sync_workspace_templates)", () => {
     for (const rel of WORKSPACE_TEMPLATE_FILES) expect(await readFile(join(workspace, rel), "utf8")).toBe(await readFile(join(WORKSPACE_TEMPLATES_DIR, rel), "utf8"));
     expect(await readFile(join(workspace, "memory/history.jsonl"), "utf8")).toBe("");
     expect(existsSync(join(workspace, "skills"))).toBe(true);
+    // nanobot 0.3 ships no TOOLS.md and reads none into the prompt.
+    expect(existsSync(join(workspace, "TOOLS.md"))).toBe(false);
   });
 
   it("does not overwrite existing files (AGENTS.md, a legacy TOOLS.md, a history with entries)", async () => {
@@ -37,7 +39,7 @@ describe("fillWorkspace (nanobot's sync_workspace_templates)", () => {
     await writeFile(join(workspace, "TOOLS.md"), "custom tool notes");
     await writeFile(join(workspace, "memory/history.jsonl"), '{"cursor":1}\n');
     const r = await fillWorkspace(workspace);
-    expect(r.kept).toEqual(["AGENTS.md", "TOOLS.md", "memory/history.jsonl"]);
+    expect(r.kept).toEqual(["AGENTS.md", "memory/history.jsonl"]);
     expect(r.created).toEqual(["HEARTBEAT.md", "SOUL.md", "USER.md", "memory/MEMORY.md"]);
     expect(await readFile(join(workspace, "AGENTS.md"), "utf8")).toBe("existing content");
     expect(await readFile(join(workspace, "TOOLS.md"), "utf8")).toBe("custom tool notes");

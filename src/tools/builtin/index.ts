@@ -99,7 +99,7 @@ export function createBuiltinTools(deps: BuiltinToolDeps): Tool[] {
       isolation,
       urlGuard: guard,
     }),
-    webFetchTool({ guard, proxy: t.web.proxy, userAgent: t.web.userAgent }),
+    webFetchTool({ guard, proxy: t.web.proxy, userAgent: t.web.userAgent, mediaDir }),
     webSearchTool({
       ...t.web.search,
       timeoutS: t.web.search.timeout,
