@@ -23,12 +23,12 @@ describe("the system prompt's cache", () => {
     const cache = createSystemPromptCache({ config: defaultConfig(), workspace, files: createMemoryFiles(workspace), now: Date.now }, { skills: Promise.resolve([early]), at: Date.now() });
     const first = await cache.get();
     expect(first.skills.map((s) => s.name)).toEqual(["early-bird"]);
-    expect(first.prompt).toContain("early-bird");
+    expect(first.promptFor("cli:direct")).toContain("early-bird");
     cache.invalidate();
     const second = await cache.get();
     expect(second.skills.map((s) => s.name)).toContain("late");
     expect(second.skills.map((s) => s.name)).not.toContain("early-bird");
-    expect(second.prompt).toContain("Read from the workspace.");
+    expect(second.promptFor("cli:direct")).toContain("Read from the workspace.");
   });
 
   it("reads the skills afresh when the early load is older than the prompt's lifetime (a daemon's first message hours after its start)", async () => {
