@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { arch, platform } from "node:os";
 import { join } from "node:path";
+import { recentHistorySection } from "../memory/recent.js";
 import { usable, type Skill } from "./skills.js";
 
 export const BOOTSTRAP_FILES = ["AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md"] as const;
@@ -91,11 +92,11 @@ export async function buildSystemPrompt(input: PromptInput): Promise<string> {
 
 /**
  * `base` (a prompt built without history) followed by the Recent History of `entries`, a session's
- * own: the last section, so the part before it is the same for every session and stays cacheable.
+ * own, within its token cap: the last section, so the part before it is the same for every session and stays cacheable.
  */
 export function withRecentHistory(base: string, entries: HistoryLine[]): string {
-  if (!entries.length) return base;
-  return `${base}${SEPARATOR}# Recent History\n\n${entries.map((e) => `- [${e.timestamp}] ${e.content}`).join("\n")}`;
+  const section = recentHistorySection(entries);
+  return section ? `${base}${SEPARATOR}${section}` : base;
 }
 
 export interface RuntimeContext {

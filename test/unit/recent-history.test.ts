@@ -1,9 +1,16 @@
 import { describe, expect, it } from "vitest";
 import { defaultConfig } from "../../src/config/schema.js";
+import { buildSystemPrompt } from "../../src/context/prompt.js";
 import { createSystemPromptCache } from "../../src/context/system-prompt-cache.js";
 import { createMemoryFiles } from "../../src/memory/files.js";
 import { recentHistory } from "../../src/memory/recent.js";
+import { textTokens } from "../../src/memory/tokens.js";
 import { useTempDirs } from "../helpers/tmp.js";
+
+/** nanobot's ContextBuilder._MAX_HISTORY_TOKENS. */
+const CAP = 8_000;
+/** An entry of `words` words (about two tokens each), distinct from every other entry. */
+const bigEntry = (i: number, words: number) => ({ timestamp: `2026-01-01 10:${String(i).padStart(2, "0")}`, content: `entry-${i}-start ${Array.from({ length: words }, (_, w) => `w${(w * 7 + i) % 97}`).join(" ")} entry-${i}-end` });
 
 const sectionOf = (prompt: string) => {
   const at = prompt.indexOf("# Recent History");
@@ -42,5 +49,40 @@ describe("the system prompt's Recent History", () => {
     const head = (key: string) => prompt.promptFor(key).split("\n\n---\n\n# Recent History")[0];
     expect(head("telegram:111")).toBe(prompt.promptFor("cli:direct"));
     expect(head("cron:job-1")).toBe(prompt.promptFor("cli:direct"));
+  });
+
+  // nanobot: ContextBuilder.build_system_prompt caps the section at _MAX_HISTORY_TOKENS (8,000); troupe keeps the newest.
+  it("stays within 8,000 tokens however large the entries are, and keeps the newest entries whole", async () => {
+    const ws = await tempDir();
+    const entries = Array.from({ length: 50 }, (_, i) => bigEntry(i, 1_500));
+    // Two of them fit, three do not.
+    expect(textTokens(entries[0]!.content) * 3).toBeGreaterThan(CAP);
+    expect(textTokens(entries[0]!.content) * 2).toBeLessThan(CAP - 100);
+    const section = sectionOf(await buildSystemPrompt({ workspace: ws, skills: [], restrictToWorkspace: true, recentHistory: entries }));
+    expect(textTokens(section)).toBeLessThanOrEqual(CAP);
+    expect(section).toMatch(/^# Recent History\n\n/);
+    for (const i of [48, 49]) expect(section).toContain(`- [${entries[i]!.timestamp}] ${entries[i]!.content}`);
+    expect(section.indexOf("entry-48-start")).toBeLessThan(section.indexOf("entry-49-start"));
+    for (const i of [0, 25, 47]) expect(section).not.toContain(`entry-${i}-start`);
+    expect(section).toMatch(/48 older entries .*history\.jsonl/);
+  });
+
+  it("cuts a newest entry that alone is over the cap to its head, marked as truncated", async () => {
+    const ws = await tempDir();
+    const entries = [bigEntry(1, 100), bigEntry(2, 20_000)];
+    const section = sectionOf(await buildSystemPrompt({ workspace: ws, skills: [], restrictToWorkspace: true, recentHistory: entries }));
+    expect(textTokens(section)).toBeLessThanOrEqual(CAP);
+    expect(textTokens(section)).toBeGreaterThan(CAP / 2);
+    expect(section).toContain(`- [${entries[1]!.timestamp}] entry-2-start w2 w9`);
+    expect(section).not.toContain("entry-2-end");
+    expect(section).not.toContain("entry-1-start");
+    expect(section).toMatch(/\n\.\.\. \(truncated\)$/);
+  });
+
+  it("leaves a section within the cap as it is", async () => {
+    const ws = await tempDir();
+    const entries = Array.from({ length: 3 }, (_, i) => bigEntry(i, 50));
+    const section = sectionOf(await buildSystemPrompt({ workspace: ws, skills: [], restrictToWorkspace: true, recentHistory: entries }));
+    expect(section).toBe(`# Recent History\n\n${entries.map((e) => `- [${e.timestamp}] ${e.content}`).join("\n")}`);
   });
 });
