@@ -78,7 +78,7 @@ export function createConversation(deps: ConversationDeps) {
     provider: deps.provider,
     files,
     budget,
-    fixedTokens: async () => fixedCost([(await systemPrompt()).prompt], deps.registry.schemas()),
+    fixedTokens: async (sessionKey) => fixedCost([(await systemPrompt()).promptFor(sessionKey)], deps.registry.schemas()),
     timezone: d0.timezone,
     logger: deps.logger,
   });
@@ -123,7 +123,8 @@ export function createConversation(deps: ConversationDeps) {
     const stored = view ? consolidator.unarchived(view) : { messages: [], seqOf: () => 0 };
     await deps.mcp?.ready();
     const mcpNote = deps.mcp?.note();
-    const { prompt: basePrompt, skills } = await systemPrompt();
+    const { promptFor, skills } = await systemPrompt();
+    const basePrompt = promptFor(msg.sessionKey);
     const system = mcpNote ? `${basePrompt}\n\n${mcpNote}` : basePrompt;
     const turnId = newTurnId(now());
     const stamp = now();

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { arch, platform } from "node:os";
 import { join } from "node:path";
+import { recentHistorySection } from "../memory/recent.js";
 import { usable, type Skill } from "./skills.js";
 import { WORKSPACE_TEMPLATES_DIR } from "./templates.js";
 
@@ -18,9 +19,13 @@ export interface PromptInput {
   workspace: string;
   skills: Skill[];
   restrictToWorkspace: boolean;
-  /** History entries Dream has not digested yet (src/memory/recent.ts), shown after the skills. */
-  recentHistory?: Array<{ timestamp: string; content: string }>;
+  /** The session's history entries Dream has not digested yet (src/memory/recent.ts), shown after the skills. */
+  recentHistory?: HistoryLine[];
 }
+
+type HistoryLine = { timestamp: string; content: string };
+
+const SEPARATOR = "\n\n---\n\n";
 
 async function readIfExists(path: string): Promise<string | undefined> {
   if (!existsSync(path)) return undefined;
@@ -96,8 +101,8 @@ function skillsSummary(skills: Skill[]): string {
 
 /**
  * The system prompt in nanobot's order: identity, bootstrap files, memory (AGENTS.md, USER.md and
- * MEMORY.md only once edited), always-on skills in full, then a summary of the other skills. Nothing in it changes from turn to turn (no clock),
- * so providers can cache it.
+ * MEMORY.md only once edited), always-on skills in full, then a summary of the other skills, then the
+ * session's recent history. Nothing in it changes from turn to turn (no clock), so providers can cache it.
  */
 export async function buildSystemPrompt(input: PromptInput): Promise<string> {
   const sections: string[] = [identity(input)];
@@ -109,8 +114,16 @@ export async function buildSystemPrompt(input: PromptInput): Promise<string> {
   if (always.length) sections.push(`# Active Skills\n\n${always.map((s) => `### Skill: ${s.name}\n\n${s.body}`).join("\n\n")}`);
   const others = input.skills.filter((s) => !always.includes(s));
   if (others.length) sections.push(skillsSummary(others));
-  if (input.recentHistory?.length) sections.push(`# Recent History\n\n${input.recentHistory.map((e) => `- [${e.timestamp}] ${e.content}`).join("\n")}`);
-  return sections.join("\n\n---\n\n");
+  return withRecentHistory(sections.join(SEPARATOR), input.recentHistory ?? []);
+}
+
+/**
+ * `base` (a prompt built without history) followed by the Recent History of `entries`, a session's
+ * own, within its token cap: the last section, so the part before it is the same for every session and stays cacheable.
+ */
+export function withRecentHistory(base: string, entries: HistoryLine[]): string {
+  const section = recentHistorySection(entries);
+  return section ? `${base}${SEPARATOR}${section}` : base;
 }
 
 export interface RuntimeContext {

@@ -1,14 +1,40 @@
 import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";
 import type { MemoryFiles } from "../memory/files.js";
-import { recentHistory } from "../memory/recent.js";
-import { buildSystemPrompt } from "./prompt.js";
+import type { HistoryEntry } from "../memory/history-entry.js";
+import { RECENT_HISTORY_MAX, sessionEntries } from "../memory/recent.js";
+import { buildSystemPrompt, withRecentHistory } from "./prompt.js";
 import { createTimedCache, type TimedCache } from "./prompt-cache.js";
 import { loadSkills, type Skill } from "./skills.js";
 
 export interface SystemPrompt {
-  prompt: string;
+  /** The prompt a turn of this session is sent: the shared part and the session's own Recent History. */
+  promptFor(sessionKey: string): string;
   skills: Skill[];
+}
+
+/** Sessions whose prompt one build keeps made (it lives PROMPT_TTL_MS; more is only a busier daemon's wave). */
+const SESSIONS_KEPT = 256;
+
+/**
+ * The prompt of one build: `base` (everything but history) is shared; each session's Recent History
+ * is added at its first request, from the undigested entries read once for all, and kept, so a
+ * session's turns within a build get the same string.
+ */
+function perSession(base: string, skills: Skill[], undigested: HistoryEntry[]): SystemPrompt {
+  const made = new Map<string, string>();
+  return {
+    skills,
+    promptFor(sessionKey) {
+      let prompt = made.get(sessionKey);
+      if (prompt === undefined) {
+        prompt = withRecentHistory(base, sessionEntries(undigested, sessionKey).slice(-RECENT_HISTORY_MAX));
+        if (made.size >= SESSIONS_KEPT) made.clear();
+        made.set(sessionKey, prompt);
+      }
+      return prompt;
+    },
+  };
 }
 
 /** How long a built system prompt is reused (edits to the files it reads show up within that). */
@@ -38,7 +64,7 @@ export interface EarlySkills {
 }
 
 /**
- * The system prompt (bootstrap files, recent history, every skill), built from the workspace alone:
+ * The system prompt (bootstrap files, every skill, each session's recent history), built from the workspace alone:
  * no store. Reading the files and parsing every skill costs about a millisecond a turn; under load
  * that adds up, so it is rebuilt at most every PROMPT_TTL_MS, in the background from half of it on,
  * so no turn waits for the files (prompt-cache.ts). `early`: skills the caller started loading before
@@ -57,15 +83,11 @@ export function createSystemPromptCache(deps: SystemPromptDeps, early?: EarlySki
   return createTimedCache(
     async () => {
       const skills = await skillsNow();
-      return {
-        prompt: await buildSystemPrompt({
-          workspace: deps.workspace,
-          skills,
-          restrictToWorkspace: deps.config.tools.restrictToWorkspace,
-          recentHistory: await recentHistory(deps.files),
-        }),
-        skills,
-      };
+      const [base, undigested] = await Promise.all([
+        buildSystemPrompt({ workspace: deps.workspace, skills, restrictToWorkspace: deps.config.tools.restrictToWorkspace }),
+        deps.files.undigested(),
+      ]);
+      return perSession(base, skills, undigested);
     },
     { ttlMs: PROMPT_TTL_MS, now: deps.now },
   );

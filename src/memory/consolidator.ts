@@ -26,8 +26,8 @@ export interface ConsolidatorDeps {
   files: MemoryFiles;
   /** Tokens a request may take (window − reply − buffer). */
   budget: number;
-  /** What every request of the session carries besides its history: the system prompt and the tool schemas (counted lazily as a TokenCost). */
-  fixedTokens: () => Promise<TokenCost>;
+  /** What every request of the session carries besides its history: its system prompt and the tool schemas (counted lazily as a TokenCost). */
+  fixedTokens: (sessionKey: string) => Promise<TokenCost>;
   timezone?: string;
   logger?: Logger;
 }
@@ -115,15 +115,15 @@ export function createConsolidator(deps: ConsolidatorDeps) {
     return { meta, state, messages };
   }
 
-  const fixedExact = async () => (await deps.fixedTokens()).exact();
+  const fixedExact = async (sessionKey: string) => (await deps.fixedTokens(sessionKey)).exact();
 
   async function estimate(v: SessionView): Promise<number> {
-    return (await fixedExact()) + tokenSums(v.messages).exact(v.state.lastConsolidated, v.messages.length);
+    return (await fixedExact(v.meta.key)) + tokenSums(v.messages).exact(v.state.lastConsolidated, v.messages.length);
   }
 
   /** At least estimate(v), without the tokenizer (UTF-8 bytes bound tokens). */
   async function estimateBound(v: SessionView): Promise<number> {
-    return (await deps.fixedTokens()).bound + tokenSums(v.messages).bound(v.state.lastConsolidated, v.messages.length);
+    return (await deps.fixedTokens(v.meta.key)).bound + tokenSums(v.messages).bound(v.state.lastConsolidated, v.messages.length);
   }
 
   /** The summary of a chunk, or undefined when the model could not give one (the raw dump is used). */
@@ -260,7 +260,7 @@ export function createConsolidator(deps: ConsolidatorDeps) {
     /** The session's prompt estimate against the budget, for /status. */
     async status(sessionKey: string) {
       const v = await view(sessionKey);
-      return { estimated: v ? await estimate(v) : await fixedExact(), budget: deps.budget, lastConsolidated: v?.state.lastConsolidated ?? 0, messages: v?.messages.length ?? 0 };
+      return { estimated: v ? await estimate(v) : await fixedExact(sessionKey), budget: deps.budget, lastConsolidated: v?.state.lastConsolidated ?? 0, messages: v?.messages.length ?? 0 };
     },
     /** Resolves when no consolidation of the session runs. */
     idle: (sessionKey: string) => locks.get(sessionKey) ?? Promise.resolve(),

@@ -49,7 +49,7 @@ describe("system prompts stored by content", () => {
     const dir = await tempDir();
     await mkdir(join(dir, "memory"), { recursive: true });
     await writeFile(join(dir, "memory", "MEMORY.md"), "The user likes tea.\n");
-    const lines = Array.from({ length: entries }, (_, i) => JSON.stringify({ cursor: i + 1, timestamp: `2026-01-01 10:0${i}`, content: `entry ${i}: ${"x".repeat(500)}` }));
+    const lines = Array.from({ length: entries }, (_, i) => JSON.stringify({ cursor: i + 1, timestamp: `2026-01-01 10:0${i}`, content: `entry ${i}: ${"x".repeat(500)}`, session_key: "cli:a" }));
     await writeFile(join(dir, "memory", "history.jsonl"), `${lines.join("\n")}\n`);
     return dir;
   }
@@ -117,10 +117,12 @@ describe("system prompts stored by content", () => {
     const blobReads = (store: Store) => store.readStats.gets.blobs ?? 0;
     const conversation = createConversation({ ...first, config: defaultConfig() });
     await conversation.handle(msg("first"));
-    const chunks = splitPrompt(systemOf(fake.requests[0]!.body)).length;
     const afterFirst = blobReads(first.store);
     await conversation.handle(msg("second"));
     expect(blobReads(first.store)).toBe(afterFirst);
+    // A session with no history entries of its own: its prompt is the part every session shares.
+    await conversation.handle({ ...msg("first"), sessionKey: "cli:s0" });
+    const chunks = splitPrompt(systemOf(fake.requests.at(-1)!.body)).length;
     await first.store.close();
 
     // Another process: the chunks are stored, not known. Ten sessions' turns prepared at once read each chunk once.

@@ -168,9 +168,9 @@ describe("memory files (nanobot's layout)", () => {
   it("puts the entries after .dream_cursor, the last 50, in the system prompt's Recent History after the skills", async () => {
     const ws = await tempDir();
     const files = createMemoryFiles(ws, { now: () => at });
-    for (let i = 1; i <= 70; i++) await files.appendHistory({ content: `fact ${i}` });
+    for (let i = 1; i <= 70; i++) await files.appendHistory({ content: `fact ${i}`, sessionKey: "cli:direct" });
     await files.setDreamCursor(10);
-    const recent = await recentHistory(files);
+    const recent = await recentHistory(files, "cli:direct");
     expect(recent.map((e) => e.cursor)).toEqual(Array.from({ length: 50 }, (_, i) => i + 21));
     const prompt = await buildSystemPrompt({ workspace: ws, skills: await loadSkills(ws, {}), restrictToWorkspace: true, recentHistory: recent });
     const section = prompt.slice(prompt.indexOf("# Recent History"));
@@ -180,6 +180,6 @@ describe("memory files (nanobot's layout)", () => {
     expect(prompt).toContain("### Skill: memory");
     expect(prompt).toMatch(/USER\.md` — the user's profile and preferences\. \*\*Managed by Dream\.\*\* Do not edit\./);
     await files.setDreamCursor(70);
-    expect(await recentHistory(files)).toEqual([]);
+    expect(await recentHistory(files, "cli:direct")).toEqual([]);
   });
 });

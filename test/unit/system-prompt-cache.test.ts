@@ -24,12 +24,12 @@ describe("the system prompt's cache", () => {
     const cache = createSystemPromptCache({ config: defaultConfig(), workspace, files: createMemoryFiles(workspace), now: Date.now }, { skills: Promise.resolve([early]), at: Date.now() });
     const first = await cache.get();
     expect(first.skills.map((s) => s.name)).toEqual(["early-bird"]);
-    expect(first.prompt).toContain("early-bird");
+    expect(first.promptFor("cli:direct")).toContain("early-bird");
     cache.invalidate();
     const second = await cache.get();
     expect(second.skills.map((s) => s.name)).toContain("late");
     expect(second.skills.map((s) => s.name)).not.toContain("early-bird");
-    expect(second.prompt).toContain("Read from the workspace.");
+    expect(second.promptFor("cli:direct")).toContain("Read from the workspace.");
   });
 
   it("puts USER.md in once it is edited and leaves it out again once it is back to its template", async () => {
@@ -37,13 +37,13 @@ describe("the system prompt's cache", () => {
     await fillWorkspace(workspace);
     let t = 0;
     const cache = createSystemPromptCache({ config: defaultConfig(), workspace, files: createMemoryFiles(workspace), now: () => t });
-    expect((await cache.get()).prompt).not.toContain("## USER.md");
+    expect((await cache.get()).promptFor("cli:direct")).not.toContain("## USER.md");
     await writeFile(join(workspace, "USER.md"), "User prefers Chinese.");
     t += PROMPT_TTL_MS;
-    expect((await cache.get()).prompt).toContain("## USER.md\n\nUser prefers Chinese.");
+    expect((await cache.get()).promptFor("cli:direct")).toContain("## USER.md\n\nUser prefers Chinese.");
     await writeFile(join(workspace, "USER.md"), await readFile(join(WORKSPACE_TEMPLATES_DIR, "USER.md"), "utf8"));
     t += PROMPT_TTL_MS;
-    expect((await cache.get()).prompt).not.toContain("## USER.md");
+    expect((await cache.get()).promptFor("cli:direct")).not.toContain("## USER.md");
   });
 
   it("reads the skills afresh when the early load is older than the prompt's lifetime (a daemon's first message hours after its start)", async () => {
