@@ -32,6 +32,8 @@ export interface ProviderSpec {
   backend?: "openai" | "azure";
   /** The model name the endpoint expects, from the one configured (prefix already removed). */
   mapModel?: (model: string) => string;
+  /** Takes max_completion_tokens, not max_tokens, for every model (nanobot's supports_max_completion_tokens). */
+  maxCompletionTokens?: boolean;
   /** The model used when the config names none and troupe's default (an OpenAI model) is not this provider's. */
   defaultModel?: string;
   /** Known to nanobot, but needs an API troupe does not speak: why, and what to use instead. */
@@ -58,13 +60,13 @@ export const PROVIDERS: ProviderSpec[] = [
   { name: "aihubmix", displayName: "AiHubMix", defaultApiBase: "https://aihubmix.com/v1", keywords: ["aihubmix"], baseMarker: "aihubmix", isGateway: true, stripVendorPrefix: true, envKey: "OPENAI_API_KEY" },
   { name: "siliconflow", displayName: "SiliconFlow", defaultApiBase: "https://api.siliconflow.cn/v1", keywords: ["siliconflow"], baseMarker: "siliconflow", isGateway: true, envKey: "OPENAI_API_KEY" },
   { name: "novita", displayName: "Novita AI", defaultApiBase: "https://api.novita.ai/openai", keywords: ["novita"], baseMarker: "novita", isGateway: true, envKey: "NOVITA_API_KEY" },
-  { name: "volcengine", displayName: "VolcEngine", defaultApiBase: "https://ark.cn-beijing.volces.com/api/v3", keywords: ["volcengine", "volces", "ark"], baseMarker: "volces", isGateway: true, envKey: "OPENAI_API_KEY" },
-  { name: "volcengine_coding_plan", displayName: "VolcEngine Coding Plan", defaultApiBase: "https://ark.cn-beijing.volces.com/api/coding/v3", keywords: ["volcengine-plan"], isGateway: true, stripVendorPrefix: true, envKey: "OPENAI_API_KEY" },
+  { name: "volcengine", displayName: "VolcEngine", defaultApiBase: "https://ark.cn-beijing.volces.com/api/v3", keywords: ["volcengine", "volces", "ark"], baseMarker: "volces", isGateway: true, maxCompletionTokens: true, envKey: "OPENAI_API_KEY" },
+  { name: "volcengine_coding_plan", displayName: "VolcEngine Coding Plan", defaultApiBase: "https://ark.cn-beijing.volces.com/api/coding/v3", keywords: ["volcengine-plan"], isGateway: true, stripVendorPrefix: true, maxCompletionTokens: true, envKey: "OPENAI_API_KEY" },
   { name: "byteplus", displayName: "BytePlus", defaultApiBase: "https://ark.ap-southeast.bytepluses.com/api/v3", keywords: ["byteplus"], baseMarker: "bytepluses", isGateway: true, stripVendorPrefix: true, envKey: "OPENAI_API_KEY" },
   { name: "byteplus_coding_plan", displayName: "BytePlus Coding Plan", defaultApiBase: "https://ark.ap-southeast.bytepluses.com/api/coding/v3", keywords: ["byteplus-plan"], isGateway: true, stripVendorPrefix: true, envKey: "OPENAI_API_KEY" },
   // Vendors: matched by model-name keywords.
   { name: "anthropic", displayName: "Anthropic", defaultApiBase: "https://api.anthropic.com/v1/", keywords: ["anthropic", "claude"], baseMarker: "api.anthropic.com", mapModel: anthropicModelId, defaultModel: "anthropic/claude-opus-4-5", envKey: "ANTHROPIC_API_KEY" },
-  { name: "openai", displayName: "OpenAI", defaultApiBase: "https://api.openai.com/v1", keywords: ["openai", "gpt"], baseMarker: "api.openai.com", envKey: "OPENAI_API_KEY" },
+  { name: "openai", displayName: "OpenAI", defaultApiBase: "https://api.openai.com/v1", keywords: ["openai", "gpt"], baseMarker: "api.openai.com", maxCompletionTokens: true, envKey: "OPENAI_API_KEY" },
   { name: "openai_codex", displayName: "OpenAI Codex", defaultApiBase: null, keywords: ["openai-codex"], unsupported: "OpenAI Codex signs in with a ChatGPT login (OAuth), which troupe does not do; use providers.openai with an API key" },
   { name: "xai_grok", displayName: "xAI Grok", defaultApiBase: null, keywords: ["xai-grok", "xai_grok"], unsupported: "xAI Grok's subscription signs in with OAuth, which troupe does not do; use xAI's OpenAI-compatible API (https://api.x.ai/v1) as a custom provider" },
   { name: "github_copilot", displayName: "GitHub Copilot", defaultApiBase: null, keywords: ["github_copilot", "copilot"], unsupported: "GitHub Copilot signs in with OAuth, which troupe does not do; use another provider's API key" },
