@@ -152,7 +152,7 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
    * is encoded once (request-body.ts encodeRequest): the keys in the order the body always had.
    */
   // Which token limit and temperature the model takes (gpt-5 and the o-series differ), and the reasoning fields.
-  const generation = generationFields(resolved.spec, resolved.model, opts);
+  const generation = generationFields(resolved.spec, resolved.model, { ...opts, thinkingStyle: resolved.thinkingStyle });
   const shape = (withTools: boolean): Record<string, unknown> => ({
     model: resolved.model,
     messages: null,
@@ -160,6 +160,7 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
     ...(withTools ? { tool_choice: "auto" } : {}),
     ...(generation.reasoningEffort ? { reasoning_effort: generation.reasoningEffort } : {}),
     ...(stream ? { stream: true, stream_options: { include_usage: true } } : { stream: false }),
+    ...generation.extra,
   });
   const withTools = shape(true);
   const withoutTools = shape(false);

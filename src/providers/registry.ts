@@ -1,4 +1,4 @@
-import { DEFAULT_MODEL, type Config, type ProviderConfig } from "../config/schema.js";
+import { DEFAULT_MODEL, type Config, type ProviderConfig, type ThinkingStyle } from "../config/schema.js";
 import { TroupeError } from "../errors.js";
 import { normalizeProviderName, PROVIDERS, providerSpec, type ProviderSpec } from "./vendors.js";
 
@@ -18,6 +18,8 @@ export interface ResolvedProvider {
   extraHeaders: Record<string, string>;
   /** The model name to send, with a non-gateway vendor prefix removed. */
   model: string;
+  /** How thinking is switched (providers.*.thinkingStyle, else the provider's own); none when unset. */
+  thinkingStyle?: ThinkingStyle;
   /** Azure's api-version query parameter. */
   apiVersion?: string;
   /** The key under `providers` this came from, when it differs from spec.name (a gateway detected by its key). */
@@ -195,6 +197,7 @@ export function resolveProvider(config: Config, configFile = "config.json", choi
     apiBase: spec.backend === "azure" ? apiBase.replace(/\/openai(\/v1)?\/*$/, "/") : apiBase,
     extraHeaders: cfg.extraHeaders ?? {},
     model: modelToSend(acting, sent),
+    ...((cfg.thinkingStyle ?? acting.thinkingStyle) ? { thinkingStyle: cfg.thinkingStyle ?? acting.thinkingStyle } : {}),
     ...(spec.backend === "azure" ? { apiVersion: cfg.apiVersion ?? DEFAULT_AZURE_API_VERSION } : {}),
     ...(configKey !== acting.name ? { configKey } : {}),
     ...(sent !== model ? { defaultedModel: sent } : {}),

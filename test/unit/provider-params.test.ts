@@ -106,3 +106,82 @@ describe("max_completion_tokens and temperature for gpt-5 and o-series models", 
     expect(body.temperature).toBe(0.2);
   });
 });
+
+/** The body's fields beyond the standard chat-completions ones: what nanobot sends as extra_body. */
+const STANDARD = new Set(["model", "messages", "max_tokens", "max_completion_tokens", "temperature", "tool_choice", "tools", "reasoning_effort", "stream", "stream_options"]);
+const extraOf = (body: Record<string, unknown>) => Object.fromEntries(Object.entries(body).filter(([k]) => !STANDARD.has(k)));
+
+describe("providers' own thinking switches (nanobot's thinking_style)", () => {
+  const on = { thinking: { type: "enabled" } };
+  const off = { thinking: { type: "disabled" } };
+  it.each([
+    // [provider, model, reasoningEffort, extra fields, reasoning_effort sent (undefined: none)]
+    ["dashscope", "qwen3-plus", "medium", { enable_thinking: true }, "medium"], // test_dashscope_thinking_enabled_with_reasoning_effort
+    ["dashscope", "qwen3-plus", "minimal", { enable_thinking: false }, "minimum"], // test_dashscope_thinking_disabled_for_minimal
+    ["dashscope", "qwen3-plus", "minimum", { enable_thinking: false }, "minimum"], // test_dashscope_thinking_disabled_for_minimum_alias
+    ["openai", "gpt-5", "minimal", {}, "minimal"], // test_non_dashscope_minimal_not_retranslated
+    ["dashscope", "qwen-turbo", null, {}, undefined], // test_dashscope_no_extra_body_when_reasoning_effort_none
+    ["dashscope", "qwen3.6-plus", "none", { enable_thinking: false }, undefined], // test_dashscope_thinking_disabled_for_none_string
+    ["minimax", "MiniMax-M2.7", "medium", { reasoning_split: true }, "medium"], // test_minimax_reasoning_split_enabled_with_reasoning_effort
+    ["minimax", "MiniMax-M2.7", "minimal", { reasoning_split: false }, "minimal"], // test_minimax_reasoning_split_disabled_for_minimal
+    ["minimax", "MiniMax-M2.7", null, {}, undefined], // test_minimax_no_extra_body_when_reasoning_effort_none
+    ["volcengine", "doubao-seed-2-0-pro", "high", on, "high"], // test_volcengine_thinking_enabled
+    ["byteplus", "doubao-seed-2-0-pro", "minimal", off, "minimal"], // test_byteplus_thinking_disabled_for_minimal
+    ["byteplus", "doubao-seed-2-0-pro", null, {}, undefined], // test_byteplus_no_extra_body_when_reasoning_effort_none
+    ["deepseek", "deepseek-v4-pro", "high", on, "high"], // test_deepseek_thinking_enabled
+    ["deepseek", "deepseek-v4-pro", "minimal", off, "minimal"], // test_deepseek_thinking_disabled_for_minimal
+    ["deepseek", "deepseek-chat", null, {}, undefined], // test_deepseek_no_extra_body_when_reasoning_effort_none
+    ["deepseek", "deepseek-v4-pro", "none", off, undefined], // test_deepseek_thinking_disabled_for_none_string
+    ["openai", "gpt-4o", "medium", {}, "medium"], // test_openai_no_thinking_extra_body
+    ["moonshot", "kimi-k2.5", "medium", on, undefined], // test_kimi_k25_thinking_enabled (Moonshot refuses both)
+    ["moonshot", "kimi-k2.5", "minimal", off, undefined], // test_kimi_k25_thinking_disabled_for_minimal
+    ["moonshot", "kimi-k2.5", null, {}, undefined], // test_kimi_k25_no_extra_body_when_reasoning_effort_none
+    ["moonshot", "kimi-k2.5", "none", off, undefined], // test_kimi_k25_thinking_disabled_for_none_string
+    ["moonshot", "kimi-k3", "max", {}, "max"], // test_kimi_k3_uses_top_level_max_reasoning_effort
+    ["moonshot", "kimi-k3", "high", {}, "max"], // test_kimi_k3_normalizes_legacy_enabled_reasoning_effort
+    ["moonshot", "kimi-k3", "none", {}, undefined], // test_kimi_k3_omits_disabled_reasoning_effort
+    ["moonshot", "kimi-k2.6", "medium", on, undefined], // test_kimi_k26_thinking_enabled
+    ["moonshot", "kimi-k2.7-code", "medium", on, undefined], // test_kimi_k27_code_thinking_enabled
+    ["moonshot", "kimi-k2.7-code", "none", {}, undefined], // test_kimi_k27_code_thinking_none_omits_disabled
+    ["moonshot", "k2.6-code-preview", "high", on, undefined], // test_kimi_k26_code_preview_thinking_enabled
+    ["moonshot", "kimi-k2", "high", {}, "high"], // test_kimi_k2_series_no_thinking_injection
+    ["moonshot", "kimi-k2-thinking", "high", {}, "high"], // test_kimi_k2_thinking_series_no_thinking_injection
+    ["openrouter", "moonshotai/kimi-k2.5", "medium", { ...on, reasoning: { effort: "medium" } }, undefined], // test_kimi_k25_thinking_enabled_with_openrouter_prefix
+    ["openrouter", "moonshotai/kimi-k2.6", "medium", { ...on, reasoning: { effort: "medium" } }, undefined], // test_kimi_k26_thinking_enabled_with_openrouter_prefix
+    ["openrouter", "moonshotai/kimi-k2.7-code", "high", { ...on, reasoning: { effort: "high" } }, undefined], // test_kimi_k27_code_thinking_enabled_with_openrouter_prefix
+    ["openrouter", "moonshotai/kimi-k2.7-code", "none", {}, undefined], // test_kimi_k27_code_thinking_none_with_openrouter_prefix_omits_disabled
+    ["openrouter", "moonshotai/kimi-k2.5", null, {}, undefined], // test_kimi_k25_thinking_disabled_with_openrouter_prefix
+    ["openrouter", "qwen/qwen3.6-flash", "medium", { enable_thinking: true, reasoning: { effort: "medium" } }, "medium"], // test_qwen_thinking_enabled_via_model_level_mapping
+    ["openrouter", "qwen/qwen3.5-flash", "none", { enable_thinking: false, reasoning: { effort: "none" } }, undefined], // test_qwen_thinking_disabled_via_model_level_mapping
+    ["openrouter", "qwen/qwen3.6-flash", null, {}, undefined], // test_qwen_no_extra_body_when_reasoning_effort_omitted
+    ["xiaomi_mimo", "mimo-v2.5-pro", "none", off, undefined], // test_xiaomi_mimo_thinking.py test_mimo_reasoning_effort_none_disables_thinking
+    ["xiaomi_mimo", "mimo-v2.5-pro", "medium", on, "medium"], // test_mimo_reasoning_effort_medium_enables_thinking
+    ["xiaomi_mimo", "mimo-v2.5-pro", "low", on, "low"], // test_mimo_reasoning_effort_low_enables_thinking
+    ["xiaomi_mimo", "mimo-v2.5-pro", null, {}, undefined], // test_mimo_reasoning_effort_unset_preserves_provider_default
+    ["openrouter", "xiaomi/mimo-v2.5-pro", "none", { ...off, reasoning: { effort: "none" } }, undefined], // test_mimo_via_openrouter_reasoning_effort_none_disables_thinking
+    ["openrouter", "xiaomi/mimo-v2.5-pro", "medium", { ...on, reasoning: { effort: "medium" } }, "medium"], // test_mimo_via_openrouter_reasoning_effort_medium_enables_thinking
+    ["openrouter", "mimo-v2.5-pro", "none", { ...off, reasoning: { effort: "none" } }, undefined], // test_mimo_via_openrouter_bare_slug_also_matches
+  ] as const)("%s %s, reasoning effort %s: %j, reasoning_effort %s", async (provider, model, effort, extra, wireEffort) => {
+    const body = await bodyFor(provider, model, { reasoningEffort: effort });
+    expect(extraOf(body)).toEqual(extra);
+    expect(body.reasoning_effort).toBe(wireEffort);
+  });
+
+  it.each(["thinking_type", "enable_thinking", "reasoning_split"] as const)("providers.custom.thinkingStyle %s switches thinking for a custom endpoint (test_custom_thinking_style.py)", async (style) => {
+    const expected = { thinking_type: [on, off], enable_thinking: [{ enable_thinking: true }, { enable_thinking: false }], reasoning_split: [{ reasoning_split: true }, { reasoning_split: false }] }[style];
+    expect(extraOf(await bodyFor("custom", "my-model", { reasoningEffort: "high", entry: { thinkingStyle: style } }))).toEqual(expected[0]);
+    expect(extraOf(await bodyFor("custom", "my-model", { reasoningEffort: "minimal", entry: { thinking_style: style } }))).toEqual(expected[1]);
+    expect(extraOf(await bodyFor("custom", "my-model", { reasoningEffort: null, entry: { thinkingStyle: style } }))).toEqual({});
+  });
+
+  it("a provider the user defines takes its thinkingStyle too; none set (or empty) sends none", async () => {
+    expect(extraOf(await bodyFor("tenant", "tenant-model", { reasoningEffort: "high", entry: { thinkingStyle: "thinking_type" } }))).toEqual(on);
+    expect(extraOf(await bodyFor("tenant", "tenant-model", { reasoningEffort: "high", entry: { thinkingStyle: "" } }))).toEqual({});
+    expect(extraOf(await bodyFor("custom", "my-model", { reasoningEffort: "high" }))).toEqual({});
+  });
+
+  it("an unknown thinkingStyle is refused, naming the valid ones (test_invalid_thinking_style_raises_with_clear_message)", () => {
+    const raw = { providers: { custom: { apiBase: "http://127.0.0.1:1/v1", thinkingStyle: "thinking_typ" } } };
+    expect(() => parseConfig(raw, "c.json")).toThrow(/providers\.custom\.thinkingStyle.*"thinking_typ".*thinking_type.*enable_thinking.*reasoning_split/s);
+  });
+});
