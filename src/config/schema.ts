@@ -21,12 +21,24 @@ const thinkingStyleSchema = z
   // Empty means none, as in nanobot.
   .transform((s) => (s === "" ? null : (s as ThinkingStyle)));
 
+/** Request fields troupe sets itself: extraBody may not replace them. */
+const BODY_FIELDS_OWN = ["messages", "tools", "stream"];
+/** Fields merged into every request's body as written (nanobot's extra_body): vLLM's chat_template_kwargs, guided_json… */
+const extraBodySchema = z.record(text, z.unknown()).superRefine((body, ctx) => {
+  for (const key of BODY_FIELDS_OWN.filter((k) => Object.hasOwn(body, k))) {
+    ctx.addIssue({ code: "custom", path: [key], message: `troupe sets ${key} itself; remove it from extraBody` });
+  }
+});
+
 const providerSchema = z.object({
   apiKey: text.default(""),
   apiBase: httpUrl.nullable().default(null),
   extraHeaders: textRecord.nullable().default(null),
   /** Azure OpenAI's api-version (providers.azure_openai); unset means 2024-10-21, as nanobot sends. */
   apiVersion: nonEmpty.nullish(),
+  extraBody: extraBodySchema.nullish(),
+  /** Query parameters added to the endpoint's URL (nanobot's extra_query). */
+  extraQuery: textRecord.nullish(),
   /** Replaces the provider's own way of switching thinking (a custom endpoint has none). */
   thinkingStyle: thinkingStyleSchema.nullish(),
 });

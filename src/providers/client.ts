@@ -1,6 +1,6 @@
 import { createChatHttp, type ChatHttp } from "./chat-http.js";
 import { encodeRequest } from "./request-body.js";
-import { generationFields } from "./generation.js";
+import { deepMerge, generationFields } from "./generation.js";
 import type { Logger } from "pino";
 import { TroupeError } from "../errors.js";
 import type { ChatMessage, ModelResponse } from "./messages.js";
@@ -160,7 +160,8 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
     ...(withTools ? { tool_choice: "auto" } : {}),
     ...(generation.reasoningEffort ? { reasoning_effort: generation.reasoningEffort } : {}),
     ...(stream ? { stream: true, stream_options: { include_usage: true } } : { stream: false }),
-    ...generation.extra,
+    // The thinking switch, then providers.*.extraBody over it (as nanobot's extra_body: it may replace any field but the messages, tools and stream).
+    ...deepMerge(generation.extra, resolved.extraBody ?? {}),
   });
   const withTools = shape(true);
   const withoutTools = shape(false);

@@ -115,3 +115,15 @@ function applyReasoning(fields: GenerationFields, spec: ProviderSpec, model: str
   // Moonshot refuses a request that has both reasoning_effort and its thinking switch.
   if (KIMI_THINKING.includes(slug)) delete fields.reasoningEffort;
 }
+
+/** `override` merged into `base` key by key, objects within objects too; neither is changed (nanobot's _deep_merge). */
+export function deepMerge(base: Record<string, unknown>, override: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(override)) {
+    const mine = out[key];
+    out[key] = isObject(mine) && isObject(value) ? deepMerge(mine, value) : value;
+  }
+  return out;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);

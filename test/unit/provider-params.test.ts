@@ -185,3 +185,59 @@ describe("providers' own thinking switches (nanobot's thinking_style)", () => {
     expect(() => parseConfig(raw, "c.json")).toThrow(/providers\.custom\.thinkingStyle.*"thinking_typ".*thinking_type.*enable_thinking.*reasoning_split/s);
   });
 });
+
+describe("providers.*.extraBody and extraQuery (nanobot's test_extra_body_config.py, test_extra_query_config.py)", () => {
+  it("no extraBody: no extra fields (test_no_extra_body_no_key)", async () => {
+    expect(extraOf(await bodyFor("custom", "test-model"))).toEqual({});
+  });
+
+  it.each([
+    ["test_extra_body_injected", { chat_template_kwargs: { enable_thinking: false } }],
+    ["test_guided_json_injection", { guided_json: { type: "object", properties: { name: { type: "string" } } } }],
+    ["test_repetition_penalty_injection", { repetition_penalty: 1.15 }],
+  ])("%s: its fields go into the body as written (snake_case kept)", async (_name, extraBody) => {
+    const body = await bodyFor("custom", "test-model", { entry: { extraBody } });
+    expect(extraOf(body)).toEqual(extraBody);
+    // A second call sends the same.
+    expect(extraOf(await bodyFor("custom", "test-model", { entry: { extra_body: extraBody } }))).toEqual(extraBody);
+  });
+
+  it("merges with the thinking switch, deeply, and wins where both set a field (test_extra_body_merges_with_thinking, TestDeepMerge)", async () => {
+    const thinking = { thinkingStyle: "thinking_type" };
+    expect(extraOf(await bodyFor("custom", "deepseek-v3", { reasoningEffort: "high", entry: { ...thinking, extraBody: { custom_param: "value" } } }))).toEqual({
+      thinking: { type: "enabled" },
+      custom_param: "value",
+    });
+    expect(extraOf(await bodyFor("custom", "m", { reasoningEffort: "high", entry: { ...thinking, extraBody: { thinking: { budget_tokens: 2048 } } } }))).toEqual({
+      thinking: { type: "enabled", budget_tokens: 2048 },
+    });
+    expect(extraOf(await bodyFor("dashscope", "qwen3-plus", { reasoningEffort: "high", entry: { extraBody: { enable_thinking: false } } }))).toEqual({ enable_thinking: false });
+    expect(extraOf(await bodyFor("custom", "m", { reasoningEffort: "high", entry: { ...thinking, extraBody: { thinking: "off" } } }))).toEqual({ thinking: "off" });
+  });
+
+  it("extraQuery's parameters go on the URL, beside extraHeaders (test_build_client_passes_default_query)", async () => {
+    const before = fake.requests.length;
+    await bodyFor("custom", "m", { entry: { extraQuery: { "api-version": "v1", tag: "a b" }, extraHeaders: { "X-Tenant": "t1" } } });
+    const req = fake.requests[before]!;
+    expect(req.url).toBe("/v1/chat/completions?api-version=v1&tag=a+b");
+    expect(req.headers["x-tenant"]).toBe("t1");
+    await bodyFor("custom", "m");
+    expect(fake.requests[before + 1]!.url).toBe("/v1/chat/completions");
+  });
+
+  it("Azure keeps its api-version and adds extraQuery's", async () => {
+    const raw = { agents: { defaults: { provider: "azure_openai", model: "dep" } }, providers: { azureOpenai: { apiKey: "az", apiBase: fake.url.replace(/\/v1$/, "/"), extraQuery: { trace: "1" } } } };
+    const p = createOpenAiProvider(resolveProvider(parseConfig(raw, "c.json").config, "c.json"), { maxTokens: 10, temperature: 0, stream: false });
+    const before = fake.requests.length;
+    await p.chat({ messages: [{ role: "user", content: "hi" }], tools: [] });
+    expect(fake.requests[before]!.url).toBe("/openai/deployments/dep/chat/completions?api-version=2024-10-21&trace=1");
+  });
+
+  it("the config takes them without the 'not supported' warning; fields troupe sets itself are refused", () => {
+    const ok = parseConfig({ providers: { custom: { apiBase: "http://127.0.0.1:1/v1", extraBody: { top_k: 20 }, extraQuery: { a: "b" } } } }, "c.json");
+    expect(ok.warnings.join("\n")).not.toMatch(/extraBody|extraQuery/);
+    expect(ok.config.providers.custom?.extraBody).toEqual({ top_k: 20 });
+    expect(() => parseConfig({ providers: { custom: { apiBase: "http://127.0.0.1:1/v1", extraBody: { messages: [] } } } }, "c.json")).toThrow(/providers\.custom\.extraBody.*messages.*troupe sets/);
+    expect(() => parseConfig({ providers: { custom: { apiBase: "http://127.0.0.1:1/v1", extraQuery: { a: 1 } } } }, "c.json")).toThrow(/providers\.custom\.extraQuery\.a/);
+  });
+});
