@@ -9,12 +9,38 @@ import { toolsSchema } from "./tools-schema.js";
  * schemas share are in schema-fields.ts, the tools section in tools-schema.ts.
  */
 
+/** How a provider's thinking is switched on and off in the request (nanobot's thinking_style): see src/providers/generation.ts. */
+export const THINKING_STYLES = ["thinking_type", "enable_thinking", "reasoning_split"] as const;
+export type ThinkingStyle = (typeof THINKING_STYLES)[number];
+const thinkingStyleSchema = z
+  .string()
+  .superRefine((s, ctx) => {
+    if (s === "" || (THINKING_STYLES as readonly string[]).includes(s)) return;
+    ctx.addIssue({ code: "custom", message: `${JSON.stringify(s)} is not a thinking style: use one of ${THINKING_STYLES.join(", ")} (or leave it out for none)` });
+  })
+  // Empty means none, as in nanobot.
+  .transform((s) => (s === "" ? null : (s as ThinkingStyle)));
+
+/** Request fields troupe sets itself: extraBody may not replace them. */
+const BODY_FIELDS_OWN = ["messages", "tools", "stream"];
+/** Fields merged into every request's body as written (nanobot's extra_body): vLLM's chat_template_kwargs, guided_json… */
+const extraBodySchema = z.record(text, z.unknown()).superRefine((body, ctx) => {
+  for (const key of BODY_FIELDS_OWN.filter((k) => Object.hasOwn(body, k))) {
+    ctx.addIssue({ code: "custom", path: [key], message: `troupe sets ${key} itself; remove it from extraBody` });
+  }
+});
+
 const providerSchema = z.object({
   apiKey: text.default(""),
   apiBase: httpUrl.nullable().default(null),
   extraHeaders: textRecord.nullable().default(null),
   /** Azure OpenAI's api-version (providers.azure_openai); unset means 2024-10-21, as nanobot sends. */
   apiVersion: nonEmpty.nullish(),
+  extraBody: extraBodySchema.nullish(),
+  /** Query parameters added to the endpoint's URL (nanobot's extra_query). */
+  extraQuery: textRecord.nullish(),
+  /** Replaces the provider's own way of switching thinking (a custom endpoint has none). */
+  thinkingStyle: thinkingStyleSchema.nullish(),
 });
 export type ProviderConfig = z.infer<typeof providerSchema>;
 

@@ -1,5 +1,6 @@
 import { createChatHttp, type ChatHttp } from "./chat-http.js";
 import { encodeRequest } from "./request-body.js";
+import { deepMerge, generationFields } from "./generation.js";
 import type { Logger } from "pino";
 import { TroupeError } from "../errors.js";
 import type { ChatMessage, ModelResponse } from "./messages.js";
@@ -126,7 +127,6 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
   const idleTimeoutMs = opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxReplyChars = opts.maxReplyChars ?? DEFAULT_MAX_REPLY_CHARS;
-  const azure = resolved.spec.backend === "azure";
   // One connection pool per provider, built with the first call (not per call: that cost CPU on every turn).
   let http: ChatHttp | undefined;
   const backoff = opts.backoff ?? DEFAULT_BACKOFF;
@@ -151,15 +151,17 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
    * The request's fields but the messages and tools, the same objects on every call, so their JSON
    * is encoded once (request-body.ts encodeRequest): the keys in the order the body always had.
    */
+  // Which token limit and temperature the model takes (gpt-5 and the o-series differ), and the reasoning fields.
+  const generation = generationFields(resolved.spec, resolved.model, { ...opts, thinkingStyle: resolved.thinkingStyle });
   const shape = (withTools: boolean): Record<string, unknown> => ({
     model: resolved.model,
     messages: null,
-    // Azure's newer deployments (o-series, gpt-5) take only max_completion_tokens, as nanobot sends it there.
-    ...(azure ? { max_completion_tokens: opts.maxTokens } : { max_tokens: opts.maxTokens }),
-    temperature: opts.temperature,
+    ...generation.limits,
     ...(withTools ? { tool_choice: "auto" } : {}),
-    ...(opts.reasoningEffort && opts.reasoningEffort !== "none" ? { reasoning_effort: opts.reasoningEffort } : {}),
+    ...(generation.reasoningEffort ? { reasoning_effort: generation.reasoningEffort } : {}),
     ...(stream ? { stream: true, stream_options: { include_usage: true } } : { stream: false }),
+    // The thinking switch, then providers.*.extraBody over it (as nanobot's extra_body: it may replace any field but the messages, tools and stream).
+    ...deepMerge(generation.extra, resolved.extraBody ?? {}),
   });
   const withTools = shape(true);
   const withoutTools = shape(false);

@@ -1,4 +1,4 @@
-import { DEFAULT_MODEL, type Config, type ProviderConfig } from "../config/schema.js";
+import { DEFAULT_MODEL, type Config, type ProviderConfig, type ThinkingStyle } from "../config/schema.js";
 import { TroupeError } from "../errors.js";
 import { normalizeProviderName, PROVIDERS, providerSpec, type ProviderSpec } from "./vendors.js";
 
@@ -18,6 +18,12 @@ export interface ResolvedProvider {
   extraHeaders: Record<string, string>;
   /** The model name to send, with a non-gateway vendor prefix removed. */
   model: string;
+  /** How thinking is switched (providers.*.thinkingStyle, else the provider's own); none when unset. */
+  thinkingStyle?: ThinkingStyle;
+  /** providers.*.extraBody: merged into every request's body, over the thinking switch. */
+  extraBody?: Record<string, unknown>;
+  /** providers.*.extraQuery: added to the endpoint's URL. */
+  extraQuery?: Record<string, string>;
   /** Azure's api-version query parameter. */
   apiVersion?: string;
   /** The key under `providers` this came from, when it differs from spec.name (a gateway detected by its key). */
@@ -195,10 +201,21 @@ export function resolveProvider(config: Config, configFile = "config.json", choi
     apiBase: spec.backend === "azure" ? apiBase.replace(/\/openai(\/v1)?\/*$/, "/") : apiBase,
     extraHeaders: cfg.extraHeaders ?? {},
     model: modelToSend(acting, sent),
+    ...(cfg.extraBody ? { extraBody: cfg.extraBody } : {}),
+    ...(cfg.extraQuery ? { extraQuery: cfg.extraQuery } : {}),
+    ...((cfg.thinkingStyle ?? acting.thinkingStyle) ? { thinkingStyle: cfg.thinkingStyle ?? acting.thinkingStyle } : {}),
     ...(spec.backend === "azure" ? { apiVersion: cfg.apiVersion ?? DEFAULT_AZURE_API_VERSION } : {}),
     ...(configKey !== acting.name ? { configKey } : {}),
     ...(sent !== model ? { defaultedModel: sent } : {}),
   };
+}
+
+/** `url` with providers.*.extraQuery's parameters added (one of the same name replaced). */
+function withQuery(url: string, query: Record<string, string> | undefined): string {
+  if (!query || !Object.keys(query).length) return url;
+  const out = new URL(url);
+  for (const [name, value] of Object.entries(query)) out.searchParams.set(name, value);
+  return out.toString();
 }
 
 /** The chat-completions request for a resolved provider, for a direct probe (troupe doctor). */
@@ -206,10 +223,10 @@ export function chatEndpoint(r: ResolvedProvider): { url: string; headers: Recor
   const base = r.apiBase.replace(/\/+$/, "");
   if (r.spec.backend === "azure") {
     return {
-      url: `${base}/openai/deployments/${encodeURIComponent(r.model)}/chat/completions?api-version=${encodeURIComponent(r.apiVersion ?? DEFAULT_AZURE_API_VERSION)}`,
+      url: withQuery(`${base}/openai/deployments/${encodeURIComponent(r.model)}/chat/completions?api-version=${encodeURIComponent(r.apiVersion ?? DEFAULT_AZURE_API_VERSION)}`, r.extraQuery),
       headers: { "api-key": r.apiKey, ...r.extraHeaders },
       body: {},
     };
   }
-  return { url: `${base}/chat/completions`, headers: { authorization: `Bearer ${r.apiKey}`, ...r.extraHeaders }, body: { model: r.model } };
+  return { url: withQuery(`${base}/chat/completions`, r.extraQuery), headers: { authorization: `Bearer ${r.apiKey}`, ...r.extraHeaders }, body: { model: r.model } };
 }
