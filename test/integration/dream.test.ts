@@ -94,16 +94,8 @@ describe("Dream", () => {
     await expect(dreamCommand(control, "/dream-log abcdef1")).rejects.toThrow(/no memory commit abcdef1/);
   });
 
-  it("advances the cursor without a commit when the analysis finds nothing to change", async () => {
-    const { ws, files, control } = await setup(dreamer("(no changes)"));
-    expect(await control.run()).toBe("digested history 1–2; no file changed");
-    expect(await files.dreamCursor()).toBe(2);
-    expect(fake!.requests.map(phaseOf)).toEqual(["analyse"]);
-    expect((await memoryLog(ws)).length).toBe(1);
-  });
-
   it("digests at most maxBatchSize entries a run", async () => {
-    const { files, dream } = await setup(dreamer("(no changes)"), Array.from({ length: 25 }, (_, i) => `- [durable] fact ${i}`));
+    const { files, dream } = await setup(dreamer(), Array.from({ length: 25 }, (_, i) => `- [durable] fact ${i}`));
     await dream.runOnce();
     expect(await files.dreamCursor()).toBe(20);
     await dream.runOnce();
@@ -179,10 +171,11 @@ describe("Dream", () => {
       const actor = createActor(createDreamLogic(dream), { input: {} }).start();
       await waitFor(actor, (s) => s.context.runs > 0 && s.value === "idle", { timeout: 20_000 });
       actor.stop();
-      expect(await files.dreamCursor()).toBe(2);
+      // Nothing changed: the cursor stays and the batch waits for the next deadline (test/integration/dream-cursor.test.ts).
+      expect(await files.dreamCursor()).toBe(0);
       const record = (await readDreamRecord(store!))!;
       expect(record.nextAt).toBeGreaterThan(Date.UTC(2026, 3, 2, 11, 59));
-      expect(record.lastRun?.result).toBe("digested history 1–2; no file changed");
+      expect(record.lastRun?.result).toBe("no memory file changed; history 1–2 stays undigested and is offered again at the next run (1 of 3)");
     });
 
     it("a failed phase leaves the run stored and waits for the retry or /dream", async () => {
