@@ -3,6 +3,7 @@ import { dreamMachine, type DreamContext } from "../machines/dream.machine.js";
 import type { DreamControl } from "../src/memory/commands.js";
 import type { Dream } from "../src/memory/dream.js";
 import type { DreamRecord, DreamRun } from "../src/memory/dream.js";
+import { dreamPromptCommand } from "../src/memory/dream-prompt.js";
 import { commitDiff, memoryLog, restoreMemory } from "../src/memory/git.js";
 import { historyTimestamp } from "../src/memory/history-entry.js";
 
@@ -21,9 +22,10 @@ export function createDreamLogic(dream: Dream) {
 
 const stamp = (seconds: number) => historyTimestamp(new Date(seconds * 1000));
 
-/** /dream-log and /dream-restore: the memory's git history, the same in every process. */
-export function memoryHistoryCommands(workspace: string, now: () => number = Date.now): Pick<DreamControl, "log" | "restore"> {
+/** /dream-log, /dream-restore (the memory's git history) and /dream-prompt: the same in every process. */
+export function memoryHistoryCommands(workspace: string, now: () => number = Date.now): Pick<DreamControl, "log" | "restore" | "prompt"> {
   return {
+    prompt: (arg) => dreamPromptCommand(workspace, arg),
     async log(sha) {
       if (sha) {
         const { commit, diff } = await commitDiff(workspace, sha);

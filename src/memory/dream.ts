@@ -18,6 +18,7 @@ import { readFileTool } from "../tools/builtin/read-file.js";
 import { writeFileTool } from "../tools/builtin/write-file.js";
 import { createToolRegistry, type ToolRegistry } from "../tools/registry.js";
 import type { Sandbox } from "../tools/sandbox.js";
+import { dreamGuide } from "./dream-prompt.js";
 import { readText, type MemoryFiles } from "./files.js";
 import { changeSummary, commitMemory, ensureMemoryRepo, memoryLog } from "./git.js";
 
@@ -201,7 +202,7 @@ export function createDream(deps: DreamDeps) {
     const skills = (await loadSkills(deps.workspace, deps.env)).map((s) => `- ${s.name}: ${s.description || "(no description)"}`).join("\n") || "(none)";
     const r = await deps.provider.chat({
       messages: [
-        { role: "system", content: await template("dream-analyse") },
+        { role: "system", content: await dreamGuide(deps.workspace) },
         { role: "user", content: `## Conversation History\n\n${history}\n\n${await memoryFilesSection(deps.workspace)}\n\n## Existing Skills\n\n${skills}` },
       ],
       tools: [],

@@ -29,5 +29,10 @@ describe("Dream in the daemon", () => {
     expect(fake.requests.map((r) => r.body.model)).toEqual(["dream-model"]);
     const again = await sendApi(d, "u1", "/dream");
     expect((await replyTo(d, again)).content).toBe("no memory file changed; history 1–1 stays undigested and is offered again at the next run (2 of 3)");
+    // /dream-prompt is a command answered at once, not a message for the model (nanobot: cmd_dream_prompt).
+    const calls = fake.requests.length;
+    expect((await replyTo(d, await sendApi(d, "u1", "/dream-prompt"))).content).toMatch(/^Dream memory instructions: troupe's default/);
+    expect((await replyTo(d, await sendApi(d, "u1", "/help"))).content).toContain("/dream-prompt [init] — ");
+    expect(fake.requests.length).toBe(calls);
   });
 });
