@@ -18,6 +18,7 @@ import { readFileTool } from "../tools/builtin/read-file.js";
 import { writeFileTool } from "../tools/builtin/write-file.js";
 import { createToolRegistry, type ToolRegistry } from "../tools/registry.js";
 import type { Sandbox } from "../tools/sandbox.js";
+import { NOTHING_TO_DIGEST } from "./commands.js";
 import { dreamGuide } from "./dream-prompt.js";
 import { readText, type MemoryFiles } from "./files.js";
 import { changeSummary, commitMemory, ensureMemoryRepo, memoryLog } from "./git.js";
@@ -170,7 +171,7 @@ export function createDream(deps: DreamDeps) {
     if (record.run) return record.run;
     const batch = (await deps.files.undigested()).slice(0, deps.settings.maxBatchSize);
     if (!batch.length) {
-      await finish("nothing new to digest", null);
+      await finish(NOTHING_TO_DIGEST, null);
       return undefined;
     }
     // The repository exists before any edit, so the first run's change is a commit of its own.
@@ -287,7 +288,7 @@ export function createDream(deps: DreamDeps) {
   /** A whole run, resuming an interrupted one: what the daemon's actor does phase by phase, in one call. */
   async function runOnce(signal?: AbortSignal): Promise<string> {
     let run = await begin();
-    if (!run) return (await load()).lastRun?.result ?? "nothing new to digest";
+    if (!run) return (await load()).lastRun?.result ?? NOTHING_TO_DIGEST;
     if (run.phase === "analysing") run = await analyse(run, signal);
     if (run.phase === "editing") run = await edit(run, signal);
     return (await commit(run)).lastRun?.result ?? "done";

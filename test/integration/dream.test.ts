@@ -89,9 +89,29 @@ describe("Dream", () => {
     expect(restored).toMatch(new RegExp(`^Restored SOUL.md, USER.md and memory/MEMORY.md as of ${firstSha} \\(new commit [0-9a-f]{7}\\)\\.$`));
     expect(await readFile(join(ws, "memory", "MEMORY.md"), "utf8")).toBe("# Long-term memory\n\n## Pets\n");
     expect((await memoryLog(ws))[0]!.message).toBe(`memory: restore ${firstSha}`);
-    expect(await dreamCommand(control, "/dream-restore")).toMatch(/^Usage: \/dream-restore <sha>/);
+    // Without a sha: the Dream versions to choose from, with the next steps (not the restore commit or the first one).
+    const choose = (await dreamCommand(control, "/dream-restore"))!;
+    expect(choose).toMatch(new RegExp(`^## Dream Restore\n\nChoose a Dream memory version to restore\\. Latest first:\n\n- \`${dreamSha}\` \\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2} - dream: Added the cat Luna to MEMORY.md\n\n`));
+    expect(choose).not.toContain("memory: restore");
+    expect(choose).not.toContain(firstSha);
+    expect(choose).toContain("Preview a version with `/dream-log <sha>` before restoring it.");
+    expect(choose).toContain("Restore a version with `/dream-restore <sha>`");
     await expect(dreamCommand(control, "/dream-restore zzz")).rejects.toThrow(/not a commit sha/);
     await expect(dreamCommand(control, "/dream-log abcdef1")).rejects.toThrow(/no memory commit abcdef1/);
+  });
+
+  // nanobot v0.3.0 tests/command/test_builtin_dream.py test_dream_no_history_explains_how_to_create_input,
+  // test_dream_log_before_first_run_is_clear, test_dream_log_without_saved_versions_mentions_prompt_command.
+  it("before any Dream change, /dream, /dream-log and /dream-restore say why and what to do", async () => {
+    const { control } = await setup(dreamer("(no changes)"), []);
+    const nothing = (await dreamCommand(control, "/dream"))!;
+    expect(nothing).toMatch(/^Dream has no conversation history to process yet\./);
+    for (const hint of ["`memory/history.jsonl`", "Dream cursor", "/new", "agents.defaults.contextWindowTokens", "troupe memory show", "/dream-prompt"]) expect(nothing).toContain(hint);
+    const log = (await dreamCommand(control, "/dream-log"))!;
+    expect(log).toContain("Dream has not run yet.");
+    expect(log).toContain("Run `/dream`");
+    expect(log).toContain("/dream-prompt");
+    expect(await dreamCommand(control, "/dream-restore")).toBe(log);
   });
 
   it("digests at most maxBatchSize entries a run", async () => {
