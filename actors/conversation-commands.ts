@@ -21,7 +21,8 @@ export const HELP_TEXT = [
   "/stop — cancel the running turn",
   "/dream — digest recent history into memory now",
   "/dream-log [sha] — recent Dream changes, or one with its diff",
-  "/dream-restore <sha> — put the memory files back as they were at a Dream change",
+  "/dream-restore [sha] — the Dream versions to choose from, or put the memory files back as they were at one",
+  "/dream-prompt [init] — which instructions Dream follows; init makes an editable copy (prompts/dream.md)",
   "/help — this list",
 ].join("\n");
 

@@ -42,7 +42,7 @@ export interface ConversationDeps extends TurnDeps {
   env?: NodeJS.ProcessEnv;
   /** MCP servers: a new turn waits (bounded) for their first connection attempt, and hears of those not ready. */
   mcp?: { ready(): Promise<void>; note(): string | undefined };
-  /** Dream, for /dream, /dream-log and /dream-restore (the daemon's actor, or run in process). */
+  /** Dream, for /dream, /dream-log, /dream-restore and /dream-prompt (the daemon's actor, or run in process). */
   dream?: DreamControl;
   /** When this process started, for /status's uptime (default: when the conversation was created). */
   startedAt?: number;

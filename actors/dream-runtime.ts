@@ -33,6 +33,7 @@ export function createDreamRuntime(deps: DreamDeps): DreamRuntime {
       run: async () => (await current()).run(),
       log: async (sha) => (await current()).log(sha),
       restore: async (sha) => (await current()).restore(sha),
+      prompt: async (arg) => (await current()).prompt(arg),
     },
     logic: async () => {
       const { dream, actors } = await loaded();

@@ -1,8 +1,11 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { fromPromise, waitFor, type AnyActorRef } from "xstate";
 import { dreamMachine, type DreamContext } from "../machines/dream.machine.js";
 import type { DreamControl } from "../src/memory/commands.js";
 import type { Dream } from "../src/memory/dream.js";
 import type { DreamRecord, DreamRun } from "../src/memory/dream.js";
+import { dreamPromptCommand } from "../src/memory/dream-prompt.js";
 import { commitDiff, memoryLog, restoreMemory } from "../src/memory/git.js";
 import { historyTimestamp } from "../src/memory/history-entry.js";
 
@@ -20,20 +23,42 @@ export function createDreamLogic(dream: Dream) {
 }
 
 const stamp = (seconds: number) => historyTimestamp(new Date(seconds * 1000));
+const PROMPT_HINT = "Use `/dream-prompt` to see or change how Dream organizes memory.";
+const NOT_RUN_YET = `Dream has not run yet. Run \`/dream\`, or wait for its next scheduled run.\n\n${PROMPT_HINT}`;
 
-/** /dream-log and /dream-restore: the memory's git history, the same in every process. */
-export function memoryHistoryCommands(workspace: string, now: () => number = Date.now): Pick<DreamControl, "log" | "restore"> {
+/** /dream-restore without a sha: the Dream versions to choose from (nanobot's list), newest first. */
+async function restoreChoices(workspace: string): Promise<string> {
+  if (!existsSync(join(workspace, ".git"))) return NOT_RUN_YET;
+  const versions = (await memoryLog(workspace, 50)).filter((c) => c.message.startsWith("dream:")).slice(0, 10);
+  if (!versions.length) return `Dream memory has no saved versions to restore yet: no Dream run has changed a memory file.\n\n${PROMPT_HINT}`;
+  return [
+    "## Dream Restore",
+    "",
+    "Choose a Dream memory version to restore. Latest first:",
+    "",
+    ...versions.map((c) => `- \`${c.sha.slice(0, 7)}\` ${stamp(c.timestamp)} - ${c.message.split("\n")[0]}`),
+    "",
+    "Preview a version with `/dream-log <sha>` before restoring it.",
+    "Restore a version with `/dream-restore <sha>`: SOUL.md, USER.md and memory/MEMORY.md go back to how that version left them, as a new commit.",
+  ].join("\n");
+}
+
+/** /dream-log, /dream-restore (the memory's git history) and /dream-prompt: the same in every process. */
+export function memoryHistoryCommands(workspace: string, now: () => number = Date.now): Pick<DreamControl, "log" | "restore" | "prompt"> {
   return {
+    prompt: (arg) => dreamPromptCommand(workspace, arg),
     async log(sha) {
+      if (!sha && !existsSync(join(workspace, ".git"))) return NOT_RUN_YET;
       if (sha) {
         const { commit, diff } = await commitDiff(workspace, sha);
         return [`${commit.sha.slice(0, 7)}  ${stamp(commit.timestamp)}`, commit.message, "", diff || "(no change to the memory files)"].join("\n");
       }
       const commits = await memoryLog(workspace, 10);
-      if (!commits.length) return "No Dream commits yet.";
+      if (!commits.length) return NOT_RUN_YET;
       return ["Recent memory commits (newest first; /dream-log <sha> shows one):", ...commits.map((c) => `${c.sha.slice(0, 7)}  ${stamp(c.timestamp)}  ${c.message.split("\n")[0]}`)].join("\n");
     },
     async restore(sha) {
+      if (!sha) return restoreChoices(workspace);
       const { from, sha: made } = await restoreMemory(workspace, sha, now);
       return made
         ? `Restored SOUL.md, USER.md and memory/MEMORY.md as of ${from.slice(0, 7)} (new commit ${made.slice(0, 7)}).`

@@ -49,6 +49,7 @@ export const BOT_COMMANDS = [
   { command: "dream", description: "Run Dream memory consolidation now" },
   { command: "dream_log", description: "Show the latest Dream memory change" },
   { command: "dream_restore", description: "Restore Dream memory to an earlier version" },
+  { command: "dream_prompt", description: "Tell Dream how to organize memory" },
   { command: "restart", description: "Restart the bot" },
   { command: "help", description: "Show the commands" },
 ];
@@ -99,8 +100,8 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
     }
     const m = admitted.message;
     const { content, media } = await contentOf(admitted.text !== undefined ? { ...m, text: admitted.text } : m, me?.id);
-    // Telegram's command names cannot hold a hyphen: /dream_log and /dream_restore are nanobot's aliases.
-    const text = content.replace(/^\/start\b/, "/help").replace(/^\/dream_(log|restore)\b/, "/dream-$1").replace(new RegExp(`^(/\\w+)@${me?.username ?? "\\w+"}`), "$1");
+    // Telegram's command names cannot hold a hyphen: /dream_log, /dream_restore and /dream_prompt are nanobot's aliases.
+    const text = content.replace(/^\/start\b/, "/help").replace(/^\/dream_(log|restore|prompt)\b/, "/dream-$1").replace(new RegExp(`^(/\\w+)@${me?.username ?? "\\w+"}`), "$1");
     return {
       updateId: admitted.updateId,
       // A forum topic's messages are a chat of their own (chatKeyOf), answered in their topic.

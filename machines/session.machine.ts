@@ -116,7 +116,7 @@ const word = (m: SessionMessage) => m.content.trim().split(/\s+/)[0]?.toLowerCas
  * running turn resumes after it). /new is not among them: it cancels the running turn and goes first
  * (`isNew`); /stop has its own way.
  */
-export const IMMEDIATE_COMMANDS = ["/help", "/status", "/restart", "/history", "/skill", "/dream", "/dream-log", "/dream-restore"];
+export const IMMEDIATE_COMMANDS = ["/help", "/status", "/restart", "/history", "/skill", "/dream", "/dream-log", "/dream-restore", "/dream-prompt"];
 const isCommand = (m: SessionMessage) => m.content.trim().startsWith("/");
 /**
  * The turn `running` invokes, from the event that enters it: only `turn.prepared` with a turn to

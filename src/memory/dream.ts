@@ -18,14 +18,20 @@ import { readFileTool } from "../tools/builtin/read-file.js";
 import { writeFileTool } from "../tools/builtin/write-file.js";
 import { createToolRegistry, type ToolRegistry } from "../tools/registry.js";
 import type { Sandbox } from "../tools/sandbox.js";
+import { NOTHING_TO_DIGEST } from "./commands.js";
+import { dreamGuide } from "./dream-prompt.js";
 import { readText, type MemoryFiles } from "./files.js";
-import { changeSummary, commitMemory, ensureMemoryRepo } from "./git.js";
+import { changeSummary, commitMemory, ensureMemoryRepo, memoryLog } from "./git.js";
 
 /**
  * Dream (nanobot's second memory layer): every intervalH hours it compares the next batch of
  * history entries with SOUL.md, USER.md and memory/MEMORY.md (phase 1, one model call, no tools),
  * applies the edits it decided on with read/edit/write tools limited to those files and new skills
- * (phase 2), then advances .dream_cursor and commits the change to the memory's git history.
+ * (phase 2), then commits the change to the memory's git history and advances .dream_cursor. As in
+ * nanobot v0.3.0, the cursor moves only when a memory file changed (without a usable git history:
+ * when the run completed): a run that changed nothing leaves the batch to the next scheduled run, and
+ * after MAX_UNCHANGED_RUNS such runs in a row the batch is taken as digested, so it cannot hold up
+ * Dream (and, as history.jsonl keeps undigested entries, the file) for ever.
  *
  * Each phase ends by writing the run's next phase to LevelDB (synced), so a killed Dream resumes at
  * the phase it was in: analysing and committing are safe to repeat; editing restarts from the
@@ -45,6 +51,8 @@ export const dreamRunSchema = lazySchema(() => z.object({
   startedAt: z.number(),
   analysis: z.string().optional(),
   summary: z.string().optional(),
+  /** false: the editing phase stopped at maxIterations (absent in runs stored before it was kept: completed). */
+  completed: z.boolean().optional(),
 }));
 export type DreamRun = z.infer<typeof dreamRunSchema>;
 
@@ -54,6 +62,8 @@ export const dreamRecordSchema = lazySchema(() => z.object({
   nextAt: z.number(),
   run: dreamRunSchema.nullable(),
   lastRun: z.object({ at: z.number(), result: z.string(), sha: z.string().nullable() }).nullable(),
+  /** The runs in a row that changed nothing on the batch starting after fromCursor. */
+  unchanged: z.object({ fromCursor: z.number().int().nonnegative(), runs: z.number().int().positive() }).nullable().optional(),
 }));
 export type DreamRecord = z.infer<typeof dreamRecordSchema>;
 
@@ -61,6 +71,8 @@ const RECORD_KEY = "dream";
 const FILE_EMBED_CAP = 8_000;
 const ENTRY_CAP = 1_000;
 const NO_CHANGES = /^\(?no changes\)?\.?$/i;
+/** Runs in a row that may change nothing on one batch before it is taken as digested. */
+export const MAX_UNCHANGED_RUNS = 3;
 
 export interface DreamSettings {
   intervalH: number;
@@ -146,8 +158,8 @@ export function createDream(deps: DreamDeps) {
     return fresh;
   }
 
-  async function finish(record: DreamRecord, result: string, sha: string | null): Promise<DreamRecord> {
-    const next: DreamRecord = { version: 1, nextAt: now() + intervalMs, run: null, lastRun: { at: now(), result, sha } };
+  async function finish(result: string, sha: string | null, unchanged: DreamRecord["unchanged"] = null): Promise<DreamRecord> {
+    const next: DreamRecord = { version: 1, nextAt: now() + intervalMs, run: null, lastRun: { at: now(), result, sha }, unchanged };
     await writeRecord(deps.store, next);
     deps.logger?.info({ result, sha }, "dream run finished");
     return next;
@@ -159,11 +171,12 @@ export function createDream(deps: DreamDeps) {
     if (record.run) return record.run;
     const batch = (await deps.files.undigested()).slice(0, deps.settings.maxBatchSize);
     if (!batch.length) {
-      await finish(record, "nothing new to digest", null);
+      await finish(NOTHING_TO_DIGEST, null);
       return undefined;
     }
     // The repository exists before any edit, so the first run's change is a commit of its own.
-    await ensureMemoryRepo(deps.workspace, now);
+    // Without one (it cannot be made) Dream still runs: commit() falls back to nanobot's completion check.
+    await ensureMemoryRepo(deps.workspace, now).catch((error: unknown) => deps.logger?.warn({ err: error }, "dream: cannot set up the memory git history"));
     const run: DreamRun = {
       id: `${now().toString(36)}-${randomBytes(3).toString("hex")}`,
       phase: "analysing",
@@ -190,15 +203,15 @@ export function createDream(deps: DreamDeps) {
     const skills = (await loadSkills(deps.workspace, deps.env)).map((s) => `- ${s.name}: ${s.description || "(no description)"}`).join("\n") || "(none)";
     const r = await deps.provider.chat({
       messages: [
-        { role: "system", content: await template("dream-analyse") },
+        { role: "system", content: await dreamGuide(deps.workspace) },
         { role: "user", content: `## Conversation History\n\n${history}\n\n${await memoryFilesSection(deps.workspace)}\n\n## Existing Skills\n\n${skills}` },
       ],
       tools: [],
       signal,
     });
     const analysis = r.content.trim() || "(no changes)";
-    // Nothing to change: straight to committing (which still advances the cursor).
-    return advance({ ...run, analysis, phase: NO_CHANGES.test(analysis) ? "committing" : "editing", ...(NO_CHANGES.test(analysis) ? { summary: "no changes" } : {}) });
+    // Nothing to change: straight to committing, the run completed.
+    return advance({ ...run, analysis, phase: NO_CHANGES.test(analysis) ? "committing" : "editing", ...(NO_CHANGES.test(analysis) ? { summary: "no changes", completed: true } : {}) });
   }
 
   /** Phase 2: a tool loop limited to the memory files and skills, at most maxIterations model calls. */
@@ -211,11 +224,13 @@ export function createDream(deps: DreamDeps) {
       { role: "user", content: `## Analysis\n\n${run.analysis ?? ""}\n\n${await memoryFilesSection(deps.workspace)}` },
     ];
     let summary = `stopped after ${deps.settings.maxIterations} rounds`;
+    let completed = false;
     for (let i = 0; i < deps.settings.maxIterations; i++) {
       const r = await deps.provider.chat({ messages, tools: registry.schemas(), signal });
       messages.push(assistantMessage(r));
       if (!r.toolCalls.length) {
         summary = r.content.trim() || "no changes";
+        completed = true;
         break;
       }
       for (const [k, call] of r.toolCalls.entries()) {
@@ -224,25 +239,56 @@ export function createDream(deps: DreamDeps) {
         messages.push({ role: "tool", tool_call_id: call.id, name: call.name, content: result });
       }
     }
-    return advance({ ...run, phase: "committing", summary });
+    return advance({ ...run, phase: "committing", summary, completed });
   }
 
-  /** Commits whatever changed (nothing: no commit), then advances .dream_cursor (also when nothing changed). */
+  /** The tracked files' changes, or why the memory's git history cannot tell them. */
+  async function changes(): Promise<{ changes: string[] } | { problem: string }> {
+    try {
+      return { changes: await changeSummary(deps.workspace) };
+    } catch (error) {
+      deps.logger?.warn({ err: error }, "dream: the memory git history is unusable");
+      return { problem: error instanceof Error ? error.message : String(error) };
+    }
+  }
+
+  /** Commits what changed and advances .dream_cursor; a run that changed nothing leaves the cursor (see the top). */
   async function commit(run: DreamRun): Promise<DreamRecord> {
     fault("dream-committing");
-    const changes = await changeSummary(deps.workspace);
-    const title = `dream: ${run.summary && !NO_CHANGES.test(run.summary) ? run.summary.split("\n")[0]!.slice(0, 120) : `digest history ${run.fromCursor + 1}–${run.toCursor}`}`;
-    const message = [title, "", `History entries ${run.fromCursor + 1}–${run.toCursor} (${run.entries}).`, ...changes].join("\n");
-    const sha = changes.length ? ((await commitMemory(deps.workspace, message, now)) ?? null) : null;
-    await deps.files.setDreamCursor(run.toCursor);
-    const result = sha ? `${title.slice("dream: ".length)} (commit ${sha.slice(0, 7)}; ${changes.join("; ")})` : `digested history ${run.fromCursor + 1}–${run.toCursor}; no file changed`;
-    return finish(await load(), result, sha);
+    const range = `${run.fromCursor + 1}–${run.toCursor}`;
+    const body = `History entries ${range} (${run.entries}).`;
+    const title = `dream: ${run.summary && !NO_CHANGES.test(run.summary) ? run.summary.split("\n")[0]!.slice(0, 120) : `digest history ${range}`}`;
+    const found = await changes();
+    if ("changes" in found && found.changes.length) {
+      const sha = (await commitMemory(deps.workspace, [title, "", body, ...found.changes].join("\n"), now)) ?? null;
+      await deps.files.setDreamCursor(run.toCursor);
+      return finish(`${title.slice("dream: ".length)} (commit ${sha?.slice(0, 7)}; ${found.changes.join("; ")})`, sha);
+    }
+    // Resumed after its commit landed (a crash before the cursor moved): the change was made.
+    const [head] = "changes" in found ? await memoryLog(deps.workspace, 1) : [];
+    if (head?.message.startsWith("dream:") && head.message.includes(`\n\n${body}`)) {
+      await deps.files.setDreamCursor(run.toCursor);
+      return finish(`${head.message.split("\n")[0]!.slice("dream: ".length)} (commit ${head.sha.slice(0, 7)})`, head.sha);
+    }
+    const completed = run.completed ?? true;
+    if ("problem" in found && completed) {
+      await deps.files.setDreamCursor(run.toCursor);
+      return finish(`digested history ${range} (the memory git history is unusable: ${found.problem}; nothing committed)`, null);
+    }
+    const record = await load();
+    const runs = (record.unchanged?.fromCursor === run.fromCursor ? record.unchanged.runs : 0) + 1;
+    if (runs >= MAX_UNCHANGED_RUNS) {
+      await deps.files.setDreamCursor(run.toCursor);
+      return finish(`no memory file changed in ${runs} runs; history ${range} taken as digested`, null);
+    }
+    const why = "problem" in found ? `${run.summary} (the memory git history is unusable: ${found.problem})` : `${completed ? "" : `${run.summary}; `}no memory file changed`;
+    return finish(`${why}; history ${range} stays undigested and is offered again at the next run (${runs} of ${MAX_UNCHANGED_RUNS})`, null, { fromCursor: run.fromCursor, runs });
   }
 
   /** A whole run, resuming an interrupted one: what the daemon's actor does phase by phase, in one call. */
   async function runOnce(signal?: AbortSignal): Promise<string> {
     let run = await begin();
-    if (!run) return (await load()).lastRun?.result ?? "nothing new to digest";
+    if (!run) return (await load()).lastRun?.result ?? NOTHING_TO_DIGEST;
     if (run.phase === "analysing") run = await analyse(run, signal);
     if (run.phase === "editing") run = await edit(run, signal);
     return (await commit(run)).lastRun?.result ?? "done";

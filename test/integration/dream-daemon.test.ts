@@ -25,9 +25,14 @@ describe("Dream in the daemon", () => {
     const node = await until(() => d.tree.tree()?.children.find((c) => c.id === "dream" && c.state === "idle"), 20_000, "Dream idle in the tree");
     expect(node.machine).toBe("dream");
     const id = await sendApi(d, "u1", "/dream");
-    expect((await replyTo(d, id)).content).toBe("digested history 1–1; no file changed");
+    expect((await replyTo(d, id)).content).toBe("no memory file changed; history 1–1 stays undigested and is offered again at the next run (1 of 3)");
     expect(fake.requests.map((r) => r.body.model)).toEqual(["dream-model"]);
     const again = await sendApi(d, "u1", "/dream");
-    expect((await replyTo(d, again)).content).toBe("nothing new to digest");
+    expect((await replyTo(d, again)).content).toBe("no memory file changed; history 1–1 stays undigested and is offered again at the next run (2 of 3)");
+    // /dream-prompt is a command answered at once, not a message for the model (nanobot: cmd_dream_prompt).
+    const calls = fake.requests.length;
+    expect((await replyTo(d, await sendApi(d, "u1", "/dream-prompt"))).content).toMatch(/^Dream memory instructions: troupe's default/);
+    expect((await replyTo(d, await sendApi(d, "u1", "/help"))).content).toContain("/dream-prompt [init] — ");
+    expect(fake.requests.length).toBe(calls);
   });
 });

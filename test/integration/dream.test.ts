@@ -89,21 +89,33 @@ describe("Dream", () => {
     expect(restored).toMatch(new RegExp(`^Restored SOUL.md, USER.md and memory/MEMORY.md as of ${firstSha} \\(new commit [0-9a-f]{7}\\)\\.$`));
     expect(await readFile(join(ws, "memory", "MEMORY.md"), "utf8")).toBe("# Long-term memory\n\n## Pets\n");
     expect((await memoryLog(ws))[0]!.message).toBe(`memory: restore ${firstSha}`);
-    expect(await dreamCommand(control, "/dream-restore")).toMatch(/^Usage: \/dream-restore <sha>/);
+    // Without a sha: the Dream versions to choose from, with the next steps (not the restore commit or the first one).
+    const choose = (await dreamCommand(control, "/dream-restore"))!;
+    expect(choose).toMatch(new RegExp(`^## Dream Restore\n\nChoose a Dream memory version to restore\\. Latest first:\n\n- \`${dreamSha}\` \\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2} - dream: Added the cat Luna to MEMORY.md\n\n`));
+    expect(choose).not.toContain("memory: restore");
+    expect(choose).not.toContain(firstSha);
+    expect(choose).toContain("Preview a version with `/dream-log <sha>` before restoring it.");
+    expect(choose).toContain("Restore a version with `/dream-restore <sha>`");
     await expect(dreamCommand(control, "/dream-restore zzz")).rejects.toThrow(/not a commit sha/);
     await expect(dreamCommand(control, "/dream-log abcdef1")).rejects.toThrow(/no memory commit abcdef1/);
   });
 
-  it("advances the cursor without a commit when the analysis finds nothing to change", async () => {
-    const { ws, files, control } = await setup(dreamer("(no changes)"));
-    expect(await control.run()).toBe("digested history 1–2; no file changed");
-    expect(await files.dreamCursor()).toBe(2);
-    expect(fake!.requests.map(phaseOf)).toEqual(["analyse"]);
-    expect((await memoryLog(ws)).length).toBe(1);
+  // nanobot v0.3.0 tests/command/test_builtin_dream.py test_dream_no_history_explains_how_to_create_input,
+  // test_dream_log_before_first_run_is_clear, test_dream_log_without_saved_versions_mentions_prompt_command.
+  it("before any Dream change, /dream, /dream-log and /dream-restore say why and what to do", async () => {
+    const { control } = await setup(dreamer("(no changes)"), []);
+    const nothing = (await dreamCommand(control, "/dream"))!;
+    expect(nothing).toMatch(/^Dream has no conversation history to process yet\./);
+    for (const hint of ["`memory/history.jsonl`", "Dream cursor", "/new", "agents.defaults.contextWindowTokens", "troupe memory show", "/dream-prompt"]) expect(nothing).toContain(hint);
+    const log = (await dreamCommand(control, "/dream-log"))!;
+    expect(log).toContain("Dream has not run yet.");
+    expect(log).toContain("Run `/dream`");
+    expect(log).toContain("/dream-prompt");
+    expect(await dreamCommand(control, "/dream-restore")).toBe(log);
   });
 
   it("digests at most maxBatchSize entries a run", async () => {
-    const { files, dream } = await setup(dreamer("(no changes)"), Array.from({ length: 25 }, (_, i) => `- [durable] fact ${i}`));
+    const { files, dream } = await setup(dreamer(), Array.from({ length: 25 }, (_, i) => `- [durable] fact ${i}`));
     await dream.runOnce();
     expect(await files.dreamCursor()).toBe(20);
     await dream.runOnce();
@@ -179,10 +191,11 @@ describe("Dream", () => {
       const actor = createActor(createDreamLogic(dream), { input: {} }).start();
       await waitFor(actor, (s) => s.context.runs > 0 && s.value === "idle", { timeout: 20_000 });
       actor.stop();
-      expect(await files.dreamCursor()).toBe(2);
+      // Nothing changed: the cursor stays and the batch waits for the next deadline (test/integration/dream-cursor.test.ts).
+      expect(await files.dreamCursor()).toBe(0);
       const record = (await readDreamRecord(store!))!;
       expect(record.nextAt).toBeGreaterThan(Date.UTC(2026, 3, 2, 11, 59));
-      expect(record.lastRun?.result).toBe("digested history 1–2; no file changed");
+      expect(record.lastRun?.result).toBe("no memory file changed; history 1–2 stays undigested and is offered again at the next run (1 of 3)");
     });
 
     it("a failed phase leaves the run stored and waits for the retry or /dream", async () => {

@@ -64,6 +64,7 @@ describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () =
       { command: "dream", description: "Run Dream memory consolidation now" },
       { command: "dream_log", description: "Show the latest Dream memory change" },
       { command: "dream_restore", description: "Restore Dream memory to an earlier version" },
+      { command: "dream_prompt", description: "Tell Dream how to organize memory" },
       { command: "restart", description: "Restart the bot" },
       { command: "help", description: "Show the commands" },
     ]);
