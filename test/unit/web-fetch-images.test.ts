@@ -79,4 +79,28 @@ describe("web_fetch on an image URL", () => {
     await writeFile(saved, "now text");
     expect(await tool.imageOf!(result)).toBeUndefined();
   });
+
+  it("saves the same image fetched by several chats at once: every fetch gets it, one file is kept, no temp file is left", async () => {
+    const { w, mediaDir, tool, fetch } = await setup();
+    const url = `${w.origin}/pixel.png`;
+    const results = await Promise.all([1, 2, 3, 4].map(() => fetch("web_fetch", { url })));
+    const files = await readdir(join(mediaDir, "web"));
+    expect(files).toHaveLength(1);
+    const saved = join(mediaDir, "web", files[0]!);
+    for (const result of results) {
+      expect(result).toBe(`(Image fetched from: ${url})\n[image/png, ${PNG_1PX.length} bytes, saved as ${saved}]`);
+      expect(await tool.imageOf!(result)).toBeDefined();
+    }
+  });
+
+  it("says an image could not be saved without showing the data dir's absolute path", async () => {
+    const { w, mediaDir } = await setup();
+    // media/ is a file here, so media/web cannot be made.
+    const blocked = join(mediaDir, "media");
+    await writeFile(blocked, "not a folder");
+    const fetch = runner([webFetchTool({ guard: createSsrfGuard(["127.0.0.1"]), timeoutMs: 5_000, mediaDir: blocked })], "/tmp");
+    const result = await fetch("web_fetch", { url: `${w.origin}/pixel.png` });
+    expect(result).toMatch(/^Error: could not save the image from .*\/pixel\.png under the data dir's media\/web \(ENOTDIR\)/);
+    expect(result).not.toContain(mediaDir);
+  });
 });

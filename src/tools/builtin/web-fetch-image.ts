@@ -1,5 +1,5 @@
-import { createHash } from "node:crypto";
-import { lstat, mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { createHash, randomBytes } from "node:crypto";
+import { lstat, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { imagePart, MAX_IMAGE_BYTES, sniffImageMime, type ImagePart } from "../../context/media.js";
 import { ToolError } from "../contract.js";
@@ -28,13 +28,31 @@ export async function fetchedImage(page: FetchedPage, url: string, dir: string):
   if (page.cut || page.body.length > MAX_IMAGE_BYTES) {
     throw new ToolError(`the image at ${url} is larger than web_fetch takes (${page.body.length} bytes read before it stopped); look for a smaller version of it`);
   }
-  await mkdir(dir, { recursive: true });
   const path = join(dir, `${createHash("sha256").update(page.body).digest("hex").slice(0, 16)}${EXT[mime]}`);
-  // Whole or not at all: a request built meanwhile never reads half an image.
-  const partial = `${path}.${process.pid}.part`;
-  await writeFile(partial, page.body);
-  await rename(partial, path);
+  try {
+    await mkdir(dir, { recursive: true });
+    await saveWhole(path, page.body);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    throw new ToolError(`could not save the image from ${url} under the data dir's media/web (${code}); check that folder's permissions and the free disk space`);
+  }
   return `(Image fetched from: ${url})\n[${mime}, ${page.body.length} bytes, saved as ${path}]`;
+}
+
+/**
+ * Writes the file whole or not at all (a request built meanwhile never reads half an image), through
+ * a temp name of this fetch's own: chats fetching the same image at once each write their own copy.
+ * The name says the content, so when another fetch's rename wins, the file that is there is this one.
+ */
+async function saveWhole(path: string, body: Buffer): Promise<void> {
+  const partial = `${path}.${process.pid}.${randomBytes(6).toString("hex")}.part`;
+  await writeFile(partial, body);
+  try {
+    await rename(partial, path);
+  } catch (err) {
+    await rm(partial, { force: true });
+    if (!(await lstat(path).then((s) => s.isFile(), () => false))) throw err;
+  }
 }
 
 /** The image a web_fetch result stands for, read again from its saved copy in `dir`; undefined when it is not there as it was. */
