@@ -1,9 +1,10 @@
 import { createHash, randomBytes } from "node:crypto";
 import { lstat, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { imagePart, MAX_IMAGE_BYTES, sniffImageMime, type ImagePart } from "../../context/media.js";
 import { ToolError } from "../contract.js";
 import type { FetchedPage } from "../http-fetch.js";
+import { keepUnderCap } from "../media-cap.js";
 
 const SHOWN = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
 const EXT: Record<string, string> = { "image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp" };
@@ -12,11 +13,11 @@ const RESULT = /^\(Image fetched from: [\s\S]+\)\n\[(image\/(?:png|jpeg|gif|webp
 
 /**
  * A fetched image, saved under `dir` (named by its content, so a re-run after a restart writes the
- * same file) and answered with nanobot's "(Image fetched from: <url>)" and where it was saved: results
+ * same file; the oldest images beyond `capBytes` removed) and answered with nanobot's "(Image fetched from: <url>)" and where it was saved: results
  * stay text, and the next model request shows the image itself (savedImageOf, tool-images.ts).
  * undefined when the body is no image; an image the model cannot be shown is a ToolError saying why.
  */
-export async function fetchedImage(page: FetchedPage, url: string, dir: string): Promise<string | undefined> {
+export async function fetchedImage(page: FetchedPage, url: string, dir: string, capBytes: number): Promise<string | undefined> {
   const declared = page.contentType.split(";")[0]!.trim();
   const mime = sniffImageMime(page.body);
   if (!mime) {
@@ -36,6 +37,8 @@ export async function fetchedImage(page: FetchedPage, url: string, dir: string):
     const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
     throw new ToolError(`could not save the image from ${url} under the data dir's media/web (${code}); check that folder's permissions and the free disk space`);
   }
+  // The folder is bounded; a failed pass leaves it as it was (the next save tries again).
+  await keepUnderCap(dir, capBytes, basename(path)).catch(() => undefined);
   return `(Image fetched from: ${url})\n[${mime}, ${page.body.length} bytes, saved as ${path}]`;
 }
 

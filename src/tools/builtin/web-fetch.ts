@@ -5,6 +5,7 @@ import { lazySchema } from "../../lazy-schema.js";
 import { defineTool, ToolError } from "../contract.js";
 import { htmlToMarkdown, htmlToText } from "../html-to-markdown.js";
 import { guardedFetch } from "../http-fetch.js";
+import { WEB_MEDIA_CAP_BYTES } from "../media-cap.js";
 import type { SsrfGuard } from "../ssrf.js";
 import { DEFAULT_USER_AGENT } from "./web-search.js";
 import { fetchedImage, savedImageOf } from "./web-fetch-image.js";
@@ -47,6 +48,8 @@ export interface WebFetchOptions {
   userAgent?: string | null;
   /** Where fetched images are kept (<mediaDir>/web) for the model requests that show them; the data dir's media/. */
   mediaDir?: string;
+  /** How many bytes of images <mediaDir>/web keeps (the oldest go first); WEB_MEDIA_CAP_BYTES. */
+  mediaCapBytes?: number;
 }
 
 export function webFetchTool(opts: WebFetchOptions) {
@@ -77,7 +80,7 @@ export function webFetchTool(opts: WebFetchOptions) {
         userAgent: opts.userAgent || DEFAULT_USER_AGENT,
       });
       // nanobot's image branch: the image itself, with where it came from (tool-images.ts shows it to the model).
-      const image = await fetchedImage(page, url, imageDir);
+      const image = await fetchedImage(page, url, imageDir, opts.mediaCapBytes ?? WEB_MEDIA_CAP_BYTES);
       if (image) return image;
       const { text, extractor } = await render(page.contentType, page.body, extractMode);
       const truncated = text.length > limit || page.cut;
