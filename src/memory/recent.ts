@@ -28,8 +28,9 @@ const HEADING = "# Recent History\n\n";
 
 type HistoryLine = Pick<HistoryEntry, "timestamp" | "content">;
 const lineOf = (e: HistoryLine) => `- [${e.timestamp}] ${e.content}`;
+// Not "memory/history.jsonl has them": that file holds every chat's entries, not this one's.
 const leftOut = (n: number, maxTokens: number) =>
-  `- (${n} older ${n === 1 ? "entry" : "entries"} left out to keep this section within ${maxTokens} tokens; memory/history.jsonl has them)`;
+  `- (${n} older ${n === 1 ? "entry" : "entries"} of this chat left out to keep this section within ${maxTokens} tokens)`;
 
 /** The longest head of `text` within `maxTokens` (a first cut in proportion, then shorter until it fits). */
 function headWithin(text: string, maxTokens: number): string {

@@ -64,7 +64,9 @@ describe("the system prompt's Recent History", () => {
     for (const i of [48, 49]) expect(section).toContain(`- [${entries[i]!.timestamp}] ${entries[i]!.content}`);
     expect(section.indexOf("entry-48-start")).toBeLessThan(section.indexOf("entry-49-start"));
     for (const i of [0, 25, 47]) expect(section).not.toContain(`entry-${i}-start`);
-    expect(section).toMatch(/48 older entries .*history\.jsonl/);
+    // It counts this chat's entries and does not send the model to the file that holds every chat's.
+    expect(section).toContain("\n- (48 older entries of this chat left out to keep this section within 8000 tokens)\n");
+    expect(section).not.toContain("history.jsonl");
   });
 
   it("cuts a newest entry that alone is over the cap to its head, marked as truncated", async () => {
@@ -76,6 +78,7 @@ describe("the system prompt's Recent History", () => {
     expect(section).toContain(`- [${entries[1]!.timestamp}] entry-2-start w2 w9`);
     expect(section).not.toContain("entry-2-end");
     expect(section).not.toContain("entry-1-start");
+    expect(section).toContain("- (1 older entry of this chat left out to keep this section within 8000 tokens)\n");
     expect(section).toMatch(/\n\.\.\. \(truncated\)$/);
   });
 
