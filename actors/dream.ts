@@ -4,7 +4,7 @@ import { fromPromise, waitFor, type AnyActorRef } from "xstate";
 import { dreamMachine, type DreamContext } from "../machines/dream.machine.js";
 import type { DreamControl } from "../src/memory/commands.js";
 import type { Dream } from "../src/memory/dream.js";
-import type { DreamRecord, DreamRun } from "../src/memory/dream.js";
+import type { DreamRecord, DreamRun } from "../src/memory/dream-record.js";
 import { dreamPromptCommand } from "../src/memory/dream-prompt.js";
 import { commitDiff, memoryLog, restoreMemory } from "../src/memory/git.js";
 import { historyTimestamp } from "../src/memory/history-entry.js";

@@ -1,6 +1,6 @@
 import { assign, setup, type PromiseActorLogic } from "xstate";
 import { notProvided } from "./not-provided.js";
-import type { DreamRecord, DreamRun } from "../src/memory/dream.js";
+import type { DreamRecord, DreamRun } from "../src/memory/dream-record.js";
 
 /**
  * Dream, the supervisor's protected memory job (DESIGN.md, "The actor tree"). `idle` waits for the

@@ -15,7 +15,7 @@ import { fallbackChoices, withFallbacks } from "./providers/fallback.js";
 import { resolveProvider } from "./providers/registry.js";
 import { startAgentRuntime, type RuntimeStart } from "./runtime-start.js";
 import type { Store } from "./store/store.js";
-import type { CronJob } from "./cron/jobs.js";
+import { dreamCronJob } from "./cron/dream-job.js";
 import type { CronService } from "./cron/service.js";
 import { createBuiltinTools } from "./tools/builtin/index.js";
 import { cronTool } from "./tools/builtin/cron.js";
@@ -61,8 +61,6 @@ export interface RuntimeOptions {
   mcpConnectTimeoutMs?: number;
   /** Told when the cron jobs change (the daemon's scheduler re-arms). */
   cronChanged?: () => void;
-  /** Dream as the cron service lists it (the cron tool, troupe cron), a protected system job (the daemon's, when Dream is enabled). */
-  cronDream?: (store: Store) => Promise<CronJob | undefined>;
   /** Make what the workspace lacks from the templates (runtime-start.ts); the CLI's agent and gateway ask for it. */
   fillWorkspace?: boolean;
 }
@@ -129,7 +127,8 @@ async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { r
   );
   // nanobot's `agent` has the cron tool too: a job added here is stored, and runs when the gateway runs.
   let cronService: Promise<CronService> | undefined;
-  const cronDream = opts.cronDream;
+  // Dream keeps its own schedule (the daemon's `dream` actor); the cron tool shows it as a protected system job, as nanobot does.
+  const cronDream = dreamCronJob(d.dream, store);
   const cronJobs = () =>
     (cronService ??= import("./cron/service.js").then((m) =>
       m.createCronService({
@@ -137,7 +136,7 @@ async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { r
         defaultTz: d.timezone,
         changed: opts.cronChanged,
         warn: (r, what) => logger.warn({ record: `${r.sublevel}/${r.key}`, problem: r.problem }, what),
-        ...(cronDream ? { dream: () => cronDream(store) } : {}),
+        ...(cronDream ? { dream: cronDream } : {}),
       }),
     ));
   registry.register(cronTool({ service: cronJobs, defaultTz: d.timezone }));

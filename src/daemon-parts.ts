@@ -11,8 +11,6 @@ export { HEARTBEAT_SESSION, pickHeartbeatTarget } from "./cron/heartbeat.js";
 export { trackLastChat } from "./cron/last-chat.js";
 export { NO_CHAT } from "./cron/jobs.js";
 export { createCronService } from "./cron/service.js";
-export { dreamSystemJob } from "./cron/dream-job.js";
-export { readDreamRecord } from "./memory/dream.js";
 export { createSlots } from "../actors/slot.js";
 export { createSubagentPool } from "../actors/subagents.js";
 export { createSessionHost } from "../actors/session-host.js";

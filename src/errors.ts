@@ -48,4 +48,7 @@ export class StoreLockedError extends TroupeError {
 }
 
 /** Data read from disk or the wire did not match its schema. */
-export class CorruptRecordError extends TroupeError {}
+export class CorruptRecordError extends TroupeError {
+  /** The stored record it is about, when it is one (its sublevel, key and what is wrong with it). */
+  record?: { sublevel: string; key: string; problem: string };
+}

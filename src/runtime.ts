@@ -8,7 +8,6 @@ import type { Channel } from "./channels/channel.js";
 import { createInbound } from "./inbound.js";
 import { ConfigError } from "./errors.js";
 import { queueDelivery } from "./store/outbox.js";
-import type { Store } from "./store/store.js";
 import type { LoadedConfig } from "./config/index.js";
 import { createRedactor, secretsOf } from "./log/redact.js";
 import { inputBudget } from "./memory/tokens.js";
@@ -41,8 +40,6 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
     createSupervisor,
     createTranscriber,
     cronFinalOps,
-    dreamSystemJob,
-    readDreamRecord,
     resolveTranscription,
     spawnTool,
     startUpkeep,
@@ -55,14 +52,11 @@ export async function createDaemon(loaded: LoadedConfig, opts: DaemonOptions = {
   }
   const extra = opts.channels ?? [];
   const names = ["api", ...(telegram.enabled ? ["telegram"] : []), ...extra.map((c) => c.name)];
-  const dream = loaded.config.agents.defaults.dream;
   const core = await createAgentRuntime(loaded, {
     ...opts,
     channelNames: names,
     superviseMcp: true,
     cronChanged: () => supervisor.send({ type: "cron.changed" }),
-    // Dream keeps its own schedule (the `dream` actor); the cron tool shows it as a protected system job, as nanobot does.
-    ...(dream.enabled ? { cronDream: async (store: Store) => dreamSystemJob(dream.intervalH, await readDreamRecord(store)) } : {}),
   });
   const { bus, store, logger, conversation } = core;
   if (opts.onRestart) conversation.onRestart(opts.onRestart);

@@ -1,6 +1,6 @@
 import { TroupeError } from "../errors.js";
 import { fireNow } from "../cron/fire.js";
-import { DREAM_REFUSALS, dreamSystemJob } from "../cron/dream-job.js";
+import { DREAM_REFUSALS, dreamCronJob } from "../cron/dream-job.js";
 import type { CronJob, CronRun } from "../cron/jobs.js";
 import { addJobInput, type AddJobRequest } from "../cron/requests.js";
 import { describeSchedule, formatWithZone, ScheduleError } from "../cron/schedule.js";
@@ -23,11 +23,10 @@ async function withCron<T>(paths: DataPaths, viaApi: (client: DaemonClient) => P
   }
   const { config } = await loadForCli();
   const store = await openStore(paths.storeDir);
-  const { enabled, intervalH } = config.agents.defaults.dream;
-  // Dream is listed as the daemon lists it: from its record (its next and last run), loaded only here.
-  const dream = async () => dreamSystemJob(intervalH, await (await import("../memory/dream.js")).readDreamRecord(store));
+  // Dream is listed as the daemon lists it: from its record (its next and last run).
+  const dream = dreamCronJob(config.agents.defaults.dream, store);
   try {
-    return await direct(createCronService({ store, defaultTz: config.agents.defaults.timezone, ...(enabled ? { dream } : {}) }), store);
+    return await direct(createCronService({ store, defaultTz: config.agents.defaults.timezone, ...(dream ? { dream } : {}) }), store);
   } finally {
     await store.close();
   }
@@ -79,7 +78,8 @@ export async function cronListCommand(paths: DataPaths): Promise<number> {
   const { jobs, corrupt } = await withCron(paths, (c) => c.get<{ jobs: CronJob[]; corrupt?: CorruptRecord[] }>("/api/cron/jobs"), (s) => s.listing());
   for (const line of jobListLines(jobs)) console.log(line);
   for (const line of corruptLines(corrupt)) console.error(line);
-  if (corrupt?.length) console.error("troupe cron remove ID removes a job whose record does not read");
+  if (corrupt?.some((c) => c.sublevel === "cron")) console.error("troupe cron remove ID removes a job whose record does not read");
+  if (corrupt?.some((c) => c.sublevel === "meta")) console.error("Dream's record does not read: Dream replaces it with a new one when it next runs (troupe dream run runs it now)");
   return 0;
 }
 

@@ -1,4 +1,30 @@
+import { CorruptRecordError } from "../errors.js";
+import type { CorruptRecord, Store } from "../store/store.js";
 import { CRON_FORMAT, type CronJob } from "./jobs.js";
+
+/** Dream as a cron listing shows it, and its record when that does not read (it is listed all the same, its next run unknown). */
+export interface DreamListing {
+  job: CronJob;
+  corrupt?: CorruptRecord;
+}
+
+/**
+ * What the cron service lists for Dream when `agents.defaults.dream` is on (the daemon's, an in-process
+ * agent's and `troupe cron`'s alike), read from Dream's record (its next and last run) each time.
+ */
+export function dreamCronJob(dream: { enabled: boolean; intervalH: number }, store: Store): (() => Promise<DreamListing>) | undefined {
+  if (!dream.enabled) return undefined;
+  return async () => {
+    // Loaded only here: `troupe cron` does without the rest of memory.
+    const { readDreamRecord } = await import("../memory/dream-record.js");
+    try {
+      return { job: dreamSystemJob(dream.intervalH, await readDreamRecord(store)) };
+    } catch (err) {
+      if (!(err instanceof CorruptRecordError) || !err.record) throw err;
+      return { job: dreamSystemJob(dream.intervalH, undefined), corrupt: err.record as CorruptRecord };
+    }
+  };
+}
 
 /** Why `troupe cron` will not change Dream, and where it is changed instead. */
 export const DREAM_REFUSALS = {

@@ -16,7 +16,7 @@ import {
   type CronJob,
   type CronRun,
 } from "./jobs.js";
-import { DREAM_REFUSALS } from "./dream-job.js";
+import { DREAM_REFUSALS, type DreamListing } from "./dream-job.js";
 import { makeSchedule, nextInstant, ScheduleError, type Schedule, type ScheduleInput } from "./schedule.js";
 
 export interface AddJobInput extends ScheduleInput {
@@ -40,7 +40,7 @@ export interface CronServiceDeps {
   /** Told of a job record that does not parse, skipped by a listing or removed (the daemon logs it). */
   warn?: (record: CorruptRecord, what: string) => void;
   /** Dream as a protected system job (src/cron/dream-job.ts), when Dream is on: listed, never stored. */
-  dream?: () => Promise<CronJob | undefined>;
+  dream?: () => Promise<DreamListing>;
 }
 
 export type RemoveResult = "removed" | "protected" | "missing";
@@ -85,7 +85,7 @@ export function createCronService(deps: CronServiceDeps) {
     return { jobs, corrupt };
   }
   /** Dream's system job when `id` names it and Dream is on. */
-  const dreamJob = async (id: string) => (id === "dream" && deps.dream ? deps.dream() : undefined);
+  const dreamJob = async (id: string) => (id === "dream" && deps.dream ? (await deps.dream()).job : undefined);
 
   return {
     buildJob,
@@ -102,7 +102,11 @@ export function createCronService(deps: CronServiceDeps) {
     async listing(): Promise<{ jobs: CronJob[]; corrupt: CorruptRecord[] }> {
       const { jobs, corrupt } = await stored();
       const dream = await deps.dream?.();
-      return { jobs: dream ? [...jobs, dream] : jobs, corrupt };
+      if (dream?.corrupt) {
+        corrupt.push(dream.corrupt);
+        deps.warn?.(dream.corrupt, "corrupt Dream record: Dream is listed without its next run");
+      }
+      return { jobs: dream ? [...jobs, dream.job] : jobs, corrupt };
     },
     /** The stored jobs (the ones the scheduler runs). */
     list: async () => (await stored()).jobs,

@@ -3,10 +3,9 @@ import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join, relative, resolve, sep } from "node:path";
 import type { Logger } from "pino";
-import { z } from "zod";
-import { lazySchema } from "../lazy-schema.js";
 import { loadSkills } from "../context/skills.js";
 import { TEMPLATES_DIR } from "../context/templates.js";
+import { CorruptRecordError } from "../errors.js";
 import { fault } from "../fault.js";
 import type { LlmProvider } from "../providers/client.js";
 import { assistantMessage, type ChatMessage } from "../providers/messages.js";
@@ -19,6 +18,7 @@ import { writeFileTool } from "../tools/builtin/write-file.js";
 import { createToolRegistry, type ToolRegistry } from "../tools/registry.js";
 import type { Sandbox } from "../tools/sandbox.js";
 import { NOTHING_TO_DIGEST } from "./commands.js";
+import { readDreamRecord, writeDreamRecord as writeRecord, type DreamRecord, type DreamRun } from "./dream-record.js";
 import { dreamGuide } from "./dream-prompt.js";
 import { readText, type MemoryFiles } from "./files.js";
 import { changeSummary, commitMemory, ensureMemoryRepo, memoryLog } from "./git.js";
@@ -38,36 +38,7 @@ import { changeSummary, commitMemory, ensureMemoryRepo, memoryLog } from "./git.
  * files as they are now with the analysis already made. The deadline is stored too.
  */
 
-export const dreamPhaseSchema = lazySchema(() => z.enum(["analysing", "editing", "committing"]));
-export type DreamPhase = z.infer<typeof dreamPhaseSchema>;
 
-export const dreamRunSchema = lazySchema(() => z.object({
-  id: z.string(),
-  phase: dreamPhaseSchema,
-  /** The batch: history entries with fromCursor < cursor ≤ toCursor. */
-  fromCursor: z.number().int().nonnegative(),
-  toCursor: z.number().int().nonnegative(),
-  entries: z.number().int().nonnegative(),
-  startedAt: z.number(),
-  analysis: z.string().optional(),
-  summary: z.string().optional(),
-  /** false: the editing phase stopped at maxIterations (absent in runs stored before it was kept: completed). */
-  completed: z.boolean().optional(),
-}));
-export type DreamRun = z.infer<typeof dreamRunSchema>;
-
-export const dreamRecordSchema = lazySchema(() => z.object({
-  version: z.literal(1),
-  /** When the next scheduled run is due (ms since the epoch). */
-  nextAt: z.number(),
-  run: dreamRunSchema.nullable(),
-  lastRun: z.object({ at: z.number(), result: z.string(), sha: z.string().nullable() }).nullable(),
-  /** The runs in a row that changed nothing on the batch starting after fromCursor. */
-  unchanged: z.object({ fromCursor: z.number().int().nonnegative(), runs: z.number().int().positive() }).nullable().optional(),
-}));
-export type DreamRecord = z.infer<typeof dreamRecordSchema>;
-
-const RECORD_KEY = "dream";
 const FILE_EMBED_CAP = 8_000;
 const ENTRY_CAP = 1_000;
 const NO_CHANGES = /^\(?no changes\)?\.?$/i;
@@ -91,11 +62,7 @@ export interface DreamDeps {
   now?: () => number;
 }
 
-export async function readDreamRecord(store: Store): Promise<DreamRecord | undefined> {
-  return store.get("meta", RECORD_KEY, dreamRecordSchema);
-}
 
-const writeRecord = (store: Store, record: DreamRecord) => store.batch([{ type: "put", sublevel: "meta", key: RECORD_KEY, value: record }], { sync: true });
 
 let templates: Map<string, Promise<string>> | undefined;
 const template = (name: string) => {
@@ -149,9 +116,16 @@ export function createDream(deps: DreamDeps) {
   const intervalMs = deps.settings.intervalH * 3_600_000;
   const skillNames = async () => (await loadSkills(deps.workspace, deps.env)).map((s) => s.name);
 
-  /** The stored record, or a fresh one (stored at once, so the first deadline survives a restart too). */
+  /**
+   * The stored record, or a fresh one (stored at once, so the first deadline survives a restart too).
+   * A record that does not read is replaced the same way, logged: it holds a schedule and a run's
+   * progress, not the cursor, so Dream goes on (an interrupted run starts again).
+   */
   async function load(): Promise<DreamRecord> {
-    const stored = await readDreamRecord(deps.store);
+    const stored = await readDreamRecord(deps.store).catch((err: unknown) => {
+      if (!(err instanceof CorruptRecordError)) throw err;
+      deps.logger?.warn({ err }, "Dream's record does not read; a new one replaces it");
+    });
     if (stored) return stored;
     const fresh: DreamRecord = { version: 1, nextAt: now() + intervalMs, run: null, lastRun: null };
     await writeRecord(deps.store, fresh);

@@ -1,6 +1,6 @@
 import { stat } from "node:fs/promises";
 import type { Store } from "../store/store.js";
-import { readDreamRecord, type DreamRecord } from "./dream.js";
+import { readDreamRecord, type DreamRecord } from "./dream-record.js";
 import { createMemoryFiles } from "./files.js";
 
 export interface MemoryOverview {

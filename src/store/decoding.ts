@@ -56,4 +56,5 @@ export function decodeRows<S extends z.ZodType>(sublevel: SublevelName, rows: Ar
   return out;
 }
 
-export const corruptRecordError = (c: CorruptRecord) => new CorruptRecordError(`record ${c.sublevel}/${c.key} does not match its schema: ${c.problem}`);
+export const corruptRecordError = (c: CorruptRecord) =>
+  Object.assign(new CorruptRecordError(`record ${c.sublevel}/${c.key} does not match its schema: ${c.problem}`), { record: c });

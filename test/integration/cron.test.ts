@@ -119,7 +119,7 @@ describe("cron in the daemon (fake model)", () => {
     const store = await openStore(await tmp());
     try {
       const dream = dreamSystemJob(2, { nextAt: 7_200_000, lastRun: null });
-      const service = createCronService({ store, defaultTz: "UTC", dream: async () => dream });
+      const service = createCronService({ store, defaultTz: "UTC", dream: async () => ({ job: dream }) });
       expect((await service.listing()).jobs).toEqual([dream]);
       expect(await service.list()).toEqual([]);
       expect(await service.get("dream")).toEqual(dream);

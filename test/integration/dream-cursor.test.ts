@@ -1,7 +1,8 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { createDream, readDreamRecord } from "../../src/memory/dream.js";
+import { createDream } from "../../src/memory/dream.js";
+import { readDreamRecord } from "../../src/memory/dream-record.js";
 import { createMemoryFiles } from "../../src/memory/files.js";
 import { memoryLog } from "../../src/memory/git.js";
 import type { Store } from "../../src/store/store.js";
@@ -99,6 +100,15 @@ describe("Dream's cursor", () => {
     const { ws, files, dream } = await setup((r) => (phaseOf(r) === "analyse" ? { content: "USER.md: add: likes tea" } : { toolCalls: [{ name: "read_file", arguments: { path: "USER.md" } }] }), 2);
     await writeFile(join(ws, ".git"), "not a repository\n");
     expect(await dream.runOnce()).toMatch(/^stopped after 2 rounds \(the memory git history is unusable: .+\); history 1–2 stays undigested/);
+    expect(await files.dreamCursor()).toBe(0);
+  });
+
+  it("a Dream record that does not read is replaced by a new one: the run goes on (it held no cursor)", async () => {
+    const { files, dream } = await setup(() => ({ content: "(no changes)" }));
+    await store!.batch([{ type: "put", sublevel: "meta", key: "dream", value: { version: 1, nextAt: "soon" } }], { sync: true });
+    await expect(readDreamRecord(store!)).rejects.toThrow(/record meta\/dream does not match its schema/);
+    expect(await dream.runOnce()).toMatch(/^no memory file changed/);
+    expect((await readDreamRecord(store!))!.lastRun).not.toBeNull();
     expect(await files.dreamCursor()).toBe(0);
   });
 });
