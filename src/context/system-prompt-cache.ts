@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";
 import type { MemoryFiles } from "../memory/files.js";
 import type { HistoryEntry } from "../memory/history-entry.js";
-import { RECENT_HISTORY_MAX, sessionEntries } from "../memory/recent.js";
+import { recentFor } from "../memory/recent.js";
 import { buildSystemPrompt, withRecentHistory } from "./prompt.js";
 import { createTimedCache, type TimedCache } from "./prompt-cache.js";
 import { loadSkills, type Skill } from "./skills.js";
@@ -28,7 +28,7 @@ function perSession(base: string, skills: Skill[], undigested: HistoryEntry[]): 
     promptFor(sessionKey) {
       let prompt = made.get(sessionKey);
       if (prompt === undefined) {
-        prompt = withRecentHistory(base, sessionEntries(undigested, sessionKey).slice(-RECENT_HISTORY_MAX));
+        prompt = withRecentHistory(base, recentFor(undigested, sessionKey));
         if (made.size >= SESSIONS_KEPT) made.clear();
         made.set(sessionKey, prompt);
       }

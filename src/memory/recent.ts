@@ -1,4 +1,3 @@
-import type { MemoryFiles } from "./files.js";
 import type { HistoryEntry } from "./history-entry.js";
 import { textTokens, textTokensBound } from "./tokens.js";
 
@@ -6,18 +5,14 @@ import { textTokens, textTokensBound } from "./tokens.js";
 export const RECENT_HISTORY_MAX = 50;
 
 /**
- * The entries a session wrote itself. history.jsonl is shared by every chat (Dream digests all of
- * it), but a session is shown only its own: another chat's summaries would reach other users,
- * groups and cron jobs, and a legacy entry without a session key belongs to no one, so to none
- * (nanobot's MemoryStore.read_recent_history_for_prompt).
+ * What a session's Recent History shows of the undigested entries (after .dream_cursor): those it
+ * wrote itself, the newest `max`. history.jsonl is shared by every chat (Dream digests all of it),
+ * but a session is shown only its own: another chat's summaries would reach other users, groups and
+ * cron jobs, and a legacy entry without a session key belongs to no one, so to none (nanobot's
+ * MemoryStore.read_recent_history_for_prompt).
  */
-export function sessionEntries(entries: HistoryEntry[], sessionKey: string): HistoryEntry[] {
-  return entries.filter((e) => e.session_key === sessionKey);
-}
-
-/** The session's history entries after .dream_cursor, the newest RECENT_HISTORY_MAX of them. */
-export async function recentHistory(files: MemoryFiles, sessionKey: string, max = RECENT_HISTORY_MAX): Promise<HistoryEntry[]> {
-  return sessionEntries(await files.undigested(), sessionKey).slice(-max);
+export function recentFor(undigested: HistoryEntry[], sessionKey: string, max = RECENT_HISTORY_MAX): HistoryEntry[] {
+  return undigested.filter((e) => e.session_key === sessionKey).slice(-max);
 }
 
 /** nanobot's cap on the Recent History section (ContextBuilder._MAX_HISTORY_TOKENS). */

@@ -6,7 +6,7 @@ import { buildSystemPrompt } from "../../src/context/prompt.js";
 import { loadSkills } from "../../src/context/skills.js";
 import { createMemoryFiles } from "../../src/memory/files.js";
 import { historyTimestamp, parseHistory } from "../../src/memory/history-entry.js";
-import { recentHistory } from "../../src/memory/recent.js";
+import { recentFor } from "../../src/memory/recent.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
 const at = Date.UTC(2026, 3, 2, 10, 7);
@@ -170,7 +170,7 @@ describe("memory files (nanobot's layout)", () => {
     const files = createMemoryFiles(ws, { now: () => at });
     for (let i = 1; i <= 70; i++) await files.appendHistory({ content: `fact ${i}`, sessionKey: "cli:direct" });
     await files.setDreamCursor(10);
-    const recent = await recentHistory(files, "cli:direct");
+    const recent = recentFor(await files.undigested(), "cli:direct");
     expect(recent.map((e) => e.cursor)).toEqual(Array.from({ length: 50 }, (_, i) => i + 21));
     const prompt = await buildSystemPrompt({ workspace: ws, skills: await loadSkills(ws, {}), restrictToWorkspace: true, recentHistory: recent });
     const section = prompt.slice(prompt.indexOf("# Recent History"));
@@ -180,6 +180,6 @@ describe("memory files (nanobot's layout)", () => {
     expect(prompt).toContain("### Skill: memory");
     expect(prompt).toMatch(/USER\.md` — the user's profile and preferences\. \*\*Managed by Dream\.\*\* Do not edit\./);
     await files.setDreamCursor(70);
-    expect(await recentHistory(files, "cli:direct")).toEqual([]);
+    expect(recentFor(await files.undigested(), "cli:direct")).toEqual([]);
   });
 });

@@ -3,7 +3,7 @@ import { defaultConfig } from "../../src/config/schema.js";
 import { buildSystemPrompt } from "../../src/context/prompt.js";
 import { createSystemPromptCache } from "../../src/context/system-prompt-cache.js";
 import { createMemoryFiles } from "../../src/memory/files.js";
-import { recentHistory } from "../../src/memory/recent.js";
+import { recentFor } from "../../src/memory/recent.js";
 import { textTokens } from "../../src/memory/tokens.js";
 import { useTempDirs } from "../helpers/tmp.js";
 
@@ -26,8 +26,8 @@ describe("the system prompt's Recent History", () => {
     await files.appendHistory({ content: "legacy entry without session" });
     await files.appendHistory({ content: "telegram entry", sessionKey: "telegram:chat-1" });
     await files.appendHistory({ content: "slack entry", sessionKey: "slack:chat-2" });
-    expect((await recentHistory(files, "telegram:chat-1")).map((e) => e.content)).toEqual(["telegram entry"]);
-    expect((await recentHistory(files, "cli:direct")).map((e) => e.content)).toEqual([]);
+    expect((recentFor(await files.undigested(), "telegram:chat-1")).map((e) => e.content)).toEqual(["telegram entry"]);
+    expect((recentFor(await files.undigested(), "cli:direct")).map((e) => e.content)).toEqual([]);
     // Dream still digests every entry.
     expect((await files.undigested()).map((e) => e.content)).toEqual(["legacy entry without session", "telegram entry", "slack entry"]);
   });
