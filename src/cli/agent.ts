@@ -11,6 +11,7 @@ import { remoteBackend } from "./agent-remote.js";
 import { connectStoreHolder, openOrReachHolder } from "./client.js";
 import { renderMarkdown } from "./markdown.js";
 import { createPrinter, type Printer, type PrinterOptions } from "./printer.js";
+import { printable } from "./printable.js";
 
 /** Only the interactive prompt uses it: `agent -m` does not load it. */
 const readline = lazyRequire<typeof Readline>("node:readline");
@@ -58,7 +59,7 @@ export async function runAgent(load: () => Promise<LoadedConfig>, opts: AgentOpt
   const content = opts.message === "-" || (oneMessage && opts.message === undefined) ? await readStdin() : opts.message;
   if (oneMessage && !content?.trim()) throw new TroupeError("no message: stdin was empty; give one with -m TEXT (or -m - to read it from stdin), or run troupe agent on a terminal to chat");
   // Notes go to stderr until the prompt takes them over (printing above the line being typed).
-  const io: AgentIo = { say: (text) => process.stderr.write(`${text}\n`), message: (text) => process.stdout.write(`${text}\n`) };
+  const io: AgentIo = { say: (text) => process.stderr.write(`${text}\n`), message: (text) => process.stdout.write(`${printable(text)}\n`) };
   const conn: RemoteOptions = { follow: !oneMessage, waitMs: oneMessage ? ONE_MESSAGE_WAIT_MS : Number.POSITIVE_INFINITY };
   // The daemon, or an in-process `troupe agent` lending its store; else this process opens it.
   // A running daemon answers without this process loading the config (or the runtime): it has its own.
@@ -187,7 +188,7 @@ async function interactive(backend: Backend, opts: AgentOptions, where: string, 
     rl.prompt(true);
   };
   io.say = above;
-  io.message = (text) => (current ? current.message(text) : above(printerOptions.markdown ? renderMarkdown(text, process.stdout.columns) : text));
+  io.message = (text) => (current ? current.message(text) : above(printerOptions.markdown ? renderMarkdown(printable(text), process.stdout.columns) : printable(text)));
 
   const handle = async (content: string) => {
     const printer = createPrinter(process.stdout, printerOptions);

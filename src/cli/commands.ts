@@ -31,7 +31,8 @@ export function defineCommandsBefore(program: Command): void {
     .action(async () => {
       const { statusLines } = await import("./status.js");
       const loaded = await loadForCli();
-      for (const line of await statusLines(loaded)) console.log(line);
+      const { printable } = await import("./printable.js");
+      for (const line of await statusLines(loaded)) console.log(printable(line));
       // An enabled channel that will not run is a problem a script checking status must see.
       if ((loaded.unrunnableChannels ?? []).length > 0) process.exitCode = 1;
     });

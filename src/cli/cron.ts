@@ -10,6 +10,7 @@ import { openStore, type CorruptRecord, type Store } from "../store/store.js";
 import { connectDaemon, type DaemonClient } from "./client.js";
 import { corruptLines } from "./corrupt-lines.js";
 import { loadForCli } from "./load.js";
+import { printable } from "./printable.js";
 
 /** Through the running daemon when there is one (it holds the store and re-arms its scheduler), else on the store. */
 async function withCron<T>(paths: DataPaths, viaApi: (client: DaemonClient) => Promise<T>, direct: (service: CronService, store: Store) => Promise<T>): Promise<T> {
@@ -42,7 +43,9 @@ const noJob = (id: string) => new TroupeError(`no cron job ${id}; troupe cron li
 
 const tzOf = (job: CronJob) => (job.schedule.kind === "every" ? "UTC" : job.schedule.tz);
 
-function table(header: string[], rows: string[][]): string[] {
+/** Names, replies and notes come from the model and the chat: their control characters are escaped. */
+function table(header: string[], cells: string[][]): string[] {
+  const rows = cells.map((r) => r.map(printable));
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   return [header, ...rows].map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join("  ").trimEnd());
 }
@@ -106,7 +109,7 @@ export async function cronAddCommand(paths: DataPaths, req: AddJobRequest): Prom
     throw new TroupeError(err.message.replace(/^daemon answered 400: /, "troupe cron add: "));
   });
   const where = job.deliver ? `replies go to ${job.target.channel}:${job.target.chatId}` : `replies stay in session cron:${job.id} (give --channel and --to to deliver them)`;
-  console.log(`added job ${job.id} (${job.name}), ${describeSchedule(job.schedule)}; ${where}`);
+  console.log(`added job ${job.id} (${printable(job.name)}), ${describeSchedule(job.schedule)}; ${where}`);
   return 0;
 }
 

@@ -5,6 +5,7 @@ import { TroupeError } from "../errors.js";
 import { graphMermaid, graphText, machineGraphs, type MachineGraph } from "../inspect/graph.js";
 import type { DataPaths } from "../paths.js";
 import { connectDaemon } from "./client.js";
+import { printable } from "./printable.js";
 import { backingOffLines, treeLines, type ActorsResponse } from "./daemon.js";
 
 export const INSPECT_FORMATS = ["text", "mermaid", "json"] as const;
@@ -56,10 +57,10 @@ export async function inspectLive(paths: DataPaths, opts: { intervalMs: number }
   while (!signal?.aborted) {
     let lines: string[];
     try {
-      lines = liveLines(await client.get<ActorsResponse>("/api/actors"), client.url);
+      lines = liveLines(await client.get<ActorsResponse>("/api/actors"), client.url).map(printable);
     } catch (err) {
       if (!tty) throw err;
-      lines = [`troupe ${client.url}: ${(err as Error).message}; retrying`];
+      lines = [printable(`troupe ${client.url}: ${(err as Error).message}; retrying`)];
     }
     process.stdout.write(tty ? `\x1b[H\x1b[2J${lines.join("\n")}\n` : `${lines.join("\n")}\n\n`);
     await new Promise((r) => setTimeout(r, opts.intervalMs));

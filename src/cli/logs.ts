@@ -4,6 +4,7 @@ import { prettyFactory } from "pino-pretty";
 import { LOG_ROTATION } from "../log/logger.js";
 import { rotatedFiles } from "../log/rotating-file.js";
 import type { DataPaths } from "../paths.js";
+import { printable, printableDeep } from "./printable.js";
 
 /** Formats JSON log lines one to a line, the session first ("[api:x] turn finished {state…}"); other lines pass through. */
 function formatter(colorize: boolean): (line: string) => string {
@@ -15,11 +16,12 @@ function formatter(colorize: boolean): (line: string) => string {
     messageFormat: "{if sessionKey}[{sessionKey}] {end}{msg}",
   });
   return (line) => {
-    if (!line.startsWith("{")) return `${line}\n`;
+    // Log entries quote remote text (errors, hints): escaped before pino-pretty adds its colours.
+    if (!line.startsWith("{")) return `${printable(line)}\n`;
     try {
-      return pretty(JSON.parse(line));
+      return pretty(printableDeep(JSON.parse(line)));
     } catch {
-      return `${line}\n`;
+      return `${printable(line)}\n`;
     }
   };
 }

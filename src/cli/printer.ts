@@ -1,4 +1,5 @@
 import { createMarkdownLines, renderMarkdown } from "./markdown.js";
+import { printable } from "./printable.js";
 
 /** Where a reply is printed, and how. */
 export interface PrinterOptions {
@@ -62,8 +63,11 @@ export function createPrinter(out: Out, opts: PrinterOptions) {
     atLineStart = true;
   };
 
-  function delta(text: string): void {
-    if (!opts.stream || !text) return;
+  // The model's text may repeat what a web page or a message told it to: escape sequences in it are
+  // shown escaped (printable.ts), the printer's own (Markdown styles, erasing a line) are added after.
+  function delta(raw: string): void {
+    if (!opts.stream || !raw) return;
+    const text = printable(raw);
     if (newParagraph) {
       flushPartial();
       freshLine();
@@ -110,7 +114,8 @@ export function createPrinter(out: Out, opts: PrinterOptions) {
     /** A model call ended: the next streamed text starts a new paragraph. */
     boundary: () => void (segment && (newParagraph = true)),
     /** A whole message (a message-tool send, a notice), on lines of its own. */
-    message(text: string): void {
+    message(raw: string): void {
+      const text = printable(raw);
       flushPartial();
       freshLine();
       write(`${opts.markdown ? renderMarkdown(text, out.columns) : text}\n`);
@@ -120,7 +125,8 @@ export function createPrinter(out: Out, opts: PrinterOptions) {
      * ended; anything else (a failure, a command's answer, an unstreamed reply) is printed whole, to
      * `to` (stderr for a failed turn of `agent -m`).
      */
-    finish(reply: string, to: Out = out): void {
+    finish(raw: string, to: Out = out): void {
+      const reply = printable(raw);
       flushPartial();
       if (segment && segment.trim() === reply.trim()) return freshLine();
       freshLine();

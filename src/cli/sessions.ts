@@ -4,6 +4,7 @@ import { sessionDetail, sessionsOverview, type SessionDetail, type SessionOvervi
 import { deleteSessionOps, type SessionDeletion } from "../store/sessions.js";
 import { openStore, type CorruptRecord, type Store } from "../store/store.js";
 import { corruptLines } from "./corrupt-lines.js";
+import { printable } from "./printable.js";
 import { connectStoreHolder, openOrReachHolder, type DaemonClient } from "./client.js";
 
 /** A time as `YYYY-MM-DD HH:MM` (UTC). */
@@ -87,7 +88,7 @@ export async function listSessionsCommand(paths: DataPaths): Promise<number> {
     (client) => client.get<{ sessions: SessionOverview[]; corrupt?: CorruptRecord[] }>("/api/sessions"),
     (store) => sessionsOverview(store),
   );
-  for (const line of sessionListLines(sessions)) console.log(line);
+  for (const line of sessionListLines(sessions)) console.log(printable(line));
   for (const line of corruptLines(corrupt)) console.error(line);
   return 0;
 }
@@ -100,7 +101,7 @@ export async function showSessionCommand(paths: DataPaths, key: string, opts: { 
     (store) => sessionDetail(store, key, { allEpochs: opts.all }),
   );
   if (!detail) throw new TroupeError(`no session ${key}; troupe sessions list shows them`);
-  for (const line of sessionShowLines(detail, opts)) console.log(line);
+  for (const line of sessionShowLines(detail, opts)) console.log(printable(line));
   for (const line of corruptLines(detail.corrupt)) console.error(line);
   return 0;
 }

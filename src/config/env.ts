@@ -85,6 +85,11 @@ export function applyEnvOverrides(raw: Record<string, unknown>, env: NodeJS.Proc
   return applied;
 }
 
+/** The text of the override that set exactly `path` (however the key is spelt; the last applied wins). */
+export function overrideTextAt(overrides: EnvOverride[], path: string[]): string | undefined {
+  return overrides.filter((o) => samePath(o.path, path)).at(-1)?.value;
+}
+
 /** Which override a problem at `path` (camelCase, as the schema reports it) comes from, if any. */
 export function overrideAt(overrides: EnvOverride[], path: string[]): EnvOverride | undefined {
   const within = (outer: string[], inner: string[]) => outer.every((seg, i) => inner[i] === seg);

@@ -2,7 +2,7 @@ import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { ConfigError } from "../errors.js";
 import { dataPaths, resolveUserPath, type DataPaths } from "../paths.js";
-import { applyEnvOverrides, describeOverride, interpolateEnv, overrideAt, type EnvReference, type EnvSources } from "./env.js";
+import { applyEnvOverrides, describeOverride, interpolateEnv, overrideAt, overrideTextAt, type EnvReference, type EnvSources } from "./env.js";
 import { nanobotAcceptsNull, reportUnknownKeys } from "./known-keys.js";
 import { migrateConfig } from "./migrate.js";
 import { applyModelPreset } from "./presets.js";
@@ -105,7 +105,8 @@ export function parseConfig(
   const unknownKeys: string[] = [];
   const siblings = new Map<string, string[]>();
   // nanobot takes null for its optional fields (its onboard writes "apiKey": null): null there means the default.
-  const normalized = normalizeKeys(configSchema, interpolated, [], unknownKeys, { siblings, dropNull: nanobotAcceptsNull });
+  const envText = overrides.length ? (path: string[]) => overrideTextAt(overrides, path) : undefined;
+  const normalized = normalizeKeys(configSchema, interpolated, [], unknownKeys, { siblings, dropNull: nanobotAcceptsNull, envText });
   const report = reportUnknownKeys(
     unknownKeys,
     interpolated,

@@ -27,6 +27,24 @@ export interface NormalizeOptions {
   siblings?: Map<string, string[]>;
   /** Whether a null the field does not take means "use the default" here (nanobot takes null there). */
   dropNull?: (path: string[]) => boolean;
+  /** The text of the environment override that set the value at `path`, if one did. */
+  envText?: (path: string[]) => string | undefined;
+}
+
+/**
+ * An override's value as a field takes it (nanobot's pydantic-settings: a str field keeps the
+ * variable's text; numbers, booleans and lists are parsed from it). The override was parsed as a JSON
+ * literal; a field that takes the text as given, or wants a string where the literal is none (an
+ * all-digit api key, a chat id, "true", "null"), gets the text back.
+ */
+function asField(field: z.ZodType, value: unknown, path: string[], opts: NormalizeOptions): unknown {
+  if (typeof value === "string") return value;
+  const text = opts.envText?.(path);
+  if (text === undefined) return value;
+  if (field.safeParse(text).success) return text;
+  const parsed = field.safeParse(value);
+  const wantsText = !parsed.success && parsed.error.issues.some((i) => i.path.length === 0 && i.code === "invalid_type" && i.expected === "string");
+  return wantsText ? text : value;
 }
 
 export function normalizeKeys(schema: z.ZodType, value: unknown, path: string[], unknownKeys: string[], opts: NormalizeOptions = {}): unknown {
@@ -47,8 +65,9 @@ export function normalizeKeys(schema: z.ZodType, value: unknown, path: string[],
         opts.siblings?.set([...path, key].join("."), Object.keys(shape));
         continue;
       }
-      if (v === null && opts.dropNull?.([...path, name]) && !field.safeParse(null).success) continue;
-      out[name] = normalizeKeys(field, v, [...path, name], unknownKeys, opts);
+      const taken = asField(field, v, [...path, name], opts);
+      if (taken === null && opts.dropNull?.([...path, name]) && !field.safeParse(null).success) continue;
+      out[name] = normalizeKeys(field, taken, [...path, name], unknownKeys, opts);
     }
     return out;
   }
@@ -59,7 +78,7 @@ export function normalizeKeys(schema: z.ZodType, value: unknown, path: string[],
       if (k === "__proto__") unknownKeys.push([...path, k].join("."));
       return k !== "__proto__";
     });
-    return Object.fromEntries(entries.map(([k, v]) => [k, normalizeKeys(valueType, v, [...path, k], unknownKeys, opts)]));
+    return Object.fromEntries(entries.map(([k, v]) => [k, normalizeKeys(valueType, asField(valueType, v, [...path, k], opts), [...path, k], unknownKeys, opts)]));
   }
   if (def.type === "array" && def.element && Array.isArray(value)) {
     const element = def.element;

@@ -29,26 +29,74 @@ export function createRedactor(knownSecrets: Iterable<string>): (text: string) =
   };
 }
 
-/** Every api key and token in a config, for createRedactor. */
+type Texts = Record<string, string>;
+
+/**
+ * Every credential in a config, for createRedactor: api keys and tokens, a provider's extraHeaders and
+ * extraQuery values whose names say they are secret, and the userinfo of every configured URL
+ * ("http://user:pass@host"), in each form a request or an error message may quote them.
+ */
 export function secretsOf(config: {
-  providers: Record<string, { apiKey: string }>;
-  channels: { telegram: { token: string }; transcription: { apiKey: string } };
-  tools: { web: { search: { apiKey: string } }; mcpServers?: Record<string, { env: Record<string, string>; headers: Record<string, string> }> };
+  providers: Record<string, { apiKey: string; apiBase?: string | null; extraHeaders?: Texts | null; extraQuery?: Texts | null }>;
+  channels: { telegram: { token: string; apiRoot?: string }; transcription: { apiKey: string; apiBase?: string | null } };
+  tools: {
+    web: { proxy?: string | null; search: { apiKey: string; baseUrl?: string } };
+    mcpServers?: Record<string, { env: Texts; headers: Texts; url?: string }>;
+  };
 }): string[] {
-  const mcp = mcpSecrets(config.tools.mcpServers ?? {});
+  const providers = Object.values(config.providers);
+  const urls = [
+    ...providers.map((p) => p.apiBase),
+    config.channels.transcription.apiBase,
+    config.channels.telegram.apiRoot,
+    config.tools.web.proxy,
+    config.tools.web.search.baseUrl,
+    ...Object.values(config.tools.mcpServers ?? {}).map((s) => s.url),
+  ];
   return [
-    ...Object.values(config.providers).map((p) => p.apiKey),
+    ...providers.map((p) => p.apiKey),
+    ...providers.flatMap((p) => [...secretValues(p.extraHeaders ?? {}), ...secretValues(p.extraQuery ?? {}).flatMap(queryForms)]),
+    ...urls.flatMap((url) => (url ? userinfoOf(url) : [])),
     config.channels.telegram.token,
     config.channels.transcription.apiKey,
     config.tools.web.search.apiKey,
-    ...mcp,
+    ...mcpSecrets(config.tools.mcpServers ?? {}),
   ].filter(Boolean);
 }
 
+// Names that say a value is a credential: MCP env and headers, and nanobot's credential query
+// parameters (web.py _CREDENTIAL_QUERY_PARAMS: key, sig, signature, jwt, code… and x-amz-/x-goog-).
+const SECRET_NAME = /key|token|secret|passw|pwd|auth|credential|cookie|signature|session|jwt|ticket|assertion|^sig$|^code$|^x-(amz|goog)-/i;
+
+function secretValues(values: Texts): string[] {
+  return Object.entries(values)
+    .filter(([name, value]) => SECRET_NAME.test(name) && value.length >= 6)
+    .map(([, value]) => value);
+}
+
+/** A query value as written, and as a URL carries it (form-encoded by searchParams, or percent-encoded). */
+function queryForms(value: string): string[] {
+  return [value, new URLSearchParams({ v: value }).toString().slice(2), encodeURIComponent(value)];
+}
+
+/** The user and password of "scheme://user:pass@host", as the URL spells them and decoded. */
+function userinfoOf(url: string): string[] {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return [];
+  }
+  return [parsed.username, parsed.password].filter(Boolean).flatMap((part) => {
+    try {
+      return [part, decodeURIComponent(part)];
+    } catch {
+      return [part];
+    }
+  });
+}
+
 /** MCP servers' credentials: env and header values whose names say they are secret. */
-export function mcpSecrets(servers: Record<string, { env: Record<string, string>; headers: Record<string, string> }>): string[] {
-  const secretName = /key|token|secret|password|passwd|auth|credential|cookie/i;
-  return Object.values(servers).flatMap((s) =>
-    [...Object.entries(s.env), ...Object.entries(s.headers)].filter(([name, value]) => secretName.test(name) && value.length >= 6).map(([, value]) => value),
-  );
+export function mcpSecrets(servers: Record<string, { env: Texts; headers: Texts }>): string[] {
+  return Object.values(servers).flatMap((s) => [...secretValues(s.env), ...secretValues(s.headers)]);
 }

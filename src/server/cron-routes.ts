@@ -3,6 +3,7 @@ import { addJobInput, addJobRequestSchema } from "../cron/requests.js";
 import { ScheduleError } from "../cron/schedule.js";
 import { CronJobRefusal } from "../cron/jobs.js";
 import type { Daemon } from "../daemon-types.js";
+import { pathSegment } from "./request-io.js";
 
 /** A cron request the control API refuses, with its status. */
 export class CronRouteError extends Error {
@@ -30,7 +31,7 @@ export async function cronRoute(daemon: Daemon, method: string, path: string, bo
 async function answer(daemon: Daemon, method: string, path: string, body: () => Promise<unknown>): Promise<{ status: number; body: unknown } | undefined> {
   const m = ROUTE.exec(path);
   if (!m) return undefined;
-  const id = m[1] === undefined ? undefined : decodeURIComponent(m[1]);
+  const id = m[1] === undefined ? undefined : pathSegment(m[1]);
   const action = m[2];
   const { cron } = daemon;
   const missing = () => new CronRouteError(404, `no cron job ${id}; troupe cron list shows them`);

@@ -25,7 +25,7 @@ import { channelHealth, channelLinks, failedChildren, heldNow, sessionBusy, suba
 import { serveInspector } from "./inspector-route.js";
 import { messageStreams } from "./message-streams.js";
 import { watchProcessMemory } from "./process-memory.js";
-import { apiMessageBody, declaredWithinLimit, HttpError, idempotencyKeyOf, json, parseBody, readJson, refuseBody, refuseStore, sessionKeyOf, type ControlServer } from "./request-io.js";
+import { apiMessageBody, declaredWithinLimit, HttpError, idempotencyKeyOf, json, parseBody, pathSegment, readJson, refuseBody, refuseStore, sessionKeyOf, type ControlServer } from "./request-io.js";
 
 export type { ControlServer } from "./request-io.js";
 
@@ -110,7 +110,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     if (req.method === "GET" && path === "/api/machines") return json(res, 200, { machines: graphs });
     const turnMatch = /^\/api\/turns\/([^/]+)$/.exec(path);
     if (req.method === "GET" && turnMatch) {
-      const turnId = decodeURIComponent(turnMatch[1]!);
+      const turnId = pathSegment(turnMatch[1]!);
       const detail = await turnDetail(store, turnId, redactText);
       if (!detail) throw new HttpError(404, `no turn ${turnId}`);
       return json(res, 200, detail);

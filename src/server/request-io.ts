@@ -95,14 +95,18 @@ export async function readJson(req: IncomingMessage): Promise<unknown> {
   }
 }
 
-/** The session key in a path segment: percent-decoded and checked. */
-export function sessionKeyOf(segment: string): string {
-  let key: string;
+/** A path segment (a job or turn id) percent-decoded; a malformed encoding is the client's mistake, a 400. */
+export function pathSegment(segment: string): string {
   try {
-    key = decodeURIComponent(segment);
+    return decodeURIComponent(segment);
   } catch {
     throw new HttpError(400, `malformed percent-encoding in the path: ${segment}`);
   }
+}
+
+/** The session key in a path segment: percent-decoded and checked. */
+export function sessionKeyOf(segment: string): string {
+  const key = pathSegment(segment);
   try {
     return parseSessionKey(key);
   } catch (err) {

@@ -129,10 +129,16 @@ describe("control API hardening (one real gateway over loopback)", () => {
   });
 
   it("a malformed percent-encoding in a path is a 400, not a 500", async () => {
-    for (const path of ["/api/sessions/%E0%A4%A", "/api/sessions/%E0%A4%A/replies", "/api/sessions/api:%ZZ"]) {
+    // Every route that takes an id from the path: sessions, cron jobs and their runs, turns.
+    for (const path of ["/api/sessions/%E0%A4%A", "/api/sessions/%E0%A4%A/replies", "/api/sessions/api:%ZZ", "/api/cron/jobs/%ZZ/runs", "/api/turns/%ZZ"]) {
       const res = await raw(g, { path, headers: g.auth });
       expect(res.status, path).toBe(400);
-      expect(JSON.parse(res.body).error, path).toMatch(/percent-encoding/);
+      expect(JSON.parse(res.body).error, path).toMatch(/^malformed percent-encoding in the path: \S*%/);
+    }
+    for (const [method, path] of [["DELETE", "/api/cron/jobs/%ZZ"], ["POST", "/api/cron/jobs/%E0%A4%A/run"], ["POST", "/api/cron/jobs/%ZZ/enable"]] as const) {
+      const res = await raw(g, { method, path, headers: g.auth });
+      expect(res.status, path).toBe(400);
+      expect(JSON.parse(res.body).error, path).toMatch(/^malformed percent-encoding in the path: \S*%/);
     }
     const post = await raw(g, { method: "POST", path: "/api/sessions/%E0%A4%A/messages", headers: { ...g.auth, "content-type": "application/json" }, send: (r) => r.end('{"content":"hi"}') });
     expect(post.status).toBe(400);

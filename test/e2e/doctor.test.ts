@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:net";
-import { join } from "node:path";
+import { readdir, readFile } from "node:fs/promises";
+import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { startFakeTelegram, type FakeTelegram } from "../fixtures/fake-telegram.js";
@@ -18,6 +19,17 @@ async function holdPort(): Promise<{ port: number; server: Server }> {
   const server = createServer();
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   return { port: (server.address() as { port: number }).port, server };
+}
+
+/** The files under `dir` (relative paths) whose bytes hold `text`. */
+async function filesContaining(dir: string, text: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  const hits: string[] = [];
+  for (const e of entries.filter((f) => f.isFile())) {
+    const path = join(e.parentPath, e.name);
+    if ((await readFile(path)).includes(text)) hits.push(relative(dir, path));
+  }
+  return hits.sort();
 }
 
 /** The doctor's line for a check: "ok", "FAIL" or "skip", the check's name, what it found. */
@@ -128,6 +140,27 @@ describe("troupe doctor", () => {
     expect(downLine).toContain("apiKey from ${MY_MODEL_KEY} in config.json");
     expect(downLine).toMatch(/: is the server up\? check TROUPE_PROVIDERS__CUSTOM__API_BASE \(it overrides providers\.custom\.apiBase/);
     expect(down.stdout + down.stderr).not.toContain(secret);
+  });
+
+  it("never prints a provider's extraQuery or extraHeaders credential, or an apiBase's password, in doctor, the reply or the data dir", async () => {
+    // nanobot keeps URL userinfo and credential query values out of what it logs
+    // (tests/tools/test_mcp_tool.py test_redact_url_strips_credentials_and_query: "https://user:secret@host...").
+    fake = await startFakeOpenAi([{ status: 401 }, { status: 401, errorMessage: "Invalid API key HSECRET123456 for key=QSECRET123456" }]);
+    const home = await tmp();
+    const providers = { custom: { apiBase: fake.url, apiKey: "APIKEYSECRET99", extraQuery: { key: "QSECRET123456" }, extraHeaders: { "x-api-key": "HSECRET123456" } } };
+    await writeConfig(home, { agents: { defaults: { provider: "custom", model: "m" } }, providers, gateway: { port: 0 } });
+    const doc = await runCli(["doctor"], { TROUPE_HOME: home });
+    expect(line(doc.stdout, "provider")).toMatch(/^FAIL +provider: HTTP 401 from http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions\?key=\[REDACTED\]/);
+    expect(fake.requests[0]?.url).toContain("key=QSECRET123456");
+    const agent = await runCli(["agent", "-m", "hi"], { TROUPE_HOME: home });
+    expect(agent.stdout + agent.stderr).toContain("HTTP 401");
+    expect(doc.stdout + doc.stderr + agent.stdout + agent.stderr).not.toContain("SECRET123456");
+    expect(await filesContaining(home, "SECRET123456")).toEqual(["config.json"]);
+
+    const base = `http://u:BASEPASS@127.0.0.1:${await closedPort()}/v1`;
+    const down = await runCli(["doctor"], { TROUPE_HOME: home, TROUPE_PROVIDERS__CUSTOM__API_BASE: base });
+    expect(line(down.stdout, "provider")).toMatch(/^FAIL +provider: connection refused at http:\/\/u:\[REDACTED\]@127\.0\.0\.1/);
+    expect(down.stdout + down.stderr).not.toContain("BASEPASS");
   });
 
   it("a corrupt record in the store fails the store check, naming it (listings skip it, the doctor does not)", async () => {

@@ -24,6 +24,28 @@ describe("sessions delete and sessions show --all", () => {
   let gateway: GatewayProcess | undefined;
   closeAfterEach(() => [gateway, fake]);
 
+  it("prints stored chat text and cron names with their control characters escaped, so a message cannot drive the terminal", async () => {
+    // A Telegram user (or a page the model read) sends an OSC title change and a clear screen.
+    const attack = "hi\x1b]0;PWNED\x07\x1b[2J\rback\x9b2J\x7f";
+    // (sessions show puts a message on one line, its \r a space; the rest is as sent)
+    const escaped = "hi\\x1b]0;PWNED\\x07\\x1b[2J";
+    fake = await startFakeOpenAi([], (req) => ({ content: `answer to ${lastUser(req.body)}` }));
+    const home = await tmp();
+    await writeHome(home, fake.url);
+    const env = { TROUPE_HOME: home };
+    const asked = await runCli(["agent", "-m", attack, "--no-markdown"], env);
+    expect(asked.stdout).toContain(`answer to ${escaped}`);
+    const shown = await runCli(["sessions", "show", "cli:direct"], env);
+    expect(shown.stdout).toContain(`user: ${escaped}`);
+    expect(shown.stdout).toContain(`assistant: answer to ${escaped}`);
+    expect((await runCli(["cron", "add", "--name", attack, "--message", attack, "--every", "3600"], env)).code).toBe(0);
+    const listed = await runCli(["cron", "list"], env);
+    expect(listed.stdout).toContain(escaped);
+    // Nothing but newlines is a control character in what the CLI printed.
+    // eslint-disable-next-line no-control-regex
+    for (const out of [asked.stdout, asked.stderr, shown.stdout, listed.stdout]) expect(out).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/);
+  });
+
   it("without a daemon: show --all lists the epochs before /new; delete removes the session from the store", async () => {
     fake = await startFakeOpenAi([], (req) => ({ content: `answer to ${lastUser(req.body)}` }));
     const home = await tmp();

@@ -70,6 +70,31 @@ describe("config", () => {
     expect(config.tools.restrictToWorkspace).toBe(false);
   });
 
+  it("keeps an override's text as given for a string key, even when it reads as a number, boolean or null", () => {
+    // nanobot's Config is a pydantic-settings BaseSettings (env_prefix NANOBOT_, env_nested_delimiter "__"): a str
+    // field takes the variable's text as it is; only numbers, booleans and complex (list) fields are parsed from it.
+    const { config } = parseConfig({ channels: { telegram: { allowFrom: ["1"] } } }, "c.json", {
+      TROUPE_PROVIDERS__CUSTOM__API_KEY: "987654321012345",
+      NANOBOT_PROVIDERS__OPENAI__API_KEY: "true",
+      TROUPE_CHANNELS__TELEGRAM__TOKEN: "null",
+      TROUPE_AGENTS__DEFAULTS__MODEL: "00123",
+      TROUPE_PROVIDERS__CUSTOM__EXTRA_HEADERS__X_API_KEY: "4711",
+      TROUPE_GATEWAY__PORT: "9999",
+      TROUPE_TOOLS__RESTRICT_TO_WORKSPACE: "false",
+      TROUPE_CHANNELS__TELEGRAM__ALLOW_FROM: '["123456789"]',
+    });
+    expect(config.providers.custom?.apiKey).toBe("987654321012345");
+    expect(config.providers.openai?.apiKey).toBe("true");
+    expect(config.channels.telegram.token).toBe("null");
+    expect(config.agents.defaults.model).toBe("00123");
+    expect(config.providers.custom?.extraHeaders).toEqual({ x_api_key: "4711" });
+    expect(config.gateway.port).toBe(9999);
+    expect(config.tools.restrictToWorkspace).toBe(false);
+    expect(config.channels.telegram.allowFrom).toEqual(["123456789"]);
+    // A number field still refuses text that is no number, naming the variable.
+    expect(() => parseConfig({}, "c.json", { TROUPE_GATEWAY__PORT: "x" })).toThrow(/environment variable TROUPE_GATEWAY__PORT=x: gateway\.port/);
+  });
+
   it("records which variable set a value, however the file spells the key; TROUPE_ wins over NANOBOT_ and over ${VAR}", () => {
     const { envSources } = parseConfig({ providers: { azure_openai: { api_key: "${AZ_KEY}", apiBase: "${AZ_BASE}" } } }, "c.json", {
       AZ_KEY: "k",

@@ -58,4 +58,32 @@ describe("log redaction", () => {
     expect(secrets).not.toContain("/srv/lms");
     expect(secrets).not.toContain("application/json");
   });
+
+  // nanobot keeps userinfo and credential-named query parameters out of what it logs or forwards
+  // (tests/tools/test_mcp_tool.py test_redact_url_strips_credentials_and_query, "https://user:secret@host");
+  // troupe scrubs those values, and secret-named extra headers, as it scrubs apiKey.
+  it("counts a provider's secret-named extraHeaders and extraQuery values and any URL userinfo as secrets", () => {
+    const config = defaultConfig();
+    config.providers.custom = {
+      apiKey: "APIKEYSECRET99",
+      apiBase: "http://u:BASEPASS@127.0.0.1:9/v1",
+      extraHeaders: { "x-api-key": "HSECRET123456", "X-Title": "troupe-bot" },
+      extraQuery: { key: "QSECRET123456", "api-version": "2024-10-21", sig: "p@ss word!" },
+    };
+    config.channels.transcription.apiBase = "https://whisper-user:WHISPERPASS@stt.example/v1";
+    config.tools.web.proxy = "http://proxyuser:PROXYPASS%40x@proxy.example:3128";
+    const secrets = secretsOf(config);
+    expect(secrets).toEqual(
+      expect.arrayContaining(["HSECRET123456", "QSECRET123456", "BASEPASS", "WHISPERPASS", "whisper-user", "PROXYPASS@x", "PROXYPASS%40x", "proxyuser"]),
+    );
+    expect(secrets).not.toContain("troupe-bot");
+    expect(secrets).not.toContain("2024-10-21");
+    // A query value as the endpoint's URL carries it (form-encoded) is caught too.
+    const redact = createRedactor(secrets);
+    const url = new URL("http://u:BASEPASS@127.0.0.1:9/v1/chat/completions");
+    for (const [name, value] of Object.entries(config.providers.custom.extraQuery ?? {})) url.searchParams.set(name, value);
+    expect(redact(`connection refused at ${url.toString()}`)).toBe(
+      "connection refused at http://u:[REDACTED]@127.0.0.1:9/v1/chat/completions?key=[REDACTED]&api-version=2024-10-21&sig=[REDACTED]",
+    );
+  });
 });
