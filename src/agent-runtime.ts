@@ -15,7 +15,6 @@ import { fallbackChoices, withFallbacks } from "./providers/fallback.js";
 import { resolveProvider } from "./providers/registry.js";
 import { startAgentRuntime, type RuntimeStart } from "./runtime-start.js";
 import type { Store } from "./store/store.js";
-import { dreamCronJob } from "./cron/dream-job.js";
 import type { CronService } from "./cron/service.js";
 import { createBuiltinTools } from "./tools/builtin/index.js";
 import { cronTool } from "./tools/builtin/cron.js";
@@ -127,18 +126,19 @@ async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { r
   );
   // nanobot's `agent` has the cron tool too: a job added here is stored, and runs when the gateway runs.
   let cronService: Promise<CronService> | undefined;
-  // Dream keeps its own schedule (the daemon's `dream` actor); the cron tool shows it as a protected system job, as nanobot does.
-  const cronDream = dreamCronJob(d.dream, store);
+  // Loaded at its first use (an in-process agent may never list a job). Dream keeps its own schedule (the
+  // daemon's `dream` actor); the cron tool shows it as a protected system job, as nanobot does.
   const cronJobs = () =>
-    (cronService ??= import("./cron/service.js").then((m) =>
-      m.createCronService({
+    (cronService ??= Promise.all([import("./cron/service.js"), import("./cron/dream-job.js")]).then(([m, { dreamCronJob }]) => {
+      const dream = dreamCronJob(d.dream, store);
+      return m.createCronService({
         store,
         defaultTz: d.timezone,
         changed: opts.cronChanged,
         warn: (r, what) => logger.warn({ record: `${r.sublevel}/${r.key}`, problem: r.problem }, what),
-        ...(cronDream ? { dream: cronDream } : {}),
-      }),
-    ));
+        ...(dream ? { dream } : {}),
+      });
+    }));
   registry.register(cronTool({ service: cronJobs, defaultTz: d.timezone }));
   const memory = createDreamRuntime({
     store,
