@@ -81,6 +81,8 @@ export function createConversation(deps: ConversationDeps) {
     fixedTokens: async (sessionKey) => fixedCost([(await systemPrompt()).promptFor(sessionKey)], deps.registry.schemas()),
     timezone: d0.timezone,
     logger: deps.logger,
+    idleCompactAfterMinutes: d0.idleCompactAfterMinutes,
+    now,
   });
 
   const promptCache = createSystemPromptCache({ config: deps.config, workspace: deps.workspace, files, env: deps.env, logger: deps.logger, now }, deps.skillsLoading);
@@ -111,7 +113,7 @@ export function createConversation(deps: ConversationDeps) {
   /** A new turn for a message: its input (system prompt, history, the message) and the ops that store the user message with its first checkpoint. */
   async function prepare(msg: IncomingMessage & { messageId?: string }): Promise<{ input: TurnInput; initialOps: StoreOp[] }> {
     const d = deps.config.agents.defaults;
-    // Over budget: the oldest messages are archived before the turn (nanobot's Consolidator).
+    // Idle past idleCompactAfterMinutes, or over budget: the oldest messages are archived before the turn (nanobot's AutoCompact, Consolidator).
     // The session is read once, for the consolidation and the turn's history.
     const consolidated = await consolidator.consolidateAndView(msg.sessionKey).catch((err: unknown) => {
       deps.logger?.error({ err, sessionKey: msg.sessionKey }, "consolidation failed");

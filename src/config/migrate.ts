@@ -32,6 +32,7 @@ export function migrateConfig(raw: Record<string, unknown>, notes: string[]): Re
       delete defaults[key];
     }
   }
+  if (isPlainObject(defaults)) aliasIdleCompact(defaults, notes);
   migrateTranscription(raw, notes);
   return raw;
 }
@@ -85,4 +86,17 @@ function migrateTranscription(raw: Record<string, unknown>, notes: string[]): vo
   take(["maxUploadMb", "max_upload_mb"], (v) => (endpoint().maxUploadMb = v));
   if (moved.length) notes.push(`${moved.join(", ")} ${moved.length > 1 ? "are" : "is"} read from channels (transcription serves every channel there)`);
   if (Object.keys(top).length === 0) delete raw.transcription;
+}
+
+/** nanobot reads idleCompactAfterMinutes and, failing it, its older name sessionTtlMinutes (AliasChoices in that order). */
+function aliasIdleCompact(defaults: Record<string, unknown>, notes: string[]): void {
+  const current = ["idleCompactAfterMinutes", "idle_compact_after_minutes"].some((k) => k in defaults);
+  for (const key of ["sessionTtlMinutes", "session_ttl_minutes"]) {
+    if (!(key in defaults)) continue;
+    if (!current) {
+      defaults.idleCompactAfterMinutes = defaults[key];
+      notes.push(`agents.defaults.${key} is read as agents.defaults.idleCompactAfterMinutes (its newer name)`);
+    }
+    delete defaults[key];
+  }
 }

@@ -123,6 +123,12 @@ const agentDefaultsSchema = z.object({
       }
     }, 'unknown timezone; use an IANA name such as "Europe/Berlin" or "UTC"')
     .default("UTC"),
+  /**
+   * A session idle this many minutes has all but its last 8 messages archived (summarised into
+   * history.jsonl) before its next turn (nanobot's idle auto-compaction; its older name
+   * sessionTtlMinutes is read as it). 0: never.
+   */
+  idleCompactAfterMinutes: z.number({ error: "expected a whole number of minutes (0 turns idle compaction off)" }).int().min(0, "must be 0 (off) or a number of minutes").default(15),
   /** Idle sessions passivate (actor stopped, state kept in LevelDB) after this many seconds. */
   sessionIdleSeconds: positiveInt.max(MAX_TIMER_SECONDS).default(300),
   /** A model call that receives no byte for this long is abandoned and retried. */

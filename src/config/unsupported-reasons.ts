@@ -9,7 +9,7 @@ const REASONS: Array<[RegExp, string]> = [
   [/^channels\.telegram\.(connectionPoolSize|poolTimeout)$/, "troupe's Telegram client keeps its own connections"],
   [/^channels\.telegram\.streamEditInterval$/, "troupe edits a streamed Telegram message at most once a second"],
   [/^agents\.defaults\.(botIcon|botName)$|^tools\.(webui\w*|allowLocalPreviewAccess)$|^webui(\.|$)/, "for nanobot's web UI, which troupe does not have (its inspector is at /inspector)"],
-  [/^agents\.defaults\.(idleCompactAfterMinutes|sessionTtlMinutes|consolidationRatio)$/, "troupe consolidates a session by its token budget (agents.defaults.contextWindowTokens), not by idle time or a ratio"],
+  [/^agents\.defaults\.consolidationRatio$/, "troupe consolidates a session over its token budget (agents.defaults.contextWindowTokens) down to half of it, not to a ratio"],
   [/^providers\.[^.]+\.apiType$/, "troupe speaks the OpenAI-compatible chat API to every provider"],
   [/^api(\.|$)/, "nanobot's OpenAI-compatible API server, where troupe has its control API (gateway.host, gateway.port)"],
 ];

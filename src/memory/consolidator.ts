@@ -11,6 +11,7 @@ import { archivedUpTo, cut, formatMessages, pickBoundary, tailChunks, type Chunk
 import type { MemoryFiles } from "./files.js";
 import { consolidationStateOp, getConsolidationState, type ConsolidationState } from "./session-state.js";
 import { ARCHIVED, release, tokenSums, unarchived, type KeptMessage } from "./kept-messages.js";
+import { idleArchiveCount, isIdle } from "./idle-compact.js";
 import { forgetSideData } from "./side-data.js";
 import { textTokens, type TokenCost } from "./tokens.js";
 
@@ -30,6 +31,9 @@ export interface ConsolidatorDeps {
   fixedTokens: (sessionKey: string) => Promise<TokenCost>;
   timezone?: string;
   logger?: Logger;
+  /** A session whose last message is this many minutes old is compacted before its next turn (idleCompact); 0 or unset: never. */
+  idleCompactAfterMinutes?: number;
+  now?: () => number;
 }
 
 export interface SessionView {
@@ -186,14 +190,36 @@ export function createConsolidator(deps: ConsolidatorDeps) {
   }
 
   /**
-   * maybeConsolidate, and the session as it left it (what a new turn is built from): the session
-   * is read once for both.
+   * Before a turn: idle compaction, then maybeConsolidate, and the session as they left it (what
+   * the turn is built from): the session is read once for all.
    */
   function consolidateAndView(sessionKey: string): Promise<{ rounds: number; view: SessionView | undefined }> {
     return locked(sessionKey, async () => {
       const v = await view(sessionKey);
-      return { rounds: v ? await consolidateView(v) : 0, view: v };
+      return { rounds: v ? (await compactIdle(v)) + (await consolidateView(v)) : 0, view: v };
     });
+  }
+
+  /**
+   * nanobot's idle auto-compaction, checked lazily when the session's next turn is prepared (a
+   * passivated session has no timer to fire): a session idle for idleCompactAfterMinutes has its
+   * unarchived messages but the last 8 (from the user message starting their turn) archived in
+   * chunks as /new archives, each entry synced before the state moves. The turn gets the summaries
+   * in its Recent History; returns how many chunks.
+   */
+  async function compactIdle(v: SessionView): Promise<number> {
+    const last = v.messages.at(-1);
+    if (!last || last === ARCHIVED || !isIdle(last.at, (deps.now ?? Date.now)(), deps.idleCompactAfterMinutes ?? 0)) return 0;
+    const start = v.state.lastConsolidated;
+    // Counted over what the model is sent; shown-only messages go with the turn they sit in.
+    const visible = v.messages.slice(start).filter((m) => !m.shownOnly);
+    const n = idleArchiveCount(visible.map((m) => m.message));
+    if (!n) return 0;
+    const end = v.messages.indexOf(visible[n]!, start);
+    const chunks = tailChunks(v.messages.slice(0, end).map((m) => m.message), start);
+    deps.logger?.info({ sessionKey: v.meta.key, from: start, to: end }, "session idle: archiving all but its recent messages");
+    for (const chunk of chunks) await archive(v, chunk);
+    return chunks.length;
   }
 
   /** Archives the oldest messages of a session over budget (v's state moves with them); returns how many chunks. */

@@ -119,7 +119,7 @@ describe("nanobot configs: keys troupe does not use", () => {
 
   it("says in that one line why each is left alone", () => {
     const raw = {
-      agents: { defaults: { idleCompactAfterMinutes: 30, botName: "bob", unifiedSession: true } },
+      agents: { defaults: { idleCompactAfterMinutes: 30, consolidationRatio: 0.3, botName: "bob", unifiedSession: true } },
       channels: { sendMaxRetries: 5, slack: { enabled: true }, telegram: { enabled: false, webhookUrl: "https://x.example/tg", poolTimeout: 9 } },
       providers: { openai: { apiType: "responses" } },
       api: { port: 9000 },
@@ -127,8 +127,10 @@ describe("nanobot configs: keys troupe does not use", () => {
     const { warnings } = parseConfig(raw, "c.json");
     expect(warnings).toHaveLength(1);
     const line = warnings[0]!;
+    // troupe compacts idle sessions as nanobot does (idleCompactAfterMinutes is read, not reported).
+    expect(line).not.toContain("idleCompactAfterMinutes");
     for (const part of [
-      "agents.defaults: idleCompactAfterMinutes [troupe consolidates a session by its token budget (agents.defaults.contextWindowTokens), not by idle time or a ratio]",
+      "agents.defaults: consolidationRatio [troupe consolidates a session over its token budget (agents.defaults.contextWindowTokens) down to half of it, not to a ratio]",
       "agents.defaults: botName [for nanobot's web UI, which troupe does not have (its inspector is at /inspector)]",
       "channels: slack (enabled: it will not run) [troupe runs Telegram and its control API only]",
       "channels.telegram: webhookUrl [troupe's Telegram channel long-polls, it has no webhook]",
