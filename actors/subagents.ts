@@ -66,6 +66,7 @@ export function createSubagentPool(deps: SubagentPoolDeps): SubagentPool {
   const now = deps.now ?? Date.now;
   const d = deps.config.agents.defaults;
   const maxQueued = d.maxConcurrentSubagents * 4;
+  const maxIterations = d.maxSubagentIterations ?? d.maxToolIterations;
   const running = new Map<string, TurnHandle>();
   const queued = new Map<string, AbortController>();
   const live = new Map<string, { record: SubagentRecord; phase: string; since: number }>();
@@ -137,7 +138,7 @@ export function createSubagentPool(deps: SubagentPoolDeps): SubagentPool {
         const turnId = newTurnId(now());
         const key = subagentSessionKey(record.id);
         const started: SubagentRecord = { ...record, status: "running", turnId };
-        const system = subagentSystemPrompt({ workspace: deps.workspace, label: record.label, restrictToWorkspace: deps.config.tools.restrictToWorkspace, maxIterations: d.maxSubagentIterations });
+        const system = subagentSystemPrompt({ workspace: deps.workspace, label: record.label, restrictToWorkspace: deps.config.tools.restrictToWorkspace, maxIterations });
         turn = startTurn(
           turnDeps,
           {
@@ -147,7 +148,7 @@ export function createSubagentPool(deps: SubagentPoolDeps): SubagentPool {
               channel: record.origin.channel,
               chatId: record.origin.chatId,
               messages: [{ role: "system", content: system }, { role: "user", content: record.task }],
-              maxIterations: d.maxSubagentIterations,
+              maxIterations,
             },
             initialOps: [subagentPutOp(started), ...appendMessagesOps(newSessionMeta(key, now()), [{ role: "user", content: record.task }], turnId, now()).ops],
           },
