@@ -66,11 +66,20 @@ export function createSubagentPool(deps: SubagentPoolDeps): SubagentPool {
   const now = deps.now ?? Date.now;
   const d = deps.config.agents.defaults;
   const maxQueued = d.maxConcurrentSubagents * 4;
+  const maxIterations = d.maxSubagentIterations ?? d.maxToolIterations;
   const running = new Map<string, TurnHandle>();
   const queued = new Map<string, AbortController>();
   const live = new Map<string, { record: SubagentRecord; phase: string; since: number }>();
   const waiters = new Map<string, Array<(r: SubagentRecord) => void>>();
-  const turnDeps = { store: deps.store, provider: deps.provider, registry: deps.registry, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now, contextBudget: inputBudget(d.contextWindowTokens, d.maxTokens), follow: deps.follow };
+  const baseDeps = { store: deps.store, provider: deps.provider, registry: deps.registry, workspace: deps.workspace, bus: deps.bus, logger: deps.logger, now, contextBudget: inputBudget(d.contextWindowTokens, d.maxTokens), follow: deps.follow };
+
+  /** A subagent spawned with a temperature makes every model call (resumed ones too) with it. */
+  const turnDepsFor = (record: SubagentRecord): TurnDeps => {
+    const { temperature } = record;
+    if (temperature === undefined) return baseDeps;
+    const provider = deps.provider;
+    return { ...baseDeps, provider: { name: provider.name, model: provider.model, chat: (req) => provider.chat({ ...req, temperature }) } };
+  };
 
   deps.bus?.ofType("turn_state").subscribe((e) => {
     const id = subagentIdOf(e.sessionKey);
@@ -132,14 +141,14 @@ export function createSubagentPool(deps: SubagentPoolDeps): SubagentPool {
       let turn: TurnHandle;
       if (resumeFrom) {
         deps.logger?.info({ subagent: record.id, state: resumeFrom.state }, "resuming an interrupted subagent");
-        turn = startTurn(turnDeps, { record: resumeFrom }, finalOps(record, (r) => (finished = r)));
+        turn = startTurn(turnDepsFor(record), { record: resumeFrom }, finalOps(record, (r) => (finished = r)));
       } else {
         const turnId = newTurnId(now());
         const key = subagentSessionKey(record.id);
         const started: SubagentRecord = { ...record, status: "running", turnId };
-        const system = subagentSystemPrompt({ workspace: deps.workspace, label: record.label, restrictToWorkspace: deps.config.tools.restrictToWorkspace, maxIterations: d.maxSubagentIterations });
+        const system = subagentSystemPrompt({ workspace: deps.workspace, label: record.label, restrictToWorkspace: deps.config.tools.restrictToWorkspace, maxIterations });
         turn = startTurn(
-          turnDeps,
+          turnDepsFor(record),
           {
             input: {
               turnId,
@@ -147,7 +156,7 @@ export function createSubagentPool(deps: SubagentPoolDeps): SubagentPool {
               channel: record.origin.channel,
               chatId: record.origin.chatId,
               messages: [{ role: "system", content: system }, { role: "user", content: record.task }],
-              maxIterations: d.maxSubagentIterations,
+              maxIterations,
             },
             initialOps: [subagentPutOp(started), ...appendMessagesOps(newSessionMeta(key, now()), [{ role: "user", content: record.task }], turnId, now()).ops],
           },
@@ -168,14 +177,14 @@ export function createSubagentPool(deps: SubagentPoolDeps): SubagentPool {
   }
 
   return {
-    async spawn({ key, task, label, wait, origin }) {
+    async spawn({ key, task, label, wait, temperature, origin }) {
       const id = idFor(key);
       const existing = await getSubagent(deps.store, id);
       if (existing) return { record: existing, existing: true };
       if (queued.size >= maxQueued) {
         throw new ToolError(`too many subagents waiting (${queued.size}, limit ${maxQueued}); wait for some to finish or cancel one with the subagents tool`);
       }
-      const record: SubagentRecord = { id, label, task, origin, wait, status: "queued", turnId: null, result: null, createdAt: now(), finishedAt: null };
+      const record: SubagentRecord = { id, label, task, origin, wait, ...(temperature === undefined ? {} : { temperature }), status: "queued", turnId: null, result: null, createdAt: now(), finishedAt: null };
       await deps.store.batch([subagentPutOp(record)], { sync: true });
       // A free slot is taken now, so the model is told the truth: running, not queued.
       const slot = deps.limiter.tryAcquire();

@@ -97,8 +97,8 @@ const agentDefaultsSchema = z.object({
   temperature: temperature.default(0.1),
   maxToolIterations: positiveInt.default(200),
   maxConcurrentSubagents: positiveInt.default(4),
-  /** Tool iterations one subagent may use before it must answer. */
-  maxSubagentIterations: positiveInt.default(15),
+  /** Tool iterations one subagent may use before it must answer; unset: maxToolIterations (nanobot gives subagents the agent's limit). */
+  maxSubagentIterations: positiveInt.nullable().default(null),
   maxConcurrentTurns: positiveInt.default(8),
   reasoningEffort: reasoningEffortSchema.nullable().default(null),
   /** Tried in order when the model fails for good (not retryable, or out of retries); see fallbackModelSchema. */

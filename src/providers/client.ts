@@ -28,6 +28,8 @@ export interface ChatRequest {
   onRetry?: (retry: { attempt: number; delayMs: number; status: number | null; error: string }) => void;
   /** A model failed for good and the next of agents.defaults.fallbackModels is tried (see fallback.ts). */
   onFallback?: (fallback: { from: string; to: string; error: string }) => void;
+  /** This call's sampling temperature instead of the configured one (spawn's temperature); a model that takes none, or a fixed one, keeps its rule. */
+  temperature?: number;
 }
 
 export interface LlmProvider {
@@ -152,19 +154,28 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
    * is encoded once (request-body.ts encodeRequest): the keys in the order the body always had.
    */
   // Which token limit and temperature the model takes (gpt-5 and the o-series differ), and the reasoning fields.
-  const generation = generationFields(resolved.spec, resolved.model, { ...opts, thinkingStyle: resolved.thinkingStyle });
-  const shape = (withTools: boolean): Record<string, unknown> => ({
-    model: resolved.model,
-    messages: null,
-    ...generation.limits,
-    ...(withTools ? { tool_choice: "auto" } : {}),
-    ...(generation.reasoningEffort ? { reasoning_effort: generation.reasoningEffort } : {}),
-    ...(stream ? { stream: true, stream_options: { include_usage: true } } : { stream: false }),
-    // The thinking switch, then providers.*.extraBody over it (as nanobot's extra_body: it may replace any field but the messages, tools and stream).
-    ...deepMerge(generation.extra, resolved.extraBody ?? {}),
-  });
-  const withTools = shape(true);
-  const withoutTools = shape(false);
+  const shape = (temperature: number, withTools: boolean): Record<string, unknown> => {
+    const generation = generationFields(resolved.spec, resolved.model, { ...opts, temperature, thinkingStyle: resolved.thinkingStyle });
+    return {
+      model: resolved.model,
+      messages: null,
+      ...generation.limits,
+      ...(withTools ? { tool_choice: "auto" } : {}),
+      ...(generation.reasoningEffort ? { reasoning_effort: generation.reasoningEffort } : {}),
+      ...(stream ? { stream: true, stream_options: { include_usage: true } } : { stream: false }),
+      // The thinking switch, then providers.*.extraBody over it (as nanobot's extra_body: it may replace any field but the messages, tools and stream).
+      ...deepMerge(generation.extra, resolved.extraBody ?? {}),
+    };
+  };
+  const shapes = (temperature: number) => ({ withTools: shape(temperature, true), withoutTools: shape(temperature, false) });
+  const configured = shapes(opts.temperature);
+  // Per-call temperatures (a subagent's) keep their shapes too, a few at most.
+  const overridden = new Map<number, ReturnType<typeof shapes>>();
+  const shapesFor = (temperature: number | undefined) => {
+    if (temperature === undefined || temperature === opts.temperature) return configured;
+    if (!overridden.has(temperature) && overridden.size >= 8) overridden.clear();
+    return overridden.get(temperature) ?? overridden.set(temperature, shapes(temperature)).get(temperature)!;
+  };
 
   /**
    * One attempt, aborted through `signal` (the attempt's own: the caller's abort, the call's
@@ -176,7 +187,8 @@ export function createOpenAiProvider(resolved: ResolvedProvider, opts: ProviderO
     call.idleMs = idleTimeoutMs;
     watchdog.watch(call);
     http ??= createChatHttp(resolved);
-    const payload = encodeRequest(req.tools.length ? withTools : withoutTools, req.messages, req.tools);
+    const fields = shapesFor(req.temperature);
+    const payload = encodeRequest(req.tools.length ? fields.withTools : fields.withoutTools, req.messages, req.tools);
     const reply = createReplyAccumulator(maxReplyChars);
     try {
       if (!stream) {

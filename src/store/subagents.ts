@@ -11,6 +11,8 @@ export const subagentRecordSchema = lazySchema(() => z.object({
   origin: z.object({ sessionKey: z.string(), channel: z.string(), chatId: z.string(), turnId: z.string() }),
   /** wait=true: the result is the spawn tool's result; otherwise it reaches the session's inbox. */
   wait: z.boolean(),
+  /** spawn's temperature for this subagent's model calls; none: the configured one. */
+  temperature: z.number().optional(),
   status: z.enum(["queued", "running", "responded", "failed", "cancelled", "max_iterations"]),
   turnId: z.string().nullable(),
   result: z.string().nullable(),

@@ -407,6 +407,12 @@ export const BUILTIN_JSON_SCHEMAS: Readonly<Record<string, Record<string, unknow
         "default": false,
         "description": "Wait for the result instead of returning at once",
         "type": "boolean"
+      },
+      "temperature": {
+        "description": "Sampling temperature for the subagent (0 = deterministic, higher = more varied); the configured one when left out",
+        "type": "number",
+        "minimum": 0,
+        "maximum": 2
       }
     },
     "required": [

@@ -20,6 +20,8 @@ interface Call {
   temperature?: number;
   reasoningEffort?: string | null;
   entry?: Record<string, unknown>;
+  /** The request's own temperature (spawn's, for a subagent). */
+  requestTemperature?: number;
 }
 
 /** The body of one request to `provider` (configured against the fake) for `model`. */
@@ -29,7 +31,7 @@ async function bodyFor(provider: string, model: string, call: Call = {}): Promis
   const resolved = resolveProvider(parsed.config, "c.json");
   const p = createOpenAiProvider(resolved, { maxTokens: call.maxTokens ?? 1024, temperature: call.temperature ?? 0.7, reasoningEffort: call.reasoningEffort ?? null, stream: false });
   const before = fake.requests.length;
-  await p.chat({ messages: [{ role: "user", content: "hi" }], tools: [] });
+  await p.chat({ messages: [{ role: "user", content: "hi" }], tools: [], temperature: call.requestTemperature });
   expect(fake.requests).toHaveLength(before + 1);
   return fake.requests[before]!.body as unknown as Record<string, unknown>;
 }
@@ -239,5 +241,16 @@ describe("providers.*.extraBody and extraQuery (nanobot's test_extra_body_config
     expect(ok.config.providers.custom?.extraBody).toEqual({ top_k: 20 });
     expect(() => parseConfig({ providers: { custom: { apiBase: "http://127.0.0.1:1/v1", extraBody: { messages: [] } } } }, "c.json")).toThrow(/providers\.custom\.extraBody.*messages.*troupe sets/);
     expect(() => parseConfig({ providers: { custom: { apiBase: "http://127.0.0.1:1/v1", extraQuery: { a: 1 } } } }, "c.json")).toThrow(/providers\.custom\.extraQuery\.a/);
+  });
+});
+
+describe("a request's own temperature (spawn's temperature for a subagent)", () => {
+  it("replaces the configured one for that request (test_spawn_forwards_temperature_to_run_spec)", async () => {
+    expect((await bodyFor("custom", "fake-model", { temperature: 0.1, requestTemperature: 0.9 })).temperature).toBe(0.9);
+    expect((await bodyFor("custom", "fake-model", { temperature: 0.1 })).temperature).toBe(0.1);
+  });
+
+  it("is not sent to a model that takes no temperature", async () => {
+    expect(await bodyFor("openai", "gpt-5-chat", { temperature: 0.1, requestTemperature: 0.9 })).not.toHaveProperty("temperature");
   });
 });

@@ -6,7 +6,7 @@ import { defineTool, ToolError, type ToolContext } from "../contract.js";
 /** What the spawn and subagents tools need from the subagent pool (supplied by the daemon). */
 export interface SubagentControl {
   /** Starts (or queues) a subagent; the same key returns the subagent it already started. */
-  spawn(req: { key: string; task: string; label: string; wait: boolean; origin: SubagentRecord["origin"] }): Promise<{ record: SubagentRecord; existing: boolean }>;
+  spawn(req: { key: string; task: string; label: string; wait: boolean; temperature?: number; origin: SubagentRecord["origin"] }): Promise<{ record: SubagentRecord; existing: boolean }>;
   /** Resolves once the subagent has finished. */
   wait(id: string, signal: AbortSignal): Promise<SubagentRecord>;
   list(originSessionKey: string): Promise<SubagentRecord[]>;
@@ -23,6 +23,8 @@ const originOf = (ctx: ToolContext): SubagentRecord["origin"] => ({
   turnId: ctx.turnId,
 });
 
+const TEMPERATURE_RANGE = "must be between 0 and 2 (0 = deterministic, higher = more varied); leave it out for the configured temperature";
+
 export function spawnTool(control: SubagentControl) {
   return defineTool({
     name: "spawn",
@@ -34,12 +36,18 @@ export function spawnTool(control: SubagentControl) {
       task: z.string().min(1).describe("The complete task, with all the context it needs"),
       label: z.string().min(1).max(60).optional().describe("A short name for the task"),
       wait: z.boolean().default(false).describe("Wait for the result instead of returning at once"),
+      temperature: z
+        .number()
+        .min(0, TEMPERATURE_RANGE)
+        .max(2, TEMPERATURE_RANGE)
+        .optional()
+        .describe("Sampling temperature for the subagent (0 = deterministic, higher = more varied); the configured one when left out"),
     })),
     // Keyed by the call's idempotency key: a call repeated after a crash finds the subagent it started.
     idempotent: true,
-    async execute({ task, label, wait }, ctx) {
+    async execute({ task, label, wait, temperature }, ctx) {
       const name = label ?? task.slice(0, 40);
-      const { record, existing } = await control.spawn({ key: ctx.idempotencyKey, task, label: name, wait, origin: originOf(ctx) });
+      const { record, existing } = await control.spawn({ key: ctx.idempotencyKey, task, label: name, wait, temperature, origin: originOf(ctx) });
       if (!wait) {
         const queued = record.status === "queued" ? " It is queued until a subagent slot frees up." : "";
         return `Subagent [${record.label}] ${existing ? "was already started" : "started"} (id: ${record.id}).${queued} Its report will arrive as a message when it finishes.`;
