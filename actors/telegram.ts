@@ -1,5 +1,4 @@
-import { extname } from "node:path";
-import { Api, GrammyError, InputFile } from "grammy";
+import { Api, GrammyError } from "grammy";
 import type { Logger } from "pino";
 import { createActor, fromPromise } from "xstate";
 import { z } from "zod";
@@ -14,7 +13,7 @@ import { telegramContent } from "../src/channels/telegram-content.js";
 import { chatKeyOf, chatTarget } from "../src/channels/telegram-context.js";
 import { takeInAnswer } from "../src/channels/telegram-intake.js";
 import { telegramProgress } from "../src/channels/telegram-progress.js";
-import { finishStream, sendPart, SPLIT_AT } from "../src/channels/telegram-send.js";
+import { finishStream, sendMedia, sendPart, SPLIT_AT } from "../src/channels/telegram-send.js";
 import type { Config } from "../src/config/schema.js";
 import type { OutboxRecord } from "../src/store/outbox.js";
 import type { Store } from "../src/store/store.js";
@@ -57,7 +56,6 @@ export const BOT_COMMANDS = [
 const OFFSET_KEY = "telegram:offset";
 const offsetSchema = z.object({ offset: z.number().int() });
 const TYPING_EVERY_MS = 4_000;
-const IMAGE_EXTS = [".jpg", ".jpeg", ".png", ".gif", ".webp"];
 
 /**
  * The Telegram channel: long polling driven by the poller machine, each getUpdates answer's messages
@@ -249,11 +247,7 @@ export function createTelegramChannel(deps: TelegramDeps): Channel {
       const text = record.content.trim() ? splitMessage(record.content, SPLIT_AT) : [];
       const parts: Array<() => Promise<unknown>> = [
         ...text.map((part, i) => () => sendPart(api, record.chatId, part, i === 0 ? replyTo : undefined)),
-        ...record.media.map((path) => () => {
-          const file = new InputFile(path);
-          const { chat, thread } = chatTarget(record.chatId);
-          return IMAGE_EXTS.includes(extname(path).toLowerCase()) ? api.sendPhoto(chat, file, thread) : api.sendDocument(chat, file, thread);
-        }),
+        ...record.media.map((media) => () => sendMedia(api, record.chatId, media)),
       ];
       const done = new Set(record.deliveredParts);
       // The text is in the edited draft: its parts are recorded as delivered, so a restart before the

@@ -151,7 +151,7 @@ async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { r
   const mcpServers = config.tools.mcpServers;
   const connectTimeoutMs = opts.mcpConnectTimeoutMs ?? 30_000;
   const mcpModules = Object.keys(mcpServers).length ? await loadMcp() : undefined;
-  const mcp = mcpModules?.createMcpHub({ servers: mcpServers, registry, logger, connectTimeoutMs, secrets: secretsOf(config) });
+  const mcp = mcpModules?.createMcpHub({ servers: mcpServers, registry, logger, connectTimeoutMs, secrets: secretsOf(config), ssrfWhitelist: config.tools.ssrfWhitelist });
   const mcpGate = mcp && { ready: () => mcp.firstAttempts(connectTimeoutMs), note: () => mcp.note() };
   const hooks = composeHooks(await loadHooks({ configured: d.hooks, workspace, logger }), logger);
   const conversation = createConversation({ config, store, provider, registry, workspace, bus, logger, durable: opts.durable, mcp: mcpGate, dream: memory.control, hooks, skillsLoading });

@@ -73,3 +73,9 @@ export class DeliveryRejectedError extends Error {}
 export class PermanentChannelError extends Error {
   readonly permanent = true;
 }
+
+/**
+ * A media entry that is an http(s) URL, not a file: the message tool passes such URLs through as
+ * nanobot does, and a channel sends them by URL (Telegram fetches them itself) or shows them.
+ */
+export const isMediaUrl = (media: string) => /^https?:\/\//i.test(media);

@@ -1,4 +1,6 @@
-import { GrammyError, type Api } from "grammy";
+import { extname } from "node:path";
+import { GrammyError, InputFile, type Api } from "grammy";
+import { isMediaUrl } from "./channel.js";
 import { chatTarget } from "./telegram-context.js";
 import { markdownToTelegramHtml, splitMessage, TELEGRAM_MAX_CHARS } from "./telegram-format.js";
 
@@ -36,4 +38,15 @@ export async function finishStream(api: Api, chatId: string, messageId: number, 
     await api.editMessageText(chat, messageId, markdown);
   }
   return true;
+}
+
+const IMAGE_EXTS = [".jpg", ".jpeg", ".png", ".gif", ".webp"];
+
+/** Sends one media entry: an image as a photo, anything else as a document; a URL is given to Telegram to fetch, a path is uploaded. */
+export function sendMedia(api: Api, chatId: string, media: string) {
+  const { chat, thread } = chatTarget(chatId);
+  const url = isMediaUrl(media);
+  const file = url ? media : new InputFile(media);
+  const ext = extname(url ? new URL(media).pathname : media).toLowerCase();
+  return IMAGE_EXTS.includes(ext) ? api.sendPhoto(chat, file, thread) : api.sendDocument(chat, file, thread);
 }

@@ -21,7 +21,7 @@ export function mcpTable(servers: McpServerStatus[], now = Date.now()): string[]
 
 /** Connects to each server once (in parallel), as the daemon would, and reports what it found. */
 async function probe(loaded: LoadedConfig): Promise<McpServerStatus[]> {
-  const hub = createMcpHub({ servers: loaded.config.tools.mcpServers, registry: createToolRegistry(), logger: pino({ level: "silent" }), connectTimeoutMs: PROBE_TIMEOUT_MS, secrets: secretsOf(loaded.config) });
+  const hub = createMcpHub({ servers: loaded.config.tools.mcpServers, registry: createToolRegistry(), logger: pino({ level: "silent" }), connectTimeoutMs: PROBE_TIMEOUT_MS, secrets: secretsOf(loaded.config), ssrfWhitelist: loaded.config.tools.ssrfWhitelist });
   try {
     await Promise.all(
       hub.names().map((name) =>

@@ -33,8 +33,31 @@ export function migrateConfig(raw: Record<string, unknown>, notes: string[]): Re
     }
   }
   if (isPlainObject(defaults)) aliasIdleCompact(defaults, notes);
+  migrateMyTool(raw, notes);
   migrateTranscription(raw, notes);
   return raw;
+}
+
+const MY_TOOL = 'troupe has no "my" tool (nanobot\'s tool with which the agent checks, and with tools.my.allowSet changes, its own runtime settings), so it is ignored';
+
+/** nanobot's first `my` tool settings, tools.myEnabled and tools.mySet, are tools.my.enable and allowSet now (nanobot's loader moves them). */
+function migrateMyTool(raw: Record<string, unknown>, notes: string[]): void {
+  const tools = raw.tools;
+  if (!isPlainObject(tools)) return;
+  for (const [legacy, field] of [["myEnabled", "enable"], ["mySet", "allowSet"]] as const) {
+    const snake = legacy.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+    for (const key of [legacy, snake]) {
+      if (!(key in tools)) continue;
+      const my = isPlainObject(tools.my) ? tools.my : undefined;
+      const taken = my && (field in my || field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`) in my);
+      if (taken) notes.push(`tools.${key} is ignored: tools.my.${field} is set; ${MY_TOOL}`);
+      else {
+        (my ?? (tools.my = {}) as Record<string, unknown>)[field] = tools[key];
+        notes.push(`tools.${key} is nanobot's former name for tools.my.${field}: moved there, as nanobot does; ${MY_TOOL}`);
+      }
+      delete tools[key];
+    }
+  }
 }
 
 const present = (v: unknown) => v !== undefined && v !== null;

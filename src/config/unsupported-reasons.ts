@@ -11,6 +11,7 @@ const REASONS: Array<[RegExp, string]> = [
   [/^agents\.defaults\.(botIcon|botName)$|^tools\.(webui\w*|allowLocalPreviewAccess)$|^webui(\.|$)/, "for nanobot's web UI, which troupe does not have (its inspector is at /inspector)"],
   [/^agents\.defaults\.consolidationRatio$/, "troupe consolidates a session over its token budget (agents.defaults.contextWindowTokens) down to half of it, not to a ratio"],
   [/^providers\.[^.]+\.apiType$/, "troupe speaks the OpenAI-compatible chat API to every provider"],
+  [/^tools\.my(\.|$)/, 'nanobot\'s "my" tool (the agent checking and changing its own runtime settings), which troupe does not have'],
   [/^api(\.|$)/, "nanobot's OpenAI-compatible API server, where troupe has its control API (gateway.host, gateway.port)"],
 ];
 

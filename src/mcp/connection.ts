@@ -8,7 +8,9 @@ import type { McpServerConfig } from "../config/tools-schema.js";
 import { VERSION } from "../version.js";
 import { describeNetworkError } from "../net-errors.js";
 import { createStderrTail, describeExit, McpConnectionError } from "./failure.js";
+import { checkMcpUrl, guardedMcpFetch, shownUrl } from "./safe-fetch.js";
 import { ProcessGroupStdioTransport } from "./stdio-transport.js";
+import type { SsrfGuard } from "../tools/ssrf.js";
 
 export type McpTransportKind = "stdio" | "sse" | "streamableHttp";
 
@@ -55,6 +57,8 @@ export interface ConnectOptions {
   timeoutMs: number;
   /** Applied to the errors this connection gives (they quote the server's stderr). */
   redact?: (text: string) => string;
+  /** What an HTTP server's URL, and every request and redirect to it, must pass (tools.ssrfWhitelist). */
+  guard: SsrfGuard;
 }
 
 function transportFor(server: McpServerConfig, kind: McpTransportKind, opts: ConnectOptions): Transport {
@@ -62,8 +66,9 @@ function transportFor(server: McpServerConfig, kind: McpTransportKind, opts: Con
     return new ProcessGroupStdioTransport({ command: server.command, args: server.args, env: serverEnvironment(server), cwd: server.cwd ?? undefined, onStderr: opts.onStderr });
   }
   const requestInit = { headers: server.headers };
-  if (kind === "sse") return new SSEClientTransport(new URL(server.url), { requestInit });
-  return new StreamableHTTPClientTransport(new URL(server.url), { requestInit });
+  const fetch = guardedMcpFetch(opts.guard);
+  if (kind === "sse") return new SSEClientTransport(new URL(server.url), { requestInit, fetch });
+  return new StreamableHTTPClientTransport(new URL(server.url), { requestInit, fetch });
 }
 
 async function listAll<T>(page: (cursor: string | undefined) => Promise<{ items: T[]; nextCursor?: string }>): Promise<T[]> {
@@ -79,15 +84,11 @@ async function listAll<T>(page: (cursor: string | undefined) => Promise<{ items:
   return all;
 }
 
-/** A server's URL as errors show it: no credentials or query, where a token may be (as nanobot's _redact_url). */
-const shownUrl = (url: string) => {
-  const u = new URL(url);
-  return `${u.protocol}//${u.host}${u.pathname}`;
-};
-
 /** Starts the transport, runs initialize, and hands back the live client. */
 export async function openConnection(server: McpServerConfig, opts: ConnectOptions): Promise<McpConnection> {
   const kind = transportKind(server);
+  // Refused before any connection: nothing is started and nothing is sent.
+  if (kind !== "stdio") await checkMcpUrl(opts.guard, new URL(server.url));
   const changed = { autoRefresh: false, onChanged: () => opts.onListChanged() };
   const client = new Client({ name: "troupe", version: VERSION }, { capabilities: {}, listChanged: { tools: changed, resources: changed, prompts: changed } });
   const stderr = createStderrTail();

@@ -4,6 +4,7 @@ import type { Logger } from "../log/logger.js";
 import { createRedactor, mcpSecrets } from "../log/redact.js";
 import type { Tool } from "../tools/contract.js";
 import { ToolError } from "../tools/contract.js";
+import { createSsrfGuard } from "../tools/ssrf.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import { toolsFor } from "./adapters.js";
 import { toolNameFor } from "./names.js";
@@ -47,6 +48,8 @@ export interface McpHubOptions {
   connectTimeoutMs?: number;
   /** Redacted from the errors the hub reports (they quote servers' stderr), as the logs redact them; the servers' own credentials always are. */
   secrets?: Iterable<string>;
+  /** tools.ssrfWhitelist: the non-public addresses or ranges an HTTP server may be at (none by default, loopback included). */
+  ssrfWhitelist?: string[];
   now?: () => number;
 }
 
@@ -62,6 +65,7 @@ export function createMcpHub(opts: McpHubOptions) {
   const now = opts.now ?? Date.now;
   const { registry, logger } = opts;
   const redact = createRedactor([...(opts.secrets ?? []), ...mcpSecrets(opts.servers)]);
+  const guard = createSsrfGuard(opts.ssrfWhitelist);
   const entries = new Map<string, Entry>();
   for (const [name, config] of Object.entries(opts.servers)) {
     entries.set(name, { name, config, kind: transportKind(config), state: "connecting", lastError: null, since: now(), counts: { tools: 0, resources: 0, prompts: 0 }, registered: [], onLost: new Set(), onReady: new Set(), attempted: false });
@@ -154,6 +158,7 @@ export function createMcpHub(opts: McpHubOptions) {
         signal,
         timeoutMs: opts.connectTimeoutMs ?? 30_000,
         redact,
+        guard,
         onStderr: (line) => logger.debug({ server: name, stderr: line }, "MCP server stderr"),
         // Over HTTP these are mostly the event stream dropping (a restart): noted, not warned about.
         onError: (err) =>

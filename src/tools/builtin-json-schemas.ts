@@ -378,7 +378,7 @@ export const BUILTIN_JSON_SCHEMAS: Readonly<Record<string, Record<string, unknow
         "type": "string"
       },
       "media": {
-        "description": "Paths of files to attach",
+        "description": "Files to attach: workspace paths, or http(s) URLs passed on as they are",
         "type": "array",
         "items": {
           "type": "string"

@@ -126,7 +126,7 @@ describe("MCP servers in a real gateway (fake model, SDK fixture server)", () =>
     const home = await tmp();
     let fx = await startHttpFixture();
     try {
-      await writeHome(home, fake.url, { config: { gateway: { port: 0 }, tools: { mcpServers: { web: { url: fx.url, toolTimeout: 20 } } } } });
+      await writeHome(home, fake.url, { config: { gateway: { port: 0 }, tools: { ssrfWhitelist: ["127.0.0.1"], mcpServers: { web: { url: fx.url, toolTimeout: 20 } } } } });
       const g = (gateway = await startGateway(home));
       await until(async () => (await mcpState(g, "web"))?.state === "ready", 60_000, "web ready");
       expect(await ask(g, "api:web", 'call mcp_web_echo {"text":"first"}')).toBe("tool said: echo: first");
@@ -221,9 +221,18 @@ describe("MCP in troupe agent and the CLI", () => {
   it("troupe mcp list names why an HTTP server is unreachable: connection refused at its URL", async () => {
     const home = await tmp();
     const port = await closedPort();
-    await writeHome(home, "http://127.0.0.1:9", { config: { tools: { mcpServers: { web: { url: `http://127.0.0.1:${port}/mcp` } } } } });
+    await writeHome(home, "http://127.0.0.1:9", { config: { tools: { ssrfWhitelist: ["127.0.0.1"], mcpServers: { web: { url: `http://127.0.0.1:${port}/mcp` } } } } });
     const r = await runCli(["mcp", "list"], { TROUPE_HOME: home });
     expect(r.stdout).toMatch(new RegExp(`web\\s+streamableHttp\\s+failed.*connection refused at http://127\\.0\\.0\\.1:${port}/mcp$`, "m"));
+    expect(r.code).toBe(1);
+  }, 60_000);
+
+  it("troupe mcp list names an HTTP server on loopback without tools.ssrfWhitelist as blocked, saying how to allow it", async () => {
+    const home = await tmp();
+    const port = await closedPort();
+    await writeHome(home, "http://127.0.0.1:9", { config: { tools: { mcpServers: { web: { url: `http://127.0.0.1:${port}/mcp` } } } } });
+    const r = await runCli(["mcp", "list"], { TROUPE_HOME: home });
+    expect(r.stdout).toMatch(new RegExp(`web\\s+streamableHttp\\s+failed.*blocked unsafe URL http://127\\.0\\.0\\.1:${port}/mcp: .*loopback.*tools\\.ssrfWhitelist`, "m"));
     expect(r.code).toBe(1);
   }, 60_000);
 

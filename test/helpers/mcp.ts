@@ -12,6 +12,9 @@ import type { Tool } from "../../src/tools/contract.js";
 export const MCP_FIXTURE = fileURLToPath(new URL("../fixtures/mcp-server.ts", import.meta.url));
 const REPO = fileURLToPath(new URL("../..", import.meta.url));
 
+/** tools.ssrfWhitelist for the fixtures on 127.0.0.1 (nanobot, too, refuses a loopback MCP URL without it). */
+export const LOOPBACK_WHITELIST = ["127.0.0.1/32"];
+
 /** A config entry that starts the stdio fixture (through tsx) and logs its calls to `logFile`. */
 export function stdioFixture(logFile: string, over: Record<string, unknown> = {}): Record<string, unknown> {
   return { command: process.execPath, args: ["--import", "tsx", MCP_FIXTURE], cwd: REPO, env: { MCP_FIXTURE_LOG: logFile }, ...over };
@@ -36,7 +39,8 @@ export function startHub(
   opts: { builtins?: Tool[]; logger?: Logger; policy?: Partial<{ maxRestarts: number; windowMs: number; baseDelayMs: number; maxDelayMs: number }> } = {},
 ) {
   const registry = createToolRegistry(opts.builtins ?? [], { maxResultChars: 2_000 });
-  const hub = createMcpHub({ servers: parseServers(servers), registry, logger: opts.logger ?? pino({ level: "silent" }), connectTimeoutMs: 30_000 });
+  // The HTTP fixtures listen on 127.0.0.1, which an MCP server may be at only when whitelisted.
+  const hub = createMcpHub({ servers: parseServers(servers), registry, logger: opts.logger ?? pino({ level: "silent" }), connectTimeoutMs: 30_000, ssrfWhitelist: LOOPBACK_WHITELIST });
   const policy = { maxRestarts: 5, windowMs: 60_000, baseDelayMs: 50, maxDelayMs: 1_000, ...opts.policy };
   const actors = hub.names().map((name) => createActor(createMcpLogic({ hub }), { id: mcpActorId(name), input: { name, policy } }).start());
   return {

@@ -1,7 +1,7 @@
 import { Writable } from "node:stream";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { parseServers, startHub } from "../helpers/mcp.js";
+import { LOOPBACK_WHITELIST, parseServers, startHub } from "../helpers/mcp.js";
 import { until } from "../helpers/wait.js";
 import { createMcpHub, type McpHub } from "../../src/mcp/hub.js";
 import { createToolRegistry } from "../../src/tools/registry.js";
@@ -33,7 +33,7 @@ function keptLog() {
 /** A hub whose log lines are kept, and the error its one connection attempt ends with. */
 async function failedConnect(servers: Record<string, Record<string, unknown>>, secrets: string[] = []) {
   const { lines, logger } = keptLog();
-  const hub = createMcpHub({ servers: parseServers(servers), registry: createToolRegistry(), logger, connectTimeoutMs: 20_000, secrets });
+  const hub = createMcpHub({ servers: parseServers(servers), registry: createToolRegistry(), logger, connectTimeoutMs: 20_000, secrets, ssrfWhitelist: LOOPBACK_WHITELIST });
   hubs.push(hub);
   const [name] = hub.names();
   const error = await hub.connect(name!).then(

@@ -281,6 +281,18 @@ describe("Telegram channel (fake Bot API on 127.0.0.1, in-process daemon)", () =
     expect(attempts("sendDocument")).toEqual(["failed", "ok"]);
   });
 
+  it("sends URL media by URL: Telegram fetches a photo or document itself (nanobot passes URLs through)", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "unused" }));
+    tg = await startFakeTelegram(TOKEN);
+    await start();
+    const photo = "https://example.com/chart.png?size=large";
+    const doc = "http://example.com/report.pdf";
+    await queueDelivery(daemon!.store, daemon!.bus, { deliveryId: "url-1", channel: "telegram", chatId: "42", content: "see attached", media: [photo, doc], answers: [], createdAt: Date.now(), attempts: 0 });
+    await until(async () => (await pendingOutbox(daemon!.store, "telegram")).length === 0 || undefined, 5_000, "the outbox to empty");
+    expect(tg.calls.filter((c) => c.method === "sendPhoto").map((c) => c.body.photo)).toEqual([photo]);
+    expect(tg.calls.filter((c) => c.method === "sendDocument").map((c) => c.body.document)).toEqual([doc]);
+  });
+
   it("stores the offset once messages are in the inbox and never answers one twice after a restart", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "answered" }));
     const home = await start();

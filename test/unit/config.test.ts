@@ -151,6 +151,25 @@ describe("config", () => {
     expect(warnings).toContain("tools.exec.restrict_to_workspace moved to tools.restrictToWorkspace");
   });
 
+  it("moves the legacy tools.myEnabled / tools.mySet to tools.my as nanobot does, saying what they were for and that troupe ignores them", () => {
+    // nanobot: tests/config/test_config_migration.py test_load_config_migrates_legacy_my_tool_keys
+    const { warnings } = parseConfig({ tools: { myEnabled: false, mySet: true } }, "c.json");
+    const myTool = 'troupe has no "my" tool (nanobot\'s tool with which the agent checks, and with tools.my.allowSet changes, its own runtime settings), so it is ignored';
+    expect(warnings).toEqual([
+      `tools.myEnabled is nanobot's former name for tools.my.enable: moved there, as nanobot does; ${myTool}`,
+      `tools.mySet is nanobot's former name for tools.my.allowSet: moved there, as nanobot does; ${myTool}`,
+    ]);
+    // Switched on (nanobot's default), the key is among the settings troupe leaves alone, with the reason.
+    const on = parseConfig({ tools: { my_enabled: true, mySet: true } }, "c.json").warnings;
+    expect(on.filter((w) => !w.startsWith("tools.my"))).toEqual([
+      'not supported by troupe yet, ignored: tools: my [nanobot\'s "my" tool (the agent checking and changing its own runtime settings), which troupe does not have]',
+    ]);
+    // tools.my set already wins, as in nanobot; the legacy key is dropped all the same.
+    expect(parseConfig({ tools: { my: { enable: false }, myEnabled: true } }, "c.json").warnings).toEqual([
+      `tools.myEnabled is ignored: tools.my.enable is set; ${myTool}`,
+    ]);
+  });
+
   it("refuses __proto__ and constructor keys as config errors naming the key path", async () => {
     const parsed = (text: string) => JSON.parse(text) as unknown;
     expect(problemsOf(() => parseConfig(parsed('{"__proto__": {"polluted": true}}'), "c.json"))).toEqual([

@@ -41,6 +41,21 @@ describe("message tool", () => {
     await store.close();
   });
 
+  it("passes http(s) URL media through as given, beside workspace files (nanobot: test_message_tool_passes_through_url_media_paths)", async () => {
+    const { ws, store, run } = await setup();
+    const url = "https://example.com/image.png";
+    expect(await run("message", { content: "see attached", channel: "telegram", chat_id: "1", media: [url] })).toBe("Message queued for delivery to telegram:1 with 1 file(s).");
+    expect((await pendingOutbox(store, "telegram"))[0]?.media).toEqual([url]);
+    // nanobot: test_message_tool_resolves_mixed_media_paths (paths still checked, URLs kept in order)
+    await writeFile(join(ws, "relative.png"), "png");
+    const media = ["relative.png", "https://example.com/url.png", "http://example.com/http.png"];
+    expect(await run("message", { content: "mixed", channel: "telegram", chat_id: "1", media }, { callId: "c2" })).toMatch(/with 3 file\(s\)/);
+    expect((await pendingOutbox(store, "telegram")).find((r) => r.content === "mixed")?.media).toEqual([join(ws, "relative.png"), "https://example.com/url.png", "http://example.com/http.png"]);
+    // Only http(s): another scheme is a path, and is not found.
+    expect(await run("message", { content: "x", media: ["ftp://example.com/a.png"] }, { callId: "c3" })).toMatch(/media file not found: ftp:\/\/example.com\/a.png/);
+    await store.close();
+  });
+
   it("refuses unknown channels, a channel without a chat, missing or escaping media", async () => {
     const { store, run } = await setup();
     expect(await run("message", { content: "x", channel: "slack", chat_id: "1" })).toMatch(/unknown channel "slack"; available: cli, telegram/);

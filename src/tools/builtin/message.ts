@@ -2,6 +2,7 @@ import { stat } from "node:fs/promises";
 import { z } from "zod";
 import { lazySchema } from "../../lazy-schema.js";
 import type { Bus } from "../../bus/index.js";
+import { isMediaUrl } from "../../channels/channel.js";
 import { stripThink } from "../../providers/think.js";
 import { queueDelivery, wasDelivered, type OutboxRecord } from "../../store/outbox.js";
 import type { Store } from "../../store/store.js";
@@ -22,13 +23,13 @@ export function messageTool(opts: MessageToolOptions) {
   return defineTool({
     name: "message",
     description:
-      "Send a message to the user now, on the current chat or another channel/chat, optionally with files (media paths). " +
+      "Send a message to the user now, on the current chat or another channel/chat, optionally with files (media: workspace paths or http(s) URLs). " +
       "Use it for updates during long work or to reach another chat. Once it has written to the current chat, your final reply is not sent there again.",
     parameters: lazySchema(() => z.object({
       content: z.string().min(1),
       channel: z.string().optional().describe("Target channel (default: the current one)"),
       chat_id: z.string().optional().describe("Target chat (default: the current one)"),
-      media: z.array(z.string()).optional().describe("Paths of files to attach"),
+      media: z.array(z.string()).optional().describe("Files to attach: workspace paths, or http(s) URLs passed on as they are"),
     })),
     // Keyed by the call's idempotency key: a repeat after a crash is the same delivery, never a second one.
     idempotent: true,
@@ -42,6 +43,11 @@ export function messageTool(opts: MessageToolOptions) {
       if (!known.includes(target.channel)) throw new ToolError(`unknown channel "${target.channel}"; available: ${known.join(", ")}`);
       const files: string[] = [];
       for (const path of media) {
+        // A URL is passed through (nanobot's rule): the channel sends it by URL or shows it.
+        if (isMediaUrl(path)) {
+          files.push(path);
+          continue;
+        }
         const full = resolveToolPath(opts.sandbox, path, "read");
         if (!(await stat(full).catch(() => undefined))?.isFile()) throw new ToolError(`media file not found: ${path}`);
         files.push(full);
