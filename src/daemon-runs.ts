@@ -4,7 +4,7 @@ import type { SupervisorEvent } from "../machines/supervisor.machine.js";
 import type { Bus } from "./bus/index.js";
 import type { Config } from "./config/schema.js";
 import { finishRunOps, fireNow, unfinishedSystemRuns, type StartedRun } from "./cron/fire.js";
-import { HEARTBEAT_SESSION, pickHeartbeatTarget } from "./cron/heartbeat.js";
+import { heartbeatJobSpec, pickHeartbeatTarget } from "./cron/heartbeat.js";
 import { NO_CHAT, type CronJob } from "./cron/jobs.js";
 import { trackLastChat } from "./cron/last-chat.js";
 import type { CronService } from "./cron/service.js";
@@ -69,13 +69,7 @@ export function createDaemonRuns(deps: DaemonRunsDeps) {
     lastChat,
     /** At start: the heartbeat's system job as the config says, and the system runs a stop interrupted started again. */
     async resume(cron: CronService): Promise<void> {
-      const config = deps.heartbeat;
-      await cron.ensureSystemJob(
-        "heartbeat",
-        config.enabled
-          ? { name: "heartbeat", message: "Check HEARTBEAT.md", schedule: { kind: "every", everyS: config.intervalS }, target: { channel: "api", chatId: HEARTBEAT_SESSION } }
-          : null,
-      );
+      await cron.ensureSystemJob("heartbeat", heartbeatJobSpec(deps.heartbeat));
       // A heartbeat interrupted while deciding decides again (that phase has no side effect); the scheduler re-arms from the store.
       for (const run of await unfinishedSystemRuns(store)) start(run);
     },

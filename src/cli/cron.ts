@@ -2,6 +2,7 @@ import { TroupeError } from "../errors.js";
 import { fireNow } from "../cron/fire.js";
 import { DREAM_REFUSALS, dreamCronJob } from "../cron/dream-job.js";
 import type { CronJob, CronRun } from "../cron/jobs.js";
+import { heartbeatJobSpec } from "../cron/heartbeat.js";
 import { addJobInput, type AddJobRequest } from "../cron/requests.js";
 import { describeSchedule, formatWithZone, ScheduleError } from "../cron/schedule.js";
 import { createCronService, type CronService } from "../cron/service.js";
@@ -27,7 +28,10 @@ async function withCron<T>(paths: DataPaths, viaApi: (client: DaemonClient) => P
   // Dream is listed as the daemon lists it: from its record (its next and last run).
   const dream = dreamCronJob(config.agents.defaults.dream, store);
   try {
-    return await direct(createCronService({ store, defaultTz: config.agents.defaults.timezone, ...(dream ? { dream } : {}) }), store);
+    const service = createCronService({ store, defaultTz: config.agents.defaults.timezone, ...(dream ? { dream } : {}) });
+    // The heartbeat as the daemon puts it in place at start, so it is listed and can be disabled before a daemon ever ran.
+    await service.ensureSystemJob("heartbeat", heartbeatJobSpec(config.gateway.heartbeat));
+    return await direct(service, store);
   } finally {
     await store.close();
   }
@@ -50,6 +54,9 @@ function table(header: string[], cells: string[][]): string[] {
   return [header, ...rows].map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join("  ").trimEnd());
 }
 
+/** The heartbeat's stored target only names its session: its reply goes to the chat someone last wrote from. */
+const deliversTo = (j: CronJob) => (j.system === "heartbeat" ? "(the chat last written from)" : j.deliver ? `${j.target.channel}:${j.target.chatId}` : "(not delivered)");
+
 export function jobListLines(jobs: CronJob[]): string[] {
   if (jobs.length === 0) return ["no cron jobs; add one with: troupe cron add --name N --message M --every 3600"];
   const rows = jobs.map((j) => [
@@ -59,7 +66,7 @@ export function jobListLines(jobs: CronJob[]): string[] {
     `${j.enabled ? "enabled" : "disabled"}${j.system ? " (system)" : ""}`,
     j.enabled && j.nextRunAt !== null ? formatWithZone(j.nextRunAt, tzOf(j)) : "-",
     j.lastRunAt !== null ? `${formatWithZone(j.lastRunAt, tzOf(j))} ${j.lastStatus ?? ""}`.trim() : "-",
-    j.deliver ? `${j.target.channel}:${j.target.chatId}` : "(not delivered)",
+    deliversTo(j),
   ]);
   return table(["ID", "NAME", "SCHEDULE", "STATE", "NEXT RUN", "LAST RUN", "DELIVERS TO"], rows);
 }

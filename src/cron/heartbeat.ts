@@ -12,6 +12,16 @@ import type { SessionMeta } from "../store/sessions.js";
 export const HEARTBEAT_SESSION = "heartbeat";
 
 /**
+ * The heartbeat's protected cron job as `gateway.heartbeat` says (null: off), for `cron.ensureSystemJob`.
+ * The daemon puts it in place at start and `troupe cron` does too, so it is there from a fresh data dir on.
+ * Its target only names its session: the reply goes to the chat last written from (pickHeartbeatTarget).
+ */
+export function heartbeatJobSpec(config: { enabled: boolean; intervalS: number }) {
+  if (!config.enabled) return null;
+  return { name: "heartbeat", message: "Check HEARTBEAT.md", schedule: { kind: "every" as const, everyS: config.intervalS }, target: { channel: "api", chatId: HEARTBEAT_SESSION } };
+}
+
+/**
  * True when HEARTBEAT.md holds a task (nanobot's rule): a line under "## Active Tasks" that is not
  * blank, a heading or an HTML comment. Lines before any "##" heading or under another one are notes.
  */
