@@ -60,6 +60,7 @@ export async function runAgent(load: () => Promise<LoadedConfig>, opts: AgentOpt
   if (oneMessage && !content?.trim()) throw new TroupeError("no message: stdin was empty; give one with -m TEXT (or -m - to read it from stdin), or run troupe agent on a terminal to chat");
   // Notes go to stderr until the prompt takes them over (printing above the line being typed).
   const io: AgentIo = { say: (text) => process.stderr.write(`${text}\n`), message: (text) => process.stdout.write(`${printable(text)}\n`) };
+  const chat: ChatOptions = { session: opts.session, oneShot: oneMessage };
   const conn: RemoteOptions = { follow: !oneMessage, waitMs: oneMessage ? ONE_MESSAGE_WAIT_MS : Number.POSITIVE_INFINITY };
   // The daemon, or an in-process `troupe agent` lending its store; else this process opens it.
   // A running daemon answers without this process loading the config (or the runtime): it has its own.
@@ -74,20 +75,20 @@ export async function runAgent(load: () => Promise<LoadedConfig>, opts: AgentOpt
     io.say(`warning: ${text}`);
   };
   let current: Backend;
-  if (client) current = remoteBackend(paths, client, opts, io, conn);
+  if (client) current = remoteBackend(paths, client, chat, io, conn);
   else {
     const cfg = await config();
     // Another process may have taken the store just now: it serves the control API in a moment, or lets go.
-    const got = await openOrReachHolder(paths, () => localBackend(cfg, opts, io, conn, warn));
+    const got = await openOrReachHolder(paths, () => localBackend(cfg, chat, io, conn, warn));
     if ("opened" in got) current = got.opened;
     else {
       client = got.holder;
-      current = remoteBackend(paths, client, opts, io, conn);
+      current = remoteBackend(paths, client, chat, io, conn);
     }
   }
   conn.takeOver = async (lenderPid) => {
     const local = await config()
-      .then((c) => localBackend(c, opts, io, conn, warn))
+      .then((c) => localBackend(c, chat, io, conn, warn))
       .catch(() => undefined);
     if (!local) return false;
     const old = current;
