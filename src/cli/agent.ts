@@ -42,6 +42,8 @@ export interface AgentOptions {
   session: string;
   /** Render replies as Markdown on a terminal (--no-markdown turns it off). */
   markdown?: boolean;
+  /** Show the runtime's log lines on stderr (--logs; nanobot's agent --logs/--no-logs). */
+  logs?: boolean;
 }
 
 /** How long `agent -m` waits for a daemon that went away mid-message (a restart) before it gives up. */
@@ -60,7 +62,7 @@ export async function runAgent(load: () => Promise<LoadedConfig>, opts: AgentOpt
   if (oneMessage && !content?.trim()) throw new TroupeError("no message: stdin was empty; give one with -m TEXT (or -m - to read it from stdin), or run troupe agent on a terminal to chat");
   // Notes go to stderr until the prompt takes them over (printing above the line being typed).
   const io: AgentIo = { say: (text) => process.stderr.write(`${text}\n`), message: (text) => process.stdout.write(`${printable(text)}\n`) };
-  const chat: ChatOptions = { session: opts.session, oneShot: oneMessage };
+  const chat: ChatOptions = { session: opts.session, oneShot: oneMessage, logs: opts.logs };
   const conn: RemoteOptions = { follow: !oneMessage, waitMs: oneMessage ? ONE_MESSAGE_WAIT_MS : Number.POSITIVE_INFINITY };
   // The daemon, or an in-process `troupe agent` lending its store; else this process opens it.
   // A running daemon answers without this process loading the config (or the runtime): it has its own.
@@ -112,6 +114,8 @@ export async function runAgent(load: () => Promise<LoadedConfig>, opts: AgentOpt
     cancel: () => current.cancel(),
     close: () => current.close(),
   };
+  // The runtime's log lines are the holder's: they are in the data dir's log, not this process's stderr.
+  if (chat.logs && client) io.say(`(--logs: ${client.holder === "agent" ? `troupe agent pid ${client.pid}` : "the daemon"} answers this chat; its log lines are in troupe daemon logs -f)`);
   const where = !client ? "in-process" : client.holder === "agent" ? `through troupe agent pid ${client.pid}, which holds the store` : `daemon pid ${client.pid}`;
   try {
     if (oneMessage) return await askOnce(backend, content!, createPrinter(process.stdout, printerOptions), paths.configFile);

@@ -43,10 +43,13 @@ export function defineCommandsAfter(program: Command): void {
   program
     .command("gateway")
     .description("run the daemon in the foreground: channels, sessions and the control API (Ctrl-C stops it)")
+    .option("-p, --port <port>", "listen on this port instead of gateway.port, for this run (as TROUPE_GATEWAY__PORT does)")
     .option("--detached", "log to the log file only (how `troupe daemon start` runs it)")
-    .action(async (opts: { detached?: boolean }) => {
+    .action(async (opts: { detached?: boolean; port?: string }) => {
+      const port = opts.port === undefined ? undefined : Number(opts.port);
+      if (port !== undefined && !(/^\d+$/.test(opts.port!) && port <= 65535)) throw new TroupeError(`--port must be a port number from 0 to 65535, not ${opts.port}`);
       const { runGateway } = await import("./gateway.js");
-      process.exitCode = await runGateway(await loadForCli(), { consoleLogs: !opts.detached });
+      process.exitCode = await runGateway(await loadForCli(), { consoleLogs: !opts.detached, port });
     });
 
   const daemon = program.command("daemon").description("run troupe in the background and manage it");
