@@ -58,8 +58,15 @@ export async function runAgent(load: () => Promise<LoadedConfig>, opts: AgentOpt
   const printerOptions = { stream: tty, markdown: tty && opts.markdown !== false };
   // Not a terminal: the whole input is one message (a file, a heredoc, a pipe), as `-m -` says.
   const oneMessage = opts.message !== undefined || !process.stdin.isTTY;
-  const content = opts.message === "-" || (oneMessage && opts.message === undefined) ? await readStdin() : opts.message;
-  if (oneMessage && !content?.trim()) throw new TroupeError("no message: stdin was empty; give one with -m TEXT (or -m - to read it from stdin), or run troupe agent on a terminal to chat");
+  const fromStdin = opts.message === "-" || (oneMessage && opts.message === undefined);
+  const content = fromStdin ? await readStdin() : opts.message;
+  if (oneMessage && !content?.trim()) {
+    throw new TroupeError(
+      fromStdin
+        ? "no message: stdin was empty; give one with -m TEXT (or -m - to read it from stdin), or run troupe agent on a terminal to chat"
+        : "no message: the -m text is empty; give the message after -m (or -m - to read it from stdin)",
+    );
+  }
   // Notes go to stderr until the prompt takes them over (printing above the line being typed).
   const io: AgentIo = { say: (text) => process.stderr.write(`${text}\n`), message: (text) => process.stdout.write(`${printable(text)}\n`) };
   const chat: ChatOptions = { session: opts.session, oneShot: oneMessage, logs: opts.logs };
