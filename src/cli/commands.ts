@@ -206,7 +206,9 @@ export function defineCommandsAfter(program: Command): void {
     });
 
   program
-    .command("inspect [machine]")
+    .command("inspect")
+    // The names as machines/index.ts lists them (test/e2e/inspect.test.ts holds them to it): help does not load the machines.
+    .argument("[machine]", "one machine to draw, all when none is named: supervisor, session, turn, telegram, cron, mcp, dream")
     .description("draw troupe's state machines (no daemon needed): text, Mermaid or JSON, or an HTML page; --live shows the running daemon's actors")
     .option("-f, --format <format>", "text, mermaid or json", "text")
     .option("-o, --out <file.html>", "write a standalone HTML page that draws the machines")
@@ -223,7 +225,7 @@ export function defineCommandsAfter(program: Command): void {
   program
     .command("memory")
     .description("memory: show the memory files' sizes, history entries, cursors and the next Dream run")
-    .addArgument(new Argument("<action>").choices(["show"]))
+    .addArgument(new Argument("<action>", "show: print the overview").choices(["show"]))
     .action(async () => {
       const { memoryShowCommand } = await import("./memory.js");
       process.exitCode = await memoryShowCommand(await loadForCli());
