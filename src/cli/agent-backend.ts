@@ -50,5 +50,9 @@ export class BackendReplaced extends Error {}
 /** The chat's session. */
 export interface ChatOptions {
   session: string;
+  /** One message (`agent -m`, piped stdin): stdout holds its reply alone, an interrupted earlier turn's goes to stderr. */
+  oneShot?: boolean;
+  /** Show the runtime's log lines on stderr (`--logs`). */
+  logs?: boolean;
 }
 

@@ -15,6 +15,7 @@ import { isStop, NOTHING_RUNS, type AgentIo, type Answer, type Backend, type Cha
 import { removeAgentRecord, removeOwnAgentRecord, writeAgentRecord } from "./agent-record.js";
 import { remoteBackend } from "./agent-remote.js";
 import type { Printer } from "./printer.js";
+import { printable } from "./printable.js";
 import { createProgress, type Progress } from "./progress.js";
 import { when } from "./sessions.js";
 
@@ -94,7 +95,7 @@ interface Running {
  * goes on through the daemon.
  */
 export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: AgentIo, conn: RemoteOptions, started?: RuntimeStart): Promise<Backend> {
-  const runtime = await createAgentRuntime(loaded, {}, started);
+  const runtime = await createAgentRuntime(loaded, { consoleLogs: opts.logs }, started);
   let printer: Printer | undefined;
   let progress: Progress | undefined;
   const stopDelivery = await deliverToTerminal(runtime, (text) => (printer ? printer.message(text) : io.message(text)));
@@ -142,8 +143,15 @@ export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: 
       if (ctl.cancelWanted) return;
       process.stderr.write(`(finishing a turn interrupted at ${when(record.updatedAt)})\n`);
       const result = await track(runtime.conversation.resume(record, channelReplyOps(record.input as TurnInput))).done;
-      out?.finish(result.output.reply);
-      out?.reset();
+      if (!out) continue;
+      if (!opts.oneShot) {
+        out.finish(result.output.reply);
+        out.reset();
+        continue;
+      }
+      // `agent -m` prints its own reply alone on stdout, as nanobot's: the earlier message's goes to stderr, labelled.
+      out.status(undefined);
+      process.stderr.write(`(the interrupted turn's reply:)\n${printable(result.output.reply)}\n`);
     }
   }
 
@@ -166,11 +174,13 @@ export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: 
       };
       running.set(sessionKey, ctl);
       if (out) {
-        printer = out;
+        // A one-shot's stdout is its own reply's: an interrupted turn finished first does not stream there.
+        printer = opts.oneShot ? undefined : out;
         progress = createProgress(out);
       }
       try {
         await finishInterrupted(sessionKey, out, track, ctl);
+        if (out) printer = out;
         if (ctl.cancelWanted) return { content: "Stopped.", state: "cancelled" };
         const reply = await runtime.conversation.handle({ sessionKey, ...sessionParts(sessionKey), content }, track);
         return { content: reply.content, state: reply.state, alreadySent: reply.alreadySent };

@@ -42,6 +42,8 @@ export interface AgentOptions {
   session: string;
   /** Render replies as Markdown on a terminal (--no-markdown turns it off). */
   markdown?: boolean;
+  /** Show the runtime's log lines on stderr (--logs; nanobot's agent --logs/--no-logs). */
+  logs?: boolean;
 }
 
 /** How long `agent -m` waits for a daemon that went away mid-message (a restart) before it gives up. */
@@ -56,10 +58,18 @@ export async function runAgent(load: () => Promise<LoadedConfig>, opts: AgentOpt
   const printerOptions = { stream: tty, markdown: tty && opts.markdown !== false };
   // Not a terminal: the whole input is one message (a file, a heredoc, a pipe), as `-m -` says.
   const oneMessage = opts.message !== undefined || !process.stdin.isTTY;
-  const content = opts.message === "-" || (oneMessage && opts.message === undefined) ? await readStdin() : opts.message;
-  if (oneMessage && !content?.trim()) throw new TroupeError("no message: stdin was empty; give one with -m TEXT (or -m - to read it from stdin), or run troupe agent on a terminal to chat");
+  const fromStdin = opts.message === "-" || (oneMessage && opts.message === undefined);
+  const content = fromStdin ? await readStdin() : opts.message;
+  if (oneMessage && !content?.trim()) {
+    throw new TroupeError(
+      fromStdin
+        ? "no message: stdin was empty; give one with -m TEXT (or -m - to read it from stdin), or run troupe agent on a terminal to chat"
+        : "no message: the -m text is empty; give the message after -m (or -m - to read it from stdin)",
+    );
+  }
   // Notes go to stderr until the prompt takes them over (printing above the line being typed).
   const io: AgentIo = { say: (text) => process.stderr.write(`${text}\n`), message: (text) => process.stdout.write(`${printable(text)}\n`) };
+  const chat: ChatOptions = { session: opts.session, oneShot: oneMessage, logs: opts.logs };
   const conn: RemoteOptions = { follow: !oneMessage, waitMs: oneMessage ? ONE_MESSAGE_WAIT_MS : Number.POSITIVE_INFINITY };
   // The daemon, or an in-process `troupe agent` lending its store; else this process opens it.
   // A running daemon answers without this process loading the config (or the runtime): it has its own.
@@ -74,20 +84,20 @@ export async function runAgent(load: () => Promise<LoadedConfig>, opts: AgentOpt
     io.say(`warning: ${text}`);
   };
   let current: Backend;
-  if (client) current = remoteBackend(paths, client, opts, io, conn);
+  if (client) current = remoteBackend(paths, client, chat, io, conn);
   else {
     const cfg = await config();
     // Another process may have taken the store just now: it serves the control API in a moment, or lets go.
-    const got = await openOrReachHolder(paths, () => localBackend(cfg, opts, io, conn, warn));
+    const got = await openOrReachHolder(paths, () => localBackend(cfg, chat, io, conn, warn));
     if ("opened" in got) current = got.opened;
     else {
       client = got.holder;
-      current = remoteBackend(paths, client, opts, io, conn);
+      current = remoteBackend(paths, client, chat, io, conn);
     }
   }
   conn.takeOver = async (lenderPid) => {
     const local = await config()
-      .then((c) => localBackend(c, opts, io, conn, warn))
+      .then((c) => localBackend(c, chat, io, conn, warn))
       .catch(() => undefined);
     if (!local) return false;
     const old = current;
@@ -111,6 +121,8 @@ export async function runAgent(load: () => Promise<LoadedConfig>, opts: AgentOpt
     cancel: () => current.cancel(),
     close: () => current.close(),
   };
+  // The runtime's log lines are the holder's: they are in the data dir's log, not this process's stderr.
+  if (chat.logs && client) io.say(`(--logs: ${client.holder === "agent" ? `troupe agent pid ${client.pid}` : "the daemon"} answers this chat; its log lines are in troupe daemon logs -f)`);
   const where = !client ? "in-process" : client.holder === "agent" ? `through troupe agent pid ${client.pid}, which holds the store` : `daemon pid ${client.pid}`;
   try {
     if (oneMessage) return await askOnce(backend, content!, createPrinter(process.stdout, printerOptions), paths.configFile);

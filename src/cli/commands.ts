@@ -43,10 +43,13 @@ export function defineCommandsAfter(program: Command): void {
   program
     .command("gateway")
     .description("run the daemon in the foreground: channels, sessions and the control API (Ctrl-C stops it)")
+    .option("-p, --port <port>", "listen on this port instead of gateway.port, for this run (as TROUPE_GATEWAY__PORT does)")
     .option("--detached", "log to the log file only (how `troupe daemon start` runs it)")
-    .action(async (opts: { detached?: boolean }) => {
+    .action(async (opts: { detached?: boolean; port?: string }) => {
+      const port = opts.port === undefined ? undefined : Number(opts.port);
+      if (port !== undefined && !(/^\d+$/.test(opts.port!) && port <= 65535)) throw new TroupeError(`--port must be a port number from 0 to 65535, not ${opts.port}`);
       const { runGateway } = await import("./gateway.js");
-      process.exitCode = await runGateway(await loadForCli(), { consoleLogs: !opts.detached });
+      process.exitCode = await runGateway(await loadForCli(), { consoleLogs: !opts.detached, port });
     });
 
   const daemon = program.command("daemon").description("run troupe in the background and manage it");
@@ -203,7 +206,9 @@ export function defineCommandsAfter(program: Command): void {
     });
 
   program
-    .command("inspect [machine]")
+    .command("inspect")
+    // The names as machines/index.ts lists them (test/e2e/inspect.test.ts holds them to it): help does not load the machines.
+    .argument("[machine]", "one machine to draw, all when none is named: supervisor, session, turn, telegram, cron, mcp, dream")
     .description("draw troupe's state machines (no daemon needed): text, Mermaid or JSON, or an HTML page; --live shows the running daemon's actors")
     .option("-f, --format <format>", "text, mermaid or json", "text")
     .option("-o, --out <file.html>", "write a standalone HTML page that draws the machines")
@@ -220,7 +225,7 @@ export function defineCommandsAfter(program: Command): void {
   program
     .command("memory")
     .description("memory: show the memory files' sizes, history entries, cursors and the next Dream run")
-    .addArgument(new Argument("<action>").choices(["show"]))
+    .addArgument(new Argument("<action>", "show: print the overview").choices(["show"]))
     .action(async () => {
       const { memoryShowCommand } = await import("./memory.js");
       process.exitCode = await memoryShowCommand(await loadForCli());

@@ -53,10 +53,10 @@ async function openDaemon(loaded: LoadedConfig, consoleLogs: boolean, restart: P
 }
 
 /**
- * `troupe gateway`: the daemon in the foreground. SIGTERM or SIGINT stops taking work, lets running
+ * `troupe gateway [--port N]`: the daemon in the foreground (on port N instead of gateway.port). SIGTERM or SIGINT stops taking work, lets running
  * turns reach a checkpoint, closes the store and exits 0.
  */
-export async function runGateway(loaded: LoadedConfig, opts: { consoleLogs: boolean }): Promise<number> {
+export async function runGateway(loaded: LoadedConfig, opts: { consoleLogs: boolean; port?: number }): Promise<number> {
   const { paths, config } = loaded;
   let restartRequested: (from: RestartOrigin) => void = () => {};
   const restart = new Promise<RestartOrigin>((resolve) => (restartRequested = resolve));
@@ -76,7 +76,7 @@ export async function runGateway(loaded: LoadedConfig, opts: { consoleLogs: bool
   let server;
   try {
     const token = await ensureToken(paths.tokenFile);
-    server = await startControlServer(daemon, { host: config.gateway.host, port: config.gateway.port, token });
+    server = await startControlServer(daemon, { host: config.gateway.host, port: opts.port ?? config.gateway.port, token });
   } catch (err) {
     await daemon.shutdown();
     throw err;

@@ -73,7 +73,9 @@ program
   .option("-m, --message <text>", "send one message (- reads it from stdin), print the reply and exit: 0 answered, 1 failed, 130 Ctrl-C")
   .option("-s, --session <key>", "session key (channel:chatId)", "cli:direct")
   .option("--no-markdown", "print replies as plain text on a terminal too")
-  .action(async (opts: { message?: string; session: string; markdown: boolean }) => {
+  .option("--logs", "show the runtime's log lines on stderr (through the daemon: see troupe daemon logs -f)")
+  .option("--no-logs", "do not show them (the default)")
+  .action(async (opts: { message?: string; session: string; markdown: boolean; logs?: boolean }) => {
     const session = await parseSessionKey(opts.session);
     const { runAgent } = await import("./agent.js");
     const code = await runAgent(loadForCli, { ...opts, session });

@@ -188,7 +188,7 @@ export async function startControlServer(daemon: Daemon, opts: { host: string; p
     server.once("error", (err: NodeJS.ErrnoException) =>
       reject(
         err.code === "EADDRINUSE"
-          ? new TroupeError(`port ${opts.port} on ${opts.host} is in use; stop what holds it or set gateway.port in the config`)
+          ? new TroupeError(`port ${opts.port} on ${opts.host} is in use; stop what holds it, or choose a free port: gateway.port in the config (troupe gateway --port N for one run)`)
           : err,
       ),
     );

@@ -48,6 +48,22 @@ describe("troupe agent input without a terminal", () => {
     expect(fake.requests.map((r) => sentText(r).length)).toEqual([long.length, huge.length, huge.length]);
   }, 120_000);
 
+  // nanobot's `agent -m ""` takes the empty text as no -m at all (it opens its prompt); troupe refuses it,
+  // saying which input was empty: the -m text, or stdin (-m -, piped).
+  it("an empty -m text is refused as such, and an empty stdin as that, before any model call", async () => {
+    fake = await startFakeOpenAi([], () => ({ content: "should not be asked" }));
+    const home = await tmp();
+    await writeHome(home, fake.url);
+    for (const text of ["", "   "]) {
+      const r = await runCli(["agent", "-m", text], { TROUPE_HOME: home });
+      expect(r).toEqual({ code: 1, stdout: "", stderr: "no message: the -m text is empty; give the message after -m (or -m - to read it from stdin)\n" });
+    }
+    const stdin = await runCli(["agent", "-m", "-"], { TROUPE_HOME: home }, "\n");
+    expect(stdin.code).toBe(1);
+    expect(stdin.stderr).toMatch(/^no message: stdin was empty; /);
+    expect(fake.requests).toHaveLength(0);
+  });
+
   it("/stop when nothing runs answers that, in-process as through the daemon", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "should not be asked" }));
     const home = await tmp();

@@ -121,11 +121,13 @@ describe("troupe agent (real process, fake model over loopback)", () => {
     expect(held.stdout).not.toContain("assistant");
     expect(g.output()).toMatch(/not resuming turns on channels this daemon does not serve[\s\S]*cli:direct/);
 
-    // (b) The next in-process message first finishes the interrupted turn (its reply printed), then is answered.
+    // (b) The next in-process message first finishes the interrupted turn, then is answered. As nanobot's
+    // `agent -m` prints only its own response, stdout holds this message's reply alone (R=$(troupe agent -m …)
+    // gets it); the earlier turn's reply is on stderr, labelled.
     const second = await runCli(["agent", "-m", "second"], { TROUPE_HOME: dir });
     expect(second.code).toBe(0);
-    expect(second.stdout).toBe("First done.\nSecond answer.\n");
-    expect(second.stderr).toMatch(/^\(finishing a turn interrupted at .+\)\n$/);
+    expect(second.stdout).toBe("Second answer.\n");
+    expect(second.stderr).toMatch(/^\(finishing a turn interrupted at .+\)\n\(the interrupted turn's reply:\)\nFirst done\.\n$/);
     expect(await runs()).toEqual(["first"]);
     // The model saw the finished first exchange before the second message.
     const secondSent = fake.requests.find((r) => typed(r) === "second")!.body.messages;
@@ -159,7 +161,8 @@ describe("troupe agent (real process, fake model over loopback)", () => {
     expect((await dying.exited).signal).toBe("SIGKILL");
 
     const second = await runCli(["agent", "-m", "second"], { TROUPE_HOME: dir });
-    expect(second.stdout).toBe("First done.\nSecond answer.\n");
+    expect(second.stdout).toBe("Second answer.\n");
+    expect(second.stderr).toMatch(/\(the interrupted turn's reply:\)\nFirst done\.\n$/);
     expect(await runs()).toEqual(["first"]);
 
     // The daemon finds the message answered: it delivers the queued reply to its chat, and runs nothing again.

@@ -63,4 +63,12 @@ describe("troupe inspect", () => {
     expect(live.code).toBe(1);
     expect(live.stderr).toContain("no troupe daemon is running");
   });
+
+  it("--help names the machines [machine] takes, each of the catalogue", async () => {
+    const help = await runCli(["inspect", "--help"], env);
+    expect(help.code).toBe(0);
+    const line = /Arguments:\n {2}machine +(.+(?:\n {10,}.+)*)/.exec(help.stdout)?.[1]?.replace(/\s+/g, " ");
+    expect(line).toBeDefined();
+    expect(line!.split(": ").at(-1)!.split(", ")).toEqual(MACHINE_NAMES);
+  });
 });

@@ -16,6 +16,16 @@ describe("troupe memory show and troupe dream run|log|restore", () => {
   let gateway: GatewayProcess | undefined;
   closeAfterEach(() => [gateway, fake]);
 
+  it("memory --help names the actions <action> takes, and a wrong one is refused naming them", async () => {
+    const home = await tmp();
+    const help = await runCli(["memory", "--help"], { TROUPE_HOME: home });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/Arguments:\n {2}action +show: .*\(choices: "show"\)/);
+    const wrong = await runCli(["memory", "list"], { TROUPE_HOME: home });
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toContain("error: command-argument value 'list' is invalid for argument 'action'. Allowed choices are show.");
+  });
+
   it("shows the memory, runs Dream in process, lists and restores its commits; through the daemon too", { timeout: 120_000 }, async () => {
     fake = await startFakeOpenAi([], (r) => {
       if (isAnalysis(r)) return { content: "USER.md: add: prefers short replies" };

@@ -15,10 +15,10 @@ export interface GatewayProcess {
   close(): Promise<void>;
 }
 
-/** Starts `troupe gateway` as a real process and waits until it listens (killing it after `timeoutMs`). */
-export async function startGateway(home: string, env: Record<string, string> = {}, timeoutMs = 60_000): Promise<GatewayProcess> {
+/** Starts `troupe gateway [args]` as a real process and waits until it listens (killing it after `timeoutMs`). */
+export async function startGateway(home: string, env: Record<string, string> = {}, timeoutMs = 60_000, args: string[] = []): Promise<GatewayProcess> {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("TROUPE_")));
-  const proc = spawn(process.execPath, [TROUPE_BIN, "gateway"], { env: { ...clean, TROUPE_HOME: home, ...env } });
+  const proc = spawn(process.execPath, [TROUPE_BIN, "gateway", ...args], { env: { ...clean, TROUPE_HOME: home, ...env } });
   let out = "";
   proc.stdout!.on("data", (c: Buffer) => (out += c.toString()));
   proc.stderr!.on("data", (c: Buffer) => (out += c.toString()));
