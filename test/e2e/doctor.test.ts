@@ -33,7 +33,7 @@ async function filesContaining(dir: string, text: string): Promise<string[]> {
 }
 
 /** The doctor's line for a check: "ok", "FAIL" or "skip", the check's name, what it found. */
-const line = (out: string, check: string) => out.split("\n").find((l) => new RegExp(`^(ok|FAIL|skip) +${check}:`).test(l));
+const line = (out: string, check: string) => out.split("\n").find((l) => new RegExp(`^(ok|warn|FAIL|skip) +${check}:`).test(l));
 
 describe("troupe doctor", () => {
   const tmp = useTempDirs();
@@ -189,5 +189,23 @@ describe("troupe doctor", () => {
     expect(r.code).toBe(0);
     expect(line(r.stdout, "gateway")).toMatch(new RegExp(`^ok +gateway: port ${port} on 127\\.0\\.0\\.1 is held by the troupe daemon \\(pid ${pid}\\)`));
     expect(line(r.stdout, "store")).toMatch(new RegExp(`^ok +store: .* held by the running daemon \\(pid ${pid}\\)`));
+  });
+
+  it("a control API open to the network and exec unrestricted are warnings with the fix (exit 0); status remarks on the host", async () => {
+    // A nanobot user's config (gateway.host "0.0.0.0", restrictToWorkspace false, nanobot's default): nanobot
+    // itself refuses a wildcard API host without a key (test_api_config_requires_key_for_wildcard_hosts).
+    fake = await startFakeOpenAi([], () => ({ content: "p" }));
+    const home = await tmp();
+    const port = await closedPort();
+    await writeHome(home, fake.url, { config: { gateway: { host: "0.0.0.0", port }, tools: { restrictToWorkspace: false } } });
+    const r = await runCli(["doctor"], { TROUPE_HOME: home });
+    expect(r.code).toBe(0);
+    expect(line(r.stdout, "gateway")).toMatch(new RegExp(`^warn +gateway: port ${port} on 0\\.0\\.0\\.0 is free; gateway\\.host is 0\\.0\\.0\\.0, not a loopback address: the control API is reachable from other machines .*: set gateway\\.host to 127\\.0\\.0\\.1 unless you mean that$`));
+    expect(line(r.stdout, "exec")).toMatch(/^warn +exec: not isolated: tools\.restrictToWorkspace is false, .*: set tools\.restrictToWorkspace to true/);
+    expect(r.stdout).toMatch(/no check failed; 2 warnings/);
+    const status = await runCli(["status"], { TROUPE_HOME: home });
+    expect(status.stdout).toContain(`gateway:   0.0.0.0:${port} (not a loopback address: reachable from other machines; set gateway.host to 127.0.0.1 unless you mean that)`);
+    await writeHome(home, fake.url, { config: { gateway: { port } } });
+    expect((await runCli(["status"], { TROUPE_HOME: home })).stdout).toMatch(new RegExp(`gateway: +127\\.0\\.0\\.1:${port}\n`));
   });
 });
