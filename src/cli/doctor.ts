@@ -7,7 +7,7 @@ import { loadConfig, type LoadedConfig } from "../config/index.js";
 import { variableAt } from "../config/env.js";
 import { ConfigError, StoreLockedError, TroupeError } from "../errors.js";
 import { createRedactor, secretsOf } from "../log/redact.js";
-import { describeNetworkError, rootCause } from "../net-errors.js";
+import { certificateProblem, describeNetworkError, rootCause } from "../net-errors.js";
 import { dataPaths, type DataPaths } from "../paths.js";
 import { proxyAgent } from "../channels/telegram-net.js";
 import { createHttpTransport, readText } from "../providers/transport.js";
@@ -106,6 +106,8 @@ async function checkProvider(loaded: LoadedConfig): Promise<CheckResult> {
     res = { status: reply.status, ok: reply.status >= 200 && reply.status < 300 };
     text = await readText(reply.body, () => {}).catch(() => "");
   } catch (err) {
+    const certificate = certificateProblem(err, apiBase);
+    if (certificate) return fail("provider", `${certificate.reason}${via}`, certificate.fix);
     return fail("provider", `${networkReason(err, apiBase)}${via}`, `is the server up? check ${check("apiBase")}`);
   } finally {
     transport.close();
