@@ -7,7 +7,7 @@ import { loadConfig, type LoadedConfig } from "../config/index.js";
 import { variableAt } from "../config/env.js";
 import { ConfigError, StoreLockedError, TroupeError } from "../errors.js";
 import { createRedactor, secretsOf } from "../log/redact.js";
-import { describeNetworkError, rootCause } from "../net-errors.js";
+import { certificateProblem, describeNetworkError, rootCause } from "../net-errors.js";
 import { dataPaths, type DataPaths } from "../paths.js";
 import { proxyAgent } from "../channels/telegram-net.js";
 import { createHttpTransport, readText } from "../providers/transport.js";
@@ -18,6 +18,7 @@ import { openStore } from "../store/store.js";
 import { REPAIR_COMMAND, StoreDamagedError } from "../store/damage.js";
 import { floorBytes, type SpaceFloor } from "../store/disk.js";
 import { repairStore, storeSize } from "../store/repair.js";
+import { exposedControlApi } from "../server/host-check.js";
 import { describeExecIsolation } from "../tools/exec-isolation.js";
 import { readPidfile } from "./pidfile.js";
 
@@ -105,6 +106,8 @@ async function checkProvider(loaded: LoadedConfig): Promise<CheckResult> {
     res = { status: reply.status, ok: reply.status >= 200 && reply.status < 300 };
     text = await readText(reply.body, () => {}).catch(() => "");
   } catch (err) {
+    const certificate = certificateProblem(err, apiBase);
+    if (certificate) return fail("provider", `${certificate.reason}${via}`, certificate.fix);
     return fail("provider", `${networkReason(err, apiBase)}${via}`, `is the server up? check ${check("apiBase")}`);
   } finally {
     transport.close();
@@ -122,6 +125,13 @@ async function checkProvider(loaded: LoadedConfig): Promise<CheckResult> {
   if (res.status === 404) return fail("provider", said, `check ${check("apiBase")} and the model name agents.defaults.model (${loaded.config.agents.defaults.model})`);
   if (res.status === 429) return fail("provider", said, "rate limited or out of quota: check the account's plan and usage");
   return fail("provider", said, `check agents.defaults.model and providers.${key}`);
+}
+
+/** The gateway's port is free (or held by this data dir's own daemon), on loopback: a wider bind is a warning with the fix. */
+async function checkGateway(loaded: LoadedConfig): Promise<CheckResult> {
+  const r = await checkGatewayPort(loaded);
+  const exposed = exposedControlApi(loaded.config.gateway.host, loaded.paths.tokenFile);
+  return r.status === "ok" && exposed ? { ...r, status: "warn", detail: `${r.detail}; ${exposed.why}`, fix: exposed.fix } : r;
 }
 
 /** The gateway's port is free, or held by this data dir's own daemon. */
@@ -198,7 +208,7 @@ async function checkStore(paths: DataPaths): Promise<CheckResult> {
   }
 }
 
-/** exec's commands run in bubblewrap, or unsandboxed on purpose (warned when auto found no bwrap; failed when exec cannot run). */
+/** exec's commands run in bubblewrap, or unsandboxed on purpose (warned when auto found no bwrap or restrictToWorkspace is off; failed when exec cannot run). */
 function checkExec(loaded: LoadedConfig, env: NodeJS.ProcessEnv): CheckResult {
   const r = describeExecIsolation(loaded.config.tools, env, loaded.paths.configFile);
   return { name: "exec", status: r.level, detail: r.text, ...(r.fix ? { fix: r.fix } : {}) };
@@ -241,7 +251,7 @@ export async function doctorChecks(env: NodeJS.ProcessEnv = process.env): Promis
     loaded ? check(loaded) : Promise.resolve(skip(name, "needs a valid config"));
   const [provider, gateway, telegram, store] = await Promise.all([
     needsConfig("provider", checkProvider),
-    needsConfig("gateway", checkGatewayPort),
+    needsConfig("gateway", checkGateway),
     needsConfig("telegram", checkTelegram),
     checkStore(paths),
   ]);

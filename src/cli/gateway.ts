@@ -1,4 +1,3 @@
-import ipaddr from "ipaddr.js";
 import type { LoadedConfig } from "../config/index.js";
 import { installCrashHandlers } from "../log/crash.js";
 import { createRedactor, secretsOf } from "../log/redact.js";
@@ -6,6 +5,7 @@ import { createDaemon } from "../runtime.js";
 import type { DaemonOptions } from "../daemon-types.js";
 import type { RestartOrigin } from "../restart-origin.js";
 import { readRestartRecord, reexec, writeRestartRecord } from "./restart.js";
+import { exposedControlApi } from "../server/host-check.js";
 import { startControlServer } from "../server/http.js";
 import { takeOverFromAgent } from "./agent-record.js";
 import { HOLDER_WAIT_MS } from "./client.js";
@@ -19,15 +19,6 @@ export const RESTART_EXIT_CODE = 75;
 
 /** Past this, a shutdown that hangs is cut short. */
 const SHUTDOWN_LIMIT_MS = 15_000;
-
-/** Whether a host is reachable from this machine only (127.0.0.0/8, ::1, localhost). */
-export function isLoopback(host: string): boolean {
-  if (host === "localhost") return true;
-  const bare = host.replace(/^\[|\]$/g, "");
-  if (!ipaddr.isValid(bare)) return false;
-  const addr = ipaddr.process(bare);
-  return addr.range() === "loopback";
-}
 
 /**
  * The daemon, taking the store over from an in-process `troupe agent` that lends it. Another chat
@@ -81,8 +72,9 @@ export async function runGateway(loaded: LoadedConfig, opts: { consoleLogs: bool
     await daemon.shutdown();
     throw err;
   }
-  if (!isLoopback(config.gateway.host)) {
-    const warning = `gateway.host is ${config.gateway.host}, not a loopback address: the control API is reachable from other machines (each request still needs the token in ${paths.tokenFile}); set gateway.host to 127.0.0.1 unless you mean that`;
+  const exposed = exposedControlApi(config.gateway.host, paths.tokenFile);
+  if (exposed) {
+    const warning = `${exposed.why}; ${exposed.fix}`;
     console.error(`warning: ${warning}`);
     daemon.logger.warn(warning);
   }

@@ -12,6 +12,7 @@ import { loadSkills } from "../context/skills.js";
 import { hookFiles } from "../hooks/load.js";
 import { resolveProvider } from "../providers/registry.js";
 import { fallbackChoices } from "../providers/fallback.js";
+import { exposedControlApi } from "../server/host-check.js";
 import { describeExecIsolation } from "../tools/exec-isolation.js";
 import { VERSION } from "../version.js";
 import { findNanobotLeftovers, leftoversLine } from "./nanobot-leftovers.js";
@@ -50,6 +51,12 @@ function voiceLine(config: LoadedConfig["config"]): string {
 function execLine({ config, paths }: LoadedConfig): string {
   const r = describeExecIsolation(config.tools, process.env, paths.configFile);
   return `${r.text}${r.fix ? `; ${r.fix}` : ""}`;
+}
+
+/** A bind off loopback, remarked on with the fix (doctor warns of it too). */
+function gatewayRemark(host: string, tokenFile: string): string {
+  const exposed = exposedControlApi(host, tokenFile);
+  return exposed ? ` (not a loopback address: reachable from other machines; ${exposed.fix})` : "";
 }
 
 /** What `troupe status` prints: where things are, what is configured (never a key), and whether the daemon runs. */
@@ -91,7 +98,7 @@ export async function statusLines(loaded: LoadedConfig): Promise<string[]> {
     ...(fallbacks.length ? [`fallbacks: ${fallbacks.join(", ")}`] : []),
     `providers: ${providers.length ? providers.join(", ") : "none configured (set providers.<name>.apiKey)"}`,
     `store:     ${paths.storeDir}`,
-    `gateway:   ${config.gateway.host}:${config.gateway.port}`,
+    `gateway:   ${config.gateway.host}:${config.gateway.port}${gatewayRemark(config.gateway.host, paths.tokenFile)}`,
     `disk:      ${await diskLine(paths, config.storage)}`,
     `daemon:    ${await daemonLine(paths)}`,
     `skills:    ${skills.length}${unavailable.length ? `; unavailable: ${unavailable.join(", ")}` : ""}${broken.length ? `; broken: ${broken.join(", ")}` : ""}`,

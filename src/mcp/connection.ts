@@ -47,6 +47,8 @@ export interface McpConnection {
 }
 
 export interface ConnectOptions {
+  /** The server's name in tools.mcpServers (errors name the setting to fix). */
+  name: string;
   /** The listed tools, resources or prompts changed (notifications/…/list_changed). */
   onListChanged: () => void;
   onStderr?: (line: string) => void;
@@ -63,7 +65,7 @@ export interface ConnectOptions {
 
 function transportFor(server: McpServerConfig, kind: McpTransportKind, opts: ConnectOptions): Transport {
   if (kind === "stdio") {
-    return new ProcessGroupStdioTransport({ command: server.command, args: server.args, env: serverEnvironment(server), cwd: server.cwd ?? undefined, onStderr: opts.onStderr });
+    return new ProcessGroupStdioTransport({ command: server.command, args: server.args, env: serverEnvironment(server), cwd: server.cwd ?? undefined, setting: `tools.mcpServers.${opts.name}`, onStderr: opts.onStderr });
   }
   const requestInit = { headers: server.headers };
   const fetch = guardedMcpFetch(opts.guard);

@@ -155,6 +155,7 @@ export function createMcpHub(opts: McpHubOptions) {
     async connect(name: string, signal?: AbortSignal): Promise<{ tools: number }> {
       const e = entry(name);
       const connection = await openConnection(e.config, {
+        name,
         signal,
         timeoutMs: opts.connectTimeoutMs ?? 30_000,
         redact,

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
 import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
@@ -8,8 +9,19 @@ export interface StdioParams {
   args: string[];
   env: Record<string, string>;
   cwd?: string;
+  /** Where the command is set ("tools.mcpServers.<name>"), for the error when it cannot be started. */
+  setting: string;
   /** Each line the server writes to stderr (its logs). */
   onStderr?: (line: string) => void;
+}
+
+/** Why the command could not be started, with the setting to fix: not Node's "spawn <path> ENOENT". */
+function spawnFailure(err: NodeJS.ErrnoException, { command, cwd, setting }: StdioParams): Error {
+  // spawn says ENOENT for a missing cwd too, naming the command.
+  if (err.code === "ENOENT" && cwd && !existsSync(cwd)) return new Error(`working directory not found: ${cwd} (check ${setting}.cwd)`, { cause: err });
+  if (err.code === "ENOENT") return new Error(`command not found: ${command} (check ${setting}.command)`, { cause: err });
+  if (err.code === "EACCES") return new Error(`command not executable: ${command} (permission denied; check ${setting}.command, or chmod +x it)`, { cause: err });
+  return err;
 }
 
 /** How long a server gets between closing its stdin, SIGTERM and SIGKILL. */
@@ -48,8 +60,10 @@ export class ProcessGroupStdioTransport implements Transport {
       this.child = child;
       this.exited = new Promise((done) => child.once("close", () => done()));
       child.once("error", (err) => {
-        reject(err);
-        this.onerror?.(err);
+        // Before "spawn" an error means the command never started.
+        const error = child.pid === undefined ? spawnFailure(err, this.params) : err;
+        reject(error);
+        this.onerror?.(error);
       });
       child.once("spawn", () => resolve());
       child.once("close", (code, signal) => {

@@ -1,5 +1,6 @@
 import { loadedOpenAi } from "./openai-sdk.js";
 import { TroupeError } from "../errors.js";
+import { isCertificateError } from "../net-errors.js";
 
 /** The endpoint went quiet for the idle time (retryable), or the whole call ran past its timeout (not). */
 export class ModelTimeoutError extends TroupeError {
@@ -36,10 +37,10 @@ export function isQuotaError(err: unknown): boolean {
   return tokens.some((t) => QUOTA_CODES.has(t)) || QUOTA_TEXT.test(`${typeof body.message === "string" ? body.message : ""} ${err.message}`);
 }
 
-/** Which failures of a model call are worth another try: rate limits (not an empty quota), server errors, the network, a stall. */
+/** Which failures of a model call are worth another try: rate limits (not an empty quota), server errors, the network (not a rejected certificate), a stall. */
 export function isRetryable(err: unknown): boolean {
   if (err instanceof ModelTimeoutError) return err.retryable;
-  if (isQuotaError(err)) return false;
+  if (isQuotaError(err) || isCertificateError(err)) return false;
   const sdk = loadedOpenAi();
   if (sdk && err instanceof sdk.APIConnectionError) return true;
   if (sdk && err instanceof sdk.APIError) return err.status === 429 || err.status === 408 || (err.status ?? 0) >= 500;

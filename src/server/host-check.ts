@@ -1,8 +1,26 @@
 import { networkInterfaces } from "node:os";
+import ipaddr from "ipaddr.js";
 
 const LOOPBACK_NAMES = ["localhost", "127.0.0.1", "[::1]"];
 
-const isLoopback = (host: string) => host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+/** Whether a host is reachable from this machine only (127.0.0.0/8, ::1, localhost). */
+export function isLoopback(host: string): boolean {
+  if (host === "localhost") return true;
+  const bare = host.replace(/^\[|\]$/g, "");
+  return ipaddr.isValid(bare) && ipaddr.process(bare).range() === "loopback";
+}
+
+/**
+ * What binding the control API off loopback means, and the fix, for `troupe gateway`, `status` and
+ * `doctor`; undefined for a loopback host. A warning, not an error: every request needs the token.
+ */
+export function exposedControlApi(host: string, tokenFile: string): { why: string; fix: string } | undefined {
+  if (isLoopback(host)) return undefined;
+  return {
+    why: `gateway.host is ${host}, not a loopback address: the control API is reachable from other machines (each request still needs the token in ${tokenFile})`,
+    fix: "set gateway.host to 127.0.0.1 unless you mean that",
+  };
+}
 const isWildcard = (host: string) => host === "0.0.0.0" || host === "::" || host === "";
 const bracketed = (host: string) => (host.includes(":") ? `[${host}]` : host);
 

@@ -6,8 +6,8 @@ type ExecTools = { restrictToWorkspace: boolean; exec: { enable: boolean; sandbo
 
 /**
  * How exec runs its commands, for `troupe status` and `troupe doctor`: "ok" (sandboxed, off, or
- * unsandboxed on purpose), "warn" (auto found no bwrap: a supported fallback, said with the fix) or
- * "fail" (exec cannot run as configured).
+ * sandbox "none" on purpose), "warn" (auto found no bwrap, or restrictToWorkspace is off so commands
+ * run anywhere: supported, said with the fix) or "fail" (exec cannot run as configured).
  */
 export interface ExecIsolationReport {
   level: "ok" | "warn" | "fail";
@@ -52,7 +52,13 @@ export function describeExecIsolation(
     const version = bwrapVersion(choice.bin);
     return { level: "ok", text: `sandboxed by bwrap${version ? ` ${version}` : ""} (${choice.bin})` };
   }
-  if (choice.why === "unrestricted") return { level: "ok", text: "not isolated: tools.restrictToWorkspace is false, so commands run as this user, anywhere" };
+  if (choice.why === "unrestricted") {
+    return {
+      level: "warn",
+      text: "not isolated: tools.restrictToWorkspace is false, so commands run as this user, anywhere",
+      fix: "set tools.restrictToWorkspace to true to keep the agent's tools in its workspace (exec then runs in bubblewrap when bwrap is on PATH)",
+    };
+  }
   if (choice.why === "off") return { level: "ok", text: 'not isolated: tools.exec.sandbox is "none" (on purpose)' };
   return { level: "warn", text: UNISOLATED_WHY.replace(/^exec is /, ""), fix: UNISOLATED_FIX };
 }

@@ -1,3 +1,4 @@
+import { createServer as createHttpsServer } from "node:https";
 import { createServer, type Server } from "node:net";
 import { readdir, readFile } from "node:fs/promises";
 import { join, relative } from "node:path";
@@ -11,8 +12,13 @@ import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { closeAfterEach } from "../helpers/teardown.js";
 import { closedPort } from "../helpers/ports.js";
+import { selfSignedCert } from "../helpers/tls.js";
 
 const TOKEN = "123:DOCTOR";
+const COMPLETION = JSON.stringify({ id: "c", object: "chat.completion", choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content: "secure" } }], usage: { prompt_tokens: 1, completion_tokens: 1 } });
+const CHUNK = JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [{ index: 0, finish_reason: "stop", delta: { content: "secure" } }] });
+/** What a certificate this machine does not trust is said with (src/net-errors.ts). */
+const TRUST_IT = "if you trust it, give its CA certificate (a PEM file) in NODE_EXTRA_CA_CERTS, or add it to the system store and set NODE_OPTIONS=--use-openssl-ca";
 
 /** A TCP server on a free loopback port (a stranger holding the gateway's port, or just a port to free again). */
 async function holdPort(): Promise<{ port: number; server: Server }> {
@@ -33,7 +39,7 @@ async function filesContaining(dir: string, text: string): Promise<string[]> {
 }
 
 /** The doctor's line for a check: "ok", "FAIL" or "skip", the check's name, what it found. */
-const line = (out: string, check: string) => out.split("\n").find((l) => new RegExp(`^(ok|FAIL|skip) +${check}:`).test(l));
+const line = (out: string, check: string) => out.split("\n").find((l) => new RegExp(`^(ok|warn|FAIL|skip) +${check}:`).test(l));
 
 describe("troupe doctor", () => {
   const tmp = useTempDirs();
@@ -189,5 +195,54 @@ describe("troupe doctor", () => {
     expect(r.code).toBe(0);
     expect(line(r.stdout, "gateway")).toMatch(new RegExp(`^ok +gateway: port ${port} on 127\\.0\\.0\\.1 is held by the troupe daemon \\(pid ${pid}\\)`));
     expect(line(r.stdout, "store")).toMatch(new RegExp(`^ok +store: .* held by the running daemon \\(pid ${pid}\\)`));
+  });
+
+  it("a control API open to the network and exec unrestricted are warnings with the fix (exit 0); status remarks on the host", async () => {
+    // A nanobot user's config (gateway.host "0.0.0.0", restrictToWorkspace false, nanobot's default): nanobot
+    // itself refuses a wildcard API host without a key (test_api_config_requires_key_for_wildcard_hosts).
+    fake = await startFakeOpenAi([], () => ({ content: "p" }));
+    const home = await tmp();
+    const port = await closedPort();
+    await writeHome(home, fake.url, { config: { gateway: { host: "0.0.0.0", port }, tools: { restrictToWorkspace: false } } });
+    const r = await runCli(["doctor"], { TROUPE_HOME: home });
+    expect(r.code).toBe(0);
+    expect(line(r.stdout, "gateway")).toMatch(new RegExp(`^warn +gateway: port ${port} on 0\\.0\\.0\\.0 is free; gateway\\.host is 0\\.0\\.0\\.0, not a loopback address: the control API is reachable from other machines .*: set gateway\\.host to 127\\.0\\.0\\.1 unless you mean that$`));
+    expect(line(r.stdout, "exec")).toMatch(/^warn +exec: not isolated: tools\.restrictToWorkspace is false, .*: set tools\.restrictToWorkspace to true/);
+    expect(r.stdout).toMatch(/no check failed; 2 warnings/);
+    const status = await runCli(["status"], { TROUPE_HOME: home });
+    expect(status.stdout).toContain(`gateway:   0.0.0.0:${port} (not a loopback address: reachable from other machines; set gateway.host to 127.0.0.1 unless you mean that)`);
+    await writeHome(home, fake.url, { config: { gateway: { port } } });
+    expect((await runCli(["status"], { TROUPE_HOME: home })).stdout).toMatch(new RegExp(`gateway: +127\\.0\\.0\\.1:${port}\n`));
+  });
+
+  it("a self-signed https provider is up: doctor names the certificate and how to trust it, agent tries once; NODE_EXTRA_CA_CERTS makes both work", async () => {
+    const dir = await tmp();
+    const { key, cert, certFile } = await selfSignedCert(dir);
+    let connections = 0;
+    // Answers as the fake model does, over https: SSE when asked to stream (a turn), JSON when not (doctor's ping).
+    const server = createHttpsServer({ key, cert }, (req, res) => {
+      let body = "";
+      req.on("data", (c: Buffer) => (body += c.toString()));
+      req.on("end", () => {
+        if (!(JSON.parse(body) as { stream?: boolean }).stream) return res.writeHead(200, { "content-type": "application/json" }).end(COMPLETION);
+        res.writeHead(200, { "content-type": "text/event-stream" }).end(`data: ${CHUNK}\n\ndata: [DONE]\n\n`);
+      });
+    });
+    server.on("connection", () => connections++);
+    stranger = server;
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const url = `https://127.0.0.1:${(server.address() as { port: number }).port}/v1`;
+    const home = await tmp();
+    await writeHome(home, url, { config: { gateway: { port: 0 } } });
+    const r = await runCli(["doctor"], { TROUPE_HOME: home });
+    const provider = line(r.stdout, "provider") ?? "";
+    expect(provider).toBe(`FAIL  provider: ${url} is up, but its TLS certificate is not trusted here (self-signed certificate): ${TRUST_IT}`);
+    const agent = await runCli(["agent", "-m", "hi"], { TROUPE_HOME: home });
+    expect(agent.stdout + agent.stderr).toContain(`model call to custom failed: ${url} is up, but its TLS certificate is not trusted here (self-signed certificate): ${TRUST_IT}`);
+    expect(connections).toBe(2);
+
+    const trusted = { TROUPE_HOME: home, NODE_EXTRA_CA_CERTS: certFile };
+    expect(line((await runCli(["doctor"], trusted)).stdout, "provider")).toMatch(new RegExp(`^ok +provider: custom at ${url.replace(/[/.]/g, "\\$&")} answered`));
+    expect((await runCli(["agent", "-m", "hi"], trusted)).stdout).toContain("secure");
   });
 });

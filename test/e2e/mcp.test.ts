@@ -172,7 +172,7 @@ describe("MCP in troupe agent and the CLI", () => {
     const system = String(fake.requests[0]!.body.messages[0]!.content);
     // Under load the backoff may already have elapsed when the prompt is built: the server is then
     // connecting again, still named with the error of its failed first attempt.
-    expect(system).toMatch(/MCP servers not ready[\s\S]*- gone: (reconnecting|connecting) \(last error: .*ENOENT/);
+    expect(system).toMatch(/MCP servers not ready[\s\S]*- gone: (reconnecting|connecting) \(last error: command not found: \/nonexistent\/mcp-server \(check tools\.mcpServers\.gone\.command\)/);
     expect(system).not.toMatch(/- fx:/);
   }, 120_000);
 
@@ -206,7 +206,7 @@ describe("MCP in troupe agent and the CLI", () => {
     const r = await runCli(["mcp", "list"], { TROUPE_HOME: home });
     expect(r.stdout).toContain("daemon is not running");
     expect(r.stdout).toMatch(/fx\s+stdio\s+ready/);
-    expect(r.stdout).toMatch(/gone\s+stdio\s+failed.*ENOENT/);
+    expect(r.stdout).toMatch(/gone\s+stdio\s+failed.*command not found: \/nonexistent\/mcp-server \(check tools\.mcpServers\.gone\.command\)/);
     expect(r.code).toBe(1);
   }, 120_000);
 

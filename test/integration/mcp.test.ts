@@ -264,7 +264,7 @@ describe("MCP servers under the daemon's supervisor", () => {
       const children = daemon.tree.tree()!.children;
       expect(children).toContainEqual(expect.objectContaining({ id: "mcp:gone", machine: "mcp", state: "failed" }));
       expect(children).toContainEqual(expect.objectContaining({ id: "mcp:fx", machine: "mcp", state: "ready" }));
-      expect(daemon.supervisor.getSnapshot().context.children["mcp:gone"]?.lastError).toMatch(/ENOENT/);
+      expect(daemon.supervisor.getSnapshot().context.children["mcp:gone"]?.lastError).toBe("command not found: /nonexistent/mcp-server (check tools.mcpServers.gone.command)");
       expect(daemon.supervisor.getSnapshot().context.children["mcp:fx"]?.status).toBe("running");
     } finally {
       await daemon.shutdown();

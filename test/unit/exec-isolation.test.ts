@@ -34,11 +34,19 @@ describe("exec's isolation as status and doctor report it", () => {
     expect(unisolatedNotice(true, { kind: "none", why: "unrestricted" })).toBeUndefined();
   });
 
-  it("exec off, sandbox \"none\" and an unrestricted workspace are ok, each said as what it is", async () => {
+  it("exec off and sandbox \"none\" are ok, each said as what it is", async () => {
     const empty = await tmp();
     expect(describeExecIsolation(tools("auto", true, false), { PATH: empty }, "/c.json", never)).toEqual({ level: "ok", text: "disabled (tools.exec.enable is false)" });
     expect(describeExecIsolation(tools("none"), { PATH: empty }, "/c.json", never)).toEqual({ level: "ok", text: 'not isolated: tools.exec.sandbox is "none" (on purpose)' });
-    expect(describeExecIsolation(tools("auto", false), { PATH: empty }, "/c.json", never)).toMatchObject({ level: "ok", text: expect.stringMatching(/^not isolated: tools\.restrictToWorkspace is false/) });
+  });
+
+  it("an unrestricted workspace is a warning with the fix, with or without bwrap (nanobot's default restrict_to_workspace=false: full access)", async () => {
+    for (const dir of [await tmp(), await fakeBwrap()]) {
+      const r = describeExecIsolation(tools("auto", false), { PATH: dir }, "/c.json", never);
+      expect(r.level).toBe("warn");
+      expect(r.text).toBe("not isolated: tools.restrictToWorkspace is false, so commands run as this user, anywhere");
+      expect(r.fix).toMatch(/^set tools\.restrictToWorkspace to true/);
+    }
   });
 
   it('fails when exec cannot run: "bwrap" required but missing, or a bwrap that cannot build a sandbox', async () => {

@@ -1,6 +1,6 @@
 import { networkInterfaces } from "node:os";
 import { describe, expect, it } from "vitest";
-import { allowedHosts, hostAllowed } from "../../src/server/host-check.js";
+import { allowedHosts, exposedControlApi, hostAllowed } from "../../src/server/host-check.js";
 
 describe("control API Host check", () => {
   it("a loopback bind answers its own name and the loopback names, with its port, in any case", () => {
@@ -35,5 +35,17 @@ describe("control API Host check", () => {
     if (v4) expect(hostAllowed(allowed, `${v4.address}:9000`)).toBe(true);
     expect(hostAllowed(allowed, "evil.example:9000")).toBe(false);
     expect(hostAllowed(allowedHosts("::", 9000), "[::]:9000")).toBe(true);
+  });
+
+  it("a bind off loopback is named as reachable from other machines, with the fix; a loopback bind is not", () => {
+    // nanobot refuses its API server on a wildcard host without a key (tests/config/test_config_load_errors.py:
+    // test_api_config_requires_key_for_wildcard_hosts, hosts "0.0.0.0" and "::"); troupe's control API always
+    // needs its token, so such a bind is a warning, not an error.
+    for (const host of ["0.0.0.0", "::", "192.168.1.5", "troupe.lan"]) {
+      const r = exposedControlApi(host, "/h/gateway.token");
+      expect(r?.why, host).toBe(`gateway.host is ${host}, not a loopback address: the control API is reachable from other machines (each request still needs the token in /h/gateway.token)`);
+      expect(r?.fix, host).toBe("set gateway.host to 127.0.0.1 unless you mean that");
+    }
+    for (const host of ["127.0.0.1", "127.0.1.1", "localhost", "::1", "[::1]"]) expect(exposedControlApi(host, "/t"), host).toBeUndefined();
   });
 });

@@ -1,9 +1,6 @@
-import { execFileSync } from "node:child_process";
-import { readFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer, Server as HttpsServer } from "node:https";
 import type { AddressInfo, Socket } from "node:net";
-import { join } from "node:path";
 import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { createOpenAiProvider, ModelCallError, type ProviderOptions } from "../../src/providers/client.js";
@@ -11,6 +8,7 @@ import { requestJson } from "../../src/providers/request-body.js";
 import { createHttpTransport, readText, sseEvents } from "../../src/providers/transport.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { useTempDirs } from "../helpers/tmp.js";
+import { selfSignedCert } from "../helpers/tls.js";
 import { until } from "../helpers/wait.js";
 
 /** The model client over node:http(s) (src/providers/transport.ts, chat-http.ts, request-body.ts) against servers on 127.0.0.1. */
@@ -281,15 +279,17 @@ describe("the model client's HTTP transport", () => {
 
   describe("https", () => {
     const tmp = useTempDirs();
-    it("speaks TLS to an https apiBase and checks its certificate (a self-signed one is refused, saying why)", async () => {
-      const dir = await tmp();
-      const [key, cert] = [join(dir, "key.pem"), join(dir, "cert.pem")];
-      execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], { stdio: "ignore" });
-      const tls = { key: await readFile(key), cert: await readFile(cert) };
-      server = await rawServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(completion("secure")), () => createHttpsServer(tls));
+    it("speaks TLS to an https apiBase and checks its certificate: a self-signed one is refused at once (not retried), saying how to trust it", async () => {
+      const { key, cert } = await selfSignedCert(await tmp());
+      server = await rawServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(completion("secure")), () => createHttpsServer({ key, cert }));
       expect(server.url).toMatch(/^https:/);
       const err = (await provider(server.url, false).chat(ask()).catch((e: unknown) => e)) as ModelCallError;
-      expect(err.message).toBe(`model call to custom failed after 3 attempts: could not connect to ${server.url} (self-signed certificate)`);
+      expect(err.message).toBe(
+        `model call to custom failed: ${server.url} is up, but its TLS certificate is not trusted here (self-signed certificate): ` +
+          "if you trust it, give its CA certificate (a PEM file) in NODE_EXTRA_CA_CERTS, or add it to the system store and set NODE_OPTIONS=--use-openssl-ca",
+      );
+      // One connection: one attempt (a retry would open another).
+      expect(server.connections()).toBe(1);
       expect(server.bodies).toHaveLength(0);
     });
   });
