@@ -191,8 +191,9 @@ describe("MCP in troupe agent and the CLI", () => {
     await writeFile(release, "go");
     const r = await runCli(["agent", "-m", 'call mcp_fx_echo {"text":"next"}', "--no-markdown"], { TROUPE_HOME: home });
     expect(r.stderr).toMatch(/finishing a turn interrupted/);
-    expect(r.stdout).toContain("tool said: slow read finished");
-    expect(r.stdout).toContain("tool said: echo: next");
+    // The finished turn's reply goes to stderr, labelled: stdout holds only this message's reply.
+    expect(r.stderr).toContain("tool said: slow read finished");
+    expect(r.stdout).toBe("tool said: echo: next\n");
     expect(r.code).toBe(0);
     expect((await fixtureLog(log)).filter((e) => e.tool === "slow_read" && e.event === "start")).toHaveLength(2);
   }, 180_000);
