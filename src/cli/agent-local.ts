@@ -94,7 +94,7 @@ interface Running {
  * goes on through the daemon.
  */
 export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: AgentIo, conn: RemoteOptions, started?: RuntimeStart): Promise<Backend> {
-  const runtime = await createAgentRuntime(loaded, {}, started);
+  const runtime = await createAgentRuntime(loaded, { importNanobot: true }, started);
   let printer: Printer | undefined;
   let progress: Progress | undefined;
   const stopDelivery = await deliverToTerminal(runtime, (text) => (printer ? printer.message(text) : io.message(text)));
