@@ -62,6 +62,8 @@ export interface RuntimeOptions {
   cronChanged?: () => void;
   /** Make what the workspace lacks from the templates (runtime-start.ts); the CLI's agent and gateway ask for it. */
   fillWorkspace?: boolean;
+  /** Import nanobot's sessions and cron jobs, once per data dir (src/nanobot/import.ts); the CLI's agent and gateway ask for it. */
+  importNanobot?: boolean;
 }
 
 /**
@@ -119,6 +121,10 @@ async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { r
       { dropped: records, bytes },
       `LevelDB dropped ${records} damaged record(s) (${bytes} bytes) of its log while opening the store; what they held is lost (troupe doctor shows what is left)`,
     );
+  }
+  if (opts.importNanobot) {
+    const { importNanobot } = await import("./nanobot/import.js");
+    await importNanobot({ store, workspace, dataDir: paths.dataDir, defaultTz: d.timezone, logger });
   }
   const registry = createToolRegistry(
     createBuiltinTools({ config, workspace, paths, store, bus, channels: () => opts.channelNames ?? ["cli"] }),

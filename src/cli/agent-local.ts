@@ -95,7 +95,7 @@ interface Running {
  * goes on through the daemon.
  */
 export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: AgentIo, conn: RemoteOptions, started?: RuntimeStart): Promise<Backend> {
-  const runtime = await createAgentRuntime(loaded, { consoleLogs: opts.logs }, started);
+  const runtime = await createAgentRuntime(loaded, { consoleLogs: opts.logs, importNanobot: true }, started);
   let printer: Printer | undefined;
   let progress: Progress | undefined;
   const stopDelivery = await deliverToTerminal(runtime, (text) => (printer ? printer.message(text) : io.message(text)));

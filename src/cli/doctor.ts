@@ -231,11 +231,12 @@ function checkDisk(paths: DataPaths, floor: SpaceFloor | undefined): CheckResult
 }
 
 /** Every check, in a fixed order; those that need a valid config are skipped without one. */
-/** nanobot's sessions and cron jobs, which troupe does not import: a warning, listed only when there are some. */
-async function checkNanobotLeftovers(workspace: string): Promise<CheckResult | undefined> {
-  const { findNanobotLeftovers, leftoversLine, LEFTOVERS_FIX } = await import("./nanobot-leftovers.js");
-  const line = leftoversLine(await findNanobotLeftovers(workspace));
-  return line ? { name: "nanobot", status: "warn", detail: line, fix: LEFTOVERS_FIX } : undefined;
+/** nanobot's sessions and cron jobs: imported (ok), or waiting for the first start (a warning); listed only when there are some. */
+async function checkNanobotLeftovers(workspace: string, dataDir: string): Promise<CheckResult | undefined> {
+  const { nanobotLine, LEFTOVERS_FIX } = await import("./nanobot-leftovers.js");
+  const found = await nanobotLine(workspace, dataDir);
+  if (!found) return undefined;
+  return found.imported ? { name: "nanobot", status: "ok", detail: found.line } : { name: "nanobot", status: "warn", detail: found.line, fix: LEFTOVERS_FIX };
 }
 
 export async function doctorChecks(env: NodeJS.ProcessEnv = process.env): Promise<CheckResult[]> {
@@ -256,7 +257,7 @@ export async function doctorChecks(env: NodeJS.ProcessEnv = process.env): Promis
     checkStore(paths),
   ]);
   const exec = loaded ? checkExec(loaded, env) : skip("exec", "needs a valid config");
-  const nanobot = loaded ? await checkNanobotLeftovers(loaded.workspace) : undefined;
+  const nanobot = loaded ? await checkNanobotLeftovers(loaded.workspace, paths.dataDir) : undefined;
   const results = [...checkConfig(paths, loaded, error), provider, gateway, telegram, store, checkDisk(paths, loaded?.config.storage), exec, ...(nanobot ? [nanobot] : [])];
   // What a check quotes (an error's message, a URL) may hold a key or the bot token (Telegram's URLs
   // carry it): scrubbed as the logs are, since a doctor's output is what users paste into reports.

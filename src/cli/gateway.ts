@@ -32,7 +32,7 @@ async function openDaemon(loaded: LoadedConfig, consoleLogs: boolean, restart: P
     await takeOverFromAgent(loaded.paths, say);
     try {
       // fillWorkspace: nanobot's `gateway` makes what the workspace lacks from the templates (sync_workspace_templates).
-      return await createDaemon(loaded, { consoleLogs, fillWorkspace: true, ...restart });
+      return await createDaemon(loaded, { consoleLogs, fillWorkspace: true, importNanobot: true, ...restart });
     } catch (err) {
       // Held by a running gateway: that is said at once (the error names its pid).
       if (!(err instanceof StoreLockedError) || Date.now() >= deadline || (await checkGateway(loaded.paths)).kind === "ours") throw err;

@@ -15,7 +15,7 @@ import { fallbackChoices } from "../providers/fallback.js";
 import { exposedControlApi } from "../server/host-check.js";
 import { describeExecIsolation } from "../tools/exec-isolation.js";
 import { VERSION } from "../version.js";
-import { findNanobotLeftovers, leftoversLine } from "./nanobot-leftovers.js";
+import { nanobotLine } from "./nanobot-leftovers.js";
 
 /** Whether this data dir's daemon runs, and which of its channels failed or cannot reach their platform. */
 async function daemonLine(paths: DataPaths): Promise<string> {
@@ -87,7 +87,7 @@ export async function statusLines(loaded: LoadedConfig): Promise<string[]> {
   const unavailable = skills.filter((s) => s.missing.length && !s.broken.length).map((s) => `${s.name} (${s.missing.join(", ")})`);
   const broken = skills.filter((s) => s.broken.length).map((s) => `${s.name} (${s.broken.join("; ")})`);
   const hooks = await hookFiles(d.hooks, workspace).catch(() => []);
-  const leftovers = leftoversLine(await findNanobotLeftovers(workspace));
+  const nanobot = await nanobotLine(workspace, paths.dataDir);
   return [
     `troupe ${VERSION}`,
     `config:    ${paths.configFile}${fromFile ? "" : " (missing: run `troupe onboard`)"}`,
@@ -107,7 +107,7 @@ export async function statusLines(loaded: LoadedConfig): Promise<string[]> {
     `channels:  api${config.channels.telegram.enabled ? ", telegram" : " (telegram disabled)"}`,
     `voice:     ${voiceLine(config)}`,
     `exec:      ${execLine(loaded)}`,
-    ...(leftovers ? [`nanobot:   ${leftovers}`] : []),
+    ...(nanobot ? [`nanobot:   ${nanobot.line}`] : []),
     ...(unrunnableChannels.length
       ? [`not run:   ${unrunnableChannels.join(", ")} enabled, but troupe cannot run ${unrunnableChannels.length > 1 ? "them" : "it"} yet (set enabled to false to silence this)`]
       : []),

@@ -8,7 +8,8 @@ import { useTempDirs } from "../helpers/tmp.js";
 /**
  * A nanobot user's conversations (<workspace>/sessions/*.jsonl, nanobot/session/manager.py: a metadata line, then one
  * message a line) and cron jobs (~/.nanobot/cron/jobs.json, or <workspace>/cron/jobs.json from v0.3.0 on:
- * nanobot/cron/service.py, {"version":1,"jobs":[...]}) are not imported: `troupe status` and `doctor` say so.
+ * nanobot/cron/service.py, {"version":1,"jobs":[...]}) are imported at the first start (nanobot-import.test.ts); until then
+ * `troupe status` and `doctor` say so.
  */
 describe("nanobot sessions and cron jobs left behind", () => {
   const tmp = useTempDirs();
@@ -32,7 +33,7 @@ describe("nanobot sessions and cron jobs left behind", () => {
     const { home, user, workspace } = await nanobotHome();
     const jobsFile = join(user, ".nanobot", "cron", "jobs.json");
     const before = await readFile(jobsFile, "utf8");
-    const line = `found 2 nanobot sessions in ${join(workspace, "sessions")} and 2 cron jobs in ${jobsFile}: not imported`;
+    const line = `found 2 nanobot sessions in ${join(workspace, "sessions")} and 2 cron jobs in ${jobsFile}: not imported yet`;
     const status = await runCli(["status"], { TROUPE_HOME: home, HOME: user });
     expect(status.code).toBe(0);
     expect(status.stdout).toContain(`nanobot:   ${line}`);
