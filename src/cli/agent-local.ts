@@ -33,19 +33,20 @@ async function interruptedTurns(store: Store, sessionKey: string): Promise<TurnR
 
 /**
  * The terminal as the "cli" channel: what the message tool sends to it is printed, then marked
- * delivered. Entries left from an earlier run that stopped before printing them come first.
+ * delivered. Entries left from an earlier run that stopped before printing them come first (`earlier`).
  */
-async function deliverToTerminal(runtime: AgentRuntime, print: (text: string) => void): Promise<() => Promise<void>> {
+async function deliverToTerminal(runtime: AgentRuntime, print: (text: string, earlier: boolean) => void, finishing: () => boolean): Promise<() => Promise<void>> {
   let chain = Promise.resolve();
-  const deliver = (m: { deliveryId: string; content: string; media: string[] }) => {
+  const deliver = (m: { deliveryId: string; content: string; media: string[] }, earlier = false) => {
     chain = chain.then(async () => {
-      print(`${m.content}${m.media.map((p) => `\n[file] ${p}`).join("")}`);
+      print(`${m.content}${m.media.map((p) => `\n[file] ${p}`).join("")}`, earlier);
       await runtime.store.batch(outboxDeliveredOps(m.deliveryId, Date.now()), { sync: true });
     });
   };
-  for (const m of await pendingOutbox(runtime.store, "cli")) deliver(m);
+  for (const m of await pendingOutbox(runtime.store, "cli")) deliver(m, true);
   const sub = runtime.bus.ofType("outbound").subscribe((e) => {
-    if (e.channel === "cli") deliver(e);
+    // A send of an interrupted turn being finished is an earlier turn's too.
+    if (e.channel === "cli") deliver(e, finishing());
   });
   return async () => {
     sub.unsubscribe();
@@ -85,7 +86,14 @@ export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: 
   const runtime = await createAgentRuntime(loaded, { consoleLogs: opts.logs }, started);
   let printer: Printer | undefined;
   let progress: Progress | undefined;
-  const stopDelivery = await deliverToTerminal(runtime, (text) => (printer ? printer.message(text) : io.message(text)));
+  /** An interrupted turn of this chat's session is being finished (before a message of it). */
+  let finishing = false;
+  const stopDelivery = await deliverToTerminal(runtime, (text, earlier) => {
+    // `agent -m`'s stdout is its own reply's: what an earlier turn sent to the chat goes to stderr, labelled.
+    if (opts.oneShot && earlier) process.stderr.write(`(sent to this chat by an earlier turn:)\n${printable(text)}\n`);
+    else if (printer) printer.message(text);
+    else io.message(text);
+  }, () => finishing);
   const mine = (e: { sessionKey: string }) => e.sessionKey === opts.session;
   const subs = [
     runtime.bus.ofType("progress").subscribe((e) => mine(e) && (progress?.text(), printer?.delta(e.delta))),
@@ -174,13 +182,16 @@ export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: 
         progress = createProgress(out);
       }
       try {
+        finishing = sessionKey === opts.session;
         await finishInterrupted(sessionKey, out, track, ctl);
+        finishing = false;
         if (out) printer = out;
         if (ctl.cancelWanted) return { content: "Stopped.", state: "cancelled" };
         if (taken) return await answerTaken(runtime, sessionKey, taken, track);
         const reply = await runtime.conversation.handle({ sessionKey, ...sessionParts(sessionKey), content }, track);
         return { content: reply.content, state: reply.state, alreadySent: reply.alreadySent };
       } finally {
+        finishing = false;
         running.delete(sessionKey);
         if (out) {
           progress?.stop();

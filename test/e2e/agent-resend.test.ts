@@ -7,6 +7,8 @@ import { writeHome } from "../helpers/daemon.js";
 import { closeAfterEach, detachedDaemon } from "../helpers/teardown.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { until } from "../helpers/wait.js";
+import { openStore } from "../../src/store/store.js";
+import { outboxPutOp } from "../../src/store/outbox.js";
 
 const typed = (req: RecordedRequest) => String(req.body.messages.findLast((m) => m.role === "user")?.content).split("\n").at(-1);
 const userLines = (show: string) => show.split("\n").filter((l) => l.startsWith("  user:"));
@@ -56,4 +58,23 @@ describe("a message is answered once across a daemon stop (real processes)", () 
     expect(again.stdout).toBe("after answer\n");
     expect(fake.requests.map(typed)).toEqual(["question X", "question X", "question Y", "after"]);
   }, 240_000);
+
+  it("agent -m prints on stdout only its own reply: what the message tool sent to the chat in a run that stopped before printing it goes to stderr, labelled", async () => {
+    fake = await startFakeOpenAi([], (req) => ({ content: `${typed(req)} answer` }));
+    const dir = await tmp();
+    await writeHome(dir, fake.url);
+    // An earlier in-process run queued a message-tool send to the terminal and stopped before printing it.
+    const store = await openStore(join(dir, "store"));
+    try {
+      const at = Date.now();
+      await store.batch([outboxPutOp({ deliveryId: "earlier-send", channel: "cli", chatId: "direct", content: "note from before", media: [], answers: [], createdAt: at, attempts: 0 })], { sync: true });
+    } finally {
+      await store.close();
+    }
+    const r = await runCli(["agent", "-m", "hello"], { TROUPE_HOME: dir });
+    expect(r).toMatchObject({ code: 0, stdout: "hello answer\n" });
+    expect(r.stderr).toBe("(sent to this chat by an earlier turn:)\nnote from before\n");
+    // Printed once: the next run has nothing left of it.
+    expect(await runCli(["agent", "-m", "again"], { TROUPE_HOME: dir })).toMatchObject({ code: 0, stdout: "again answer\n", stderr: "" });
+  }, 120_000);
 });
