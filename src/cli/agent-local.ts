@@ -4,18 +4,17 @@ import { createAgentRuntime, type AgentRuntime } from "../agent-runtime.js";
 import type { RuntimeStart } from "../runtime-start.js";
 import type { AgentHost } from "../server/agent-api.js";
 import type { ControlServer } from "../server/http.js";
-import { inboxDeleteOps } from "../store/inbox.js";
-import { outboxDeliveredOps, outboxPutOp, pendingOutbox } from "../store/outbox.js";
-import type { Store, StoreOp } from "../store/store.js";
+import { outboxDeliveredOps, pendingOutbox } from "../store/outbox.js";
+import type { Store } from "../store/store.js";
 import { getTurn, listOpenTurns, type TurnRecord } from "../store/turns.js";
-import { replyRecord, skipReply } from "../../actors/session-turn.js";
-import type { TurnHandle, TurnResult } from "../../actors/turn.js";
+import type { TurnHandle } from "../../actors/turn.js";
 import type { TurnInput } from "../../machines/turn.machine.js";
 import { isStop, NOTHING_RUNS, type AgentIo, type Answer, type Backend, type ChatOptions, type RemoteOptions } from "./agent-backend.js";
 import { removeAgentRecord, removeOwnAgentRecord, writeAgentRecord } from "./agent-record.js";
 import { remoteBackend } from "./agent-remote.js";
 import type { Printer } from "./printer.js";
 import { printable } from "./printable.js";
+import { answerTaken, channelReplyOps, keyedMessageId, takenAnswer, wasTaken } from "./taken-message.js";
 import { createProgress, type Progress } from "./progress.js";
 import { when } from "./sessions.js";
 
@@ -33,32 +32,21 @@ async function interruptedTurns(store: Store, sessionKey: string): Promise<TurnR
 }
 
 /**
- * A turn the daemon started for a channel message (a `troupe agent` through the daemon, then the
- * daemon died) ends as the daemon would end it: its reply queued for that channel, the messages it
- * answers out of the inbox, or the daemon would answer them again. A turn of this process has neither.
- */
-const channelReplyOps = (input: TurnInput) => (result: TurnResult): StoreOp[] => {
-  if (!input.messageId) return [];
-  const answers = [input.messageId, ...result.output.takenIds];
-  const reply = skipReply(input.channel, result.output) ? [] : [outboxPutOp(replyRecord(input, result.output.reply, `reply:${result.turnId}`, answers, Date.now()))];
-  return [...reply, ...inboxDeleteOps(input.sessionKey, answers)];
-};
-
-/**
  * The terminal as the "cli" channel: what the message tool sends to it is printed, then marked
- * delivered. Entries left from an earlier run that stopped before printing them come first.
+ * delivered. Entries left from an earlier run that stopped before printing them come first (`earlier`).
  */
-async function deliverToTerminal(runtime: AgentRuntime, print: (text: string) => void): Promise<() => Promise<void>> {
+async function deliverToTerminal(runtime: AgentRuntime, print: (text: string, earlier: boolean) => void, finishing: () => boolean): Promise<() => Promise<void>> {
   let chain = Promise.resolve();
-  const deliver = (m: { deliveryId: string; content: string; media: string[] }) => {
+  const deliver = (m: { deliveryId: string; content: string; media: string[] }, earlier = false) => {
     chain = chain.then(async () => {
-      print(`${m.content}${m.media.map((p) => `\n[file] ${p}`).join("")}`);
+      print(`${m.content}${m.media.map((p) => `\n[file] ${p}`).join("")}`, earlier);
       await runtime.store.batch(outboxDeliveredOps(m.deliveryId, Date.now()), { sync: true });
     });
   };
-  for (const m of await pendingOutbox(runtime.store, "cli")) deliver(m);
+  for (const m of await pendingOutbox(runtime.store, "cli")) deliver(m, true);
   const sub = runtime.bus.ofType("outbound").subscribe((e) => {
-    if (e.channel === "cli") deliver(e);
+    // A send of an interrupted turn being finished is an earlier turn's too.
+    if (e.channel === "cli") deliver(e, finishing());
   });
   return async () => {
     sub.unsubscribe();
@@ -98,7 +86,14 @@ export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: 
   const runtime = await createAgentRuntime(loaded, { consoleLogs: opts.logs, importNanobot: true }, started);
   let printer: Printer | undefined;
   let progress: Progress | undefined;
-  const stopDelivery = await deliverToTerminal(runtime, (text) => (printer ? printer.message(text) : io.message(text)));
+  /** An interrupted turn of this chat's session is being finished (before a message of it). */
+  let finishing = false;
+  const stopDelivery = await deliverToTerminal(runtime, (text, earlier) => {
+    // `agent -m`'s stdout is its own reply's: what an earlier turn sent to the chat goes to stderr, labelled.
+    if (opts.oneShot && earlier) process.stderr.write(`(sent to this chat by an earlier turn:)\n${printable(text)}\n`);
+    else if (printer) printer.message(text);
+    else io.message(text);
+  }, () => finishing);
   const mine = (e: { sessionKey: string }) => e.sessionKey === opts.session;
   const subs = [
     runtime.bus.ofType("progress").subscribe((e) => mine(e) && (progress?.text(), printer?.delta(e.delta))),
@@ -115,6 +110,8 @@ export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: 
   let askCancelled = false;
   let moving: Promise<Backend> | undefined;
   let moved: Backend | undefined;
+  /** Interrupted turns of messages the daemon took in (by message id), being finished here. */
+  const resuming = new Map<string, Promise<unknown>>();
 
   function inOrder<T>(sessionKey: string, work: () => Promise<T>): Promise<T> {
     queued.set(sessionKey, (queued.get(sessionKey) ?? 0) + 1);
@@ -142,7 +139,10 @@ export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: 
     for (const record of interrupted) {
       if (ctl.cancelWanted) return;
       process.stderr.write(`(finishing a turn interrupted at ${when(record.updatedAt)})\n`);
-      const result = await track(runtime.conversation.resume(record, channelReplyOps(record.input as TurnInput))).done;
+      const input = record.input as TurnInput;
+      const done = track(runtime.conversation.resume(record, channelReplyOps(input))).done;
+      if (input.messageId) resuming.set(input.messageId, done);
+      const result = await done.finally(() => input.messageId && resuming.delete(input.messageId));
       if (!out) continue;
       if (!opts.oneShot) {
         out.finish(result.output.reply);
@@ -155,8 +155,11 @@ export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: 
     }
   }
 
-  /** One message of a session, after what runs of it; `out` (this chat's) shows its progress. */
-  function run(sessionKey: string, content: string, out?: Printer, cancelled = () => false): Promise<Answer> {
+  /**
+   * One message of a session, after what runs of it; `out` (this chat's) shows its progress. `taken`:
+   * the id of this message the daemon took in before it stopped; its answer is that turn's reply.
+   */
+  function run(sessionKey: string, content: string, out?: Printer, cancelled = () => false, taken?: string): Promise<Answer> {
     if (isStop(content)) {
       // Nothing of this chat runs (its /stop while a turn runs cancels at once); one sent through the API may.
       const ctl = running.get(sessionKey);
@@ -179,12 +182,16 @@ export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: 
         progress = createProgress(out);
       }
       try {
+        finishing = sessionKey === opts.session;
         await finishInterrupted(sessionKey, out, track, ctl);
+        finishing = false;
         if (out) printer = out;
         if (ctl.cancelWanted) return { content: "Stopped.", state: "cancelled" };
+        if (taken) return await answerTaken(runtime, sessionKey, taken, track);
         const reply = await runtime.conversation.handle({ sessionKey, ...sessionParts(sessionKey), content }, track);
         return { content: reply.content, state: reply.state, alreadySent: reply.alreadySent };
       } finally {
+        finishing = false;
         running.delete(sessionKey);
         if (out) {
           progress?.stop();
@@ -193,6 +200,15 @@ export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: 
         }
       }
     });
+  }
+
+  /** A message sent with its client's idempotency key: one the daemon took in before it stopped is answered once. */
+  async function runKeyed(sessionKey: string, content: string, idempotencyKey: string): Promise<Answer> {
+    const id = keyedMessageId(idempotencyKey);
+    if (!(await wasTaken(runtime.store, id))) return run(sessionKey, content);
+    // Its interrupted turn is being finished here (before this chat's message): its reply, without waiting for the rest.
+    await resuming.get(id)?.catch(() => undefined);
+    return (await takenAnswer(runtime.store, sessionKey, id)) ?? run(sessionKey, content, undefined, () => false, id);
   }
 
   let server: ControlServer | undefined;
@@ -212,7 +228,7 @@ export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: 
     logger: runtime.logger,
     dataDir: loaded.paths.dataDir,
     accepting: () => !moving,
-    run: (sessionKey, content) => run(sessionKey, content),
+    run: (sessionKey, content, idempotencyKey) => (idempotencyKey ? runKeyed(sessionKey, content, idempotencyKey) : run(sessionKey, content)),
     busy: (sessionKey) => queued.has(sessionKey),
     handOver: async () => {
       moving ??= (async () => {

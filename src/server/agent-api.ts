@@ -9,7 +9,7 @@ import type { Store } from "../store/store.js";
 import { listOpenTurns } from "../store/turns.js";
 import { VERSION } from "../version.js";
 import { allowedHosts, hostAllowed } from "./host-check.js";
-import { HttpError, json, messageBody, parseBody, readJson, sessionKeyOf, type ControlServer } from "./request-io.js";
+import { HttpError, idempotencyKeyOf, json, messageBody, parseBody, readJson, sessionKeyOf, type ControlServer } from "./request-io.js";
 import { openSse } from "./sse.js";
 import { tokenMatches } from "./token.js";
 
@@ -19,8 +19,11 @@ export interface AgentHost {
   bus: Bus;
   logger: Logger;
   dataDir: string;
-  /** Runs one message of a session in this process, after whatever of that session runs; resolves with the reply. */
-  run(sessionKey: string, content: string): Promise<{ content: string; state?: string }>;
+  /**
+   * Runs one message of a session in this process, after whatever of that session runs; resolves with the reply.
+   * With its client's idempotency key, a message the daemon took in before it stopped is not run again: it gets its turn's reply.
+   */
+  run(sessionKey: string, content: string, idempotencyKey?: string): Promise<{ content: string; state?: string }>;
   /** False once the store is being handed over: new messages go to the daemon. */
   accepting(): boolean;
   /** Whether a message of the session is being answered or waits here. */
@@ -41,21 +44,22 @@ export async function startAgentServer(host: AgentHost, token: string): Promise<
   /** Set once the server listens: the handoff closes it after answering. */
   const closing: { now?: () => void } = {};
 
-  function postMessage(req: IncomingMessage, res: ServerResponse, key: string, content: string) {
+  function postMessage(req: IncomingMessage, res: ServerResponse, key: string, content: string, idempotencyKey: string | undefined) {
     const sse = openSse(res);
     const sub = host.bus
       .ofType("progress", "tool_hint", "turn_state", "model_retry", "model_fallback")
       .pipe(filter((e) => e.sessionKey === key))
       .subscribe((e) => sse.send(e.type, e));
     req.on("close", () => sub.unsubscribe());
-    const id = `agent:${startedAt}:${Math.random().toString(36).slice(2)}`;
+    // A keyed message has the id the daemon gives it (api:<key>): a client re-sending it after the daemon stopped is answered once.
+    const id = idempotencyKey ? `api:${idempotencyKey}` : `agent:${startedAt}:${Math.random().toString(36).slice(2)}`;
     host.logger.info({ sessionKey: key, id }, "message from another troupe command");
     sse.send("accepted", { id, sessionKey: key });
-    host.run(key, content).then(
+    host.run(key, content, idempotencyKey).then(
       (reply) => {
         sub.unsubscribe();
         if (reply.state) sse.send("turn_state", { sessionKey: key, state: reply.state });
-        sse.send("reply", { content: reply.content, answers: [] });
+        sse.send("reply", { content: reply.content, answers: [id] });
         res.end();
       },
       (err: Error) => {
@@ -105,8 +109,9 @@ export async function startAgentServer(host: AgentHost, token: string): Promise<
       }
       if (req.method === "POST" && sessionMatch[2] === "/messages") {
         if (!host.accepting()) throw new HttpError(503, "troupe agent is handing the store over to the daemon; send it there in a moment");
+        const idempotencyKey = idempotencyKeyOf(req);
         const { content } = parseBody(messageBody, await readJson(req));
-        return postMessage(req, res, key, content);
+        return postMessage(req, res, key, content, idempotencyKey);
       }
     }
     throw new HttpError(404, `no route ${req.method} ${path} on troupe agent (pid ${process.pid}); the daemon serves the rest (troupe daemon start)`);
