@@ -122,7 +122,8 @@ async function buildAgentRuntime(loaded: LoadedConfig, opts: RuntimeOptions, { r
       `LevelDB dropped ${records} damaged record(s) (${bytes} bytes) of its log while opening the store; what they held is lost (troupe doctor shows what is left)`,
     );
   }
-  if (opts.importNanobot) {
+  // Most data dirs have nothing of nanobot's: a few stats, and the import's modules (cron, sessions, their schemas) are not loaded.
+  if (opts.importNanobot && (await import("./nanobot/record.js")).nanobotDataPresent(workspace)) {
     const { importNanobot } = await import("./nanobot/import.js");
     await importNanobot({ store, workspace, dataDir: paths.dataDir, defaultTz: d.timezone, logger });
   }

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { z } from "zod";
@@ -27,3 +28,8 @@ export function nanobotSources(workspace: string, home = homedir()) {
   };
 }
 
+/** Whether nanobot left anything to import here: without it the import (and what it loads) is skipped. */
+export function nanobotDataPresent(workspace: string, home = homedir()): boolean {
+  const { sessionDirs, cronFiles } = nanobotSources(workspace, home);
+  return [...sessionDirs, ...cronFiles].some((p) => existsSync(p));
+}
