@@ -1,20 +1,12 @@
 import { createServer } from "node:net";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
+import { closedPort } from "../helpers/ports.js";
 import { writeHome } from "../helpers/daemon.js";
 import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { closeAfterEach } from "../helpers/teardown.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
-
-/** A port nothing listens on just now (the system's pick). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** The command-line options of nanobot's commands that a nanobot user types (nanobot/cli/commands.py). */
 describe("nanobot's CLI options", () => {
@@ -28,7 +20,7 @@ describe("nanobot's CLI options", () => {
   it("gateway --port / -p overrides gateway.port for that run; without it the configured port is used", async () => {
     fake = await startFakeOpenAi([], () => ({ content: "Hello." }));
     const home = await tmp();
-    const [configured, flag, short] = [await freePort(), await freePort(), await freePort()];
+    const [configured, flag, short] = [await closedPort(), await closedPort(), await closedPort()];
     await writeHome(home, fake.url, { config: { gateway: { port: configured } } });
     for (const [args, port] of [[[], configured], [["--port", String(flag)], flag], [["-p", String(short)], short]] as const) {
       gateway = await startGateway(home, {}, 60_000, [...args]);

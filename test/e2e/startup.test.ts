@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { appendFile, copyFile, mkdir, readFile, readdir, symlink, writeFile } from "node:fs/promises";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
@@ -9,6 +9,7 @@ import { TROUPE_BIN } from "../helpers/cli.js";
 import { writeHome } from "../helpers/daemon.js";
 import { startGateway, type GatewayProcess } from "../helpers/gateway.js";
 import { stdioFixture } from "../helpers/mcp.js";
+import { selfSignedCert } from "../helpers/tls.js";
 import { useTempDirs } from "../helpers/tmp.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../fixtures/fake-openai.js";
 import { closeAfterEach } from "../helpers/teardown.js";
@@ -269,11 +270,9 @@ describe("start-up: what each command loads", () => {
     // The cache recorded Node's internal _tls_common and _tls_wrap before tls; loaded ahead in that
     // order, tls came out half built: every https request of the next runs failed with
     // "tls.createSecureContext is not a function".
-    const dir = await tempDir();
-    const [key, cert] = [join(dir, "key.pem"), join(dir, "cert.pem")];
-    execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], { stdio: "ignore" });
+    const { key, cert, certFile } = await selfSignedCert(await tempDir());
     let answered = 0;
-    const server = createHttpsServer({ key: await readFile(key), cert: await readFile(cert) }, (req, res) => {
+    const server = createHttpsServer({ key, cert }, (req, res) => {
       req.resume();
       req.on("end", () => {
         const delta = { role: "assistant", content: `over https ${++answered}` };
@@ -289,7 +288,7 @@ describe("start-up: what each command loads", () => {
       await writeHome(home, `https://127.0.0.1:${(server.address() as AddressInfo).port}/v1`);
       const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("TROUPE_")));
       for (const [i, cache] of [[1, "missing"], [2, "used"], [3, "used"]] as const) {
-        const r = await runNode([join(pkg, "bin", "troupe.js"), "agent", "-m", "hello"], { ...clean, TROUPE_HOME: home, NODE_EXTRA_CA_CERTS: cert, TROUPE_CODE_CACHE_DEBUG: "1" });
+        const r = await runNode([join(pkg, "bin", "troupe.js"), "agent", "-m", "hello"], { ...clean, TROUPE_HOME: home, NODE_EXTRA_CA_CERTS: certFile, TROUPE_CODE_CACHE_DEBUG: "1" });
         expect(r.stderr, `run ${i}`).toContain(`code cache ${cache}`);
         expect(r.stdout, `run ${i}: ${r.stderr}`).toContain(`over https ${i}`);
         expect(r.code, `run ${i}`).toBe(0);
