@@ -19,7 +19,8 @@ export function isIdle(lastAt: number, now: number, minutes: number): boolean {
  * How many of `tail` (a session's unarchived, model-visible messages, oldest first) an idle
  * compaction archives: all but the last `keep`, the suffix extended back to the user message that
  * starts its turn, and never starting at a tool result whose call would be archived (nanobot's
- * Session.retain_recent_legal_suffix with extend_to_user, and find_legal_message_start). 0: nothing.
+ * Session.retain_recent_legal_suffix with extend_to_user, and find_legal_message_start). 0: nothing,
+ * also when no legal suffix would be left.
  */
 export function idleArchiveCount(tail: ChatMessage[], keep = IDLE_KEEP_MESSAGES): number {
   if (tail.length <= keep) return 0;
@@ -34,7 +35,9 @@ export function idleArchiveCount(tail: ChatMessage[], keep = IDLE_KEEP_MESSAGES)
     const user = tail.findIndex((m, i) => i >= start && m.role === "user");
     if (user >= 0) start = user;
   }
-  return start + legalStart(tail.slice(start));
+  const archived = start + legalStart(tail.slice(start));
+  // Nothing left to keep (an orphan tool result ends the tail): compacting would archive the whole session.
+  return archived >= tail.length ? 0 : archived;
 }
 
 /** The first index past every tool result whose call is not before it in `messages` (nanobot's find_legal_message_start). */

@@ -66,4 +66,10 @@ describe("idle compaction (nanobot's AutoCompact)", () => {
     expect(kept[0]!.role).toBe("assistant");
     expect(kept).toHaveLength(8);
   });
+
+  it("archives nothing when no suffix would be left to keep (the tail ends at a tool result whose call is gone)", () => {
+    // An imported session whose malformed assistant line was left out: its last message is an orphan result.
+    const tail: ChatMessage[] = [...turns(6), { role: "tool", tool_call_id: "lost", name: "read_file", content: "result" }];
+    expect(idleArchiveCount(tail)).toBe(0);
+  });
 });
