@@ -103,9 +103,11 @@ export function createPrinter(out: Out, opts: PrinterOptions) {
      * Shows (or with undefined, takes away) a one-line status, such as the spinner with the turn's
      * state, on a terminal only, and only at the start of a line: never over streamed text.
      */
-    status(text: string | undefined): void {
+    status(shown: string | undefined): void {
       if (!opts.stream) return;
-      if (text === undefined) return clearStatus();
+      if (shown === undefined) return clearStatus();
+      // A tool hint is built from the model's arguments: escaped as the text is.
+      const text = printable(shown);
       if (!atLineStart || partial) return;
       const width = out.columns ?? 80;
       out.write(`\r\x1b[K${text.length >= width ? `${text.slice(0, width - 2)}…` : text}`);

@@ -33,4 +33,12 @@ describe("printable: stored or remote text made safe for the owner's terminal", 
     printer.finish("**bold** \x1b]0;T\x07 end");
     expect(text).toBe("\x1b[1mbold\x1b[22m \\x1b]0;T\\x07 end\n");
   });
+
+  it("the printer's status line (a tool hint built from the model's arguments) is escaped too, its own clearing codes kept", () => {
+    let text = "";
+    const out = { write: (s: string) => ((text += s), true) };
+    const printer = createPrinter(out, { stream: true, markdown: false });
+    printer.status("$ echo \x1b]0;PWNED\x07");
+    expect(text).toBe("\r\x1b[K$ echo \\x1b]0;PWNED\\x07");
+  });
 });
