@@ -1,6 +1,6 @@
 import { readdir, readFile } from "node:fs/promises";
 import { homedir } from "node:os";
-import { importRecordSchema, importReportFile, nanobotSources, type ImportRecord } from "../nanobot/record.js";
+import { importRecordSchema, importReportFile, nanobotSources, parseNanobotCronStore, type ImportRecord } from "../nanobot/record.js";
 
 /**
  * What a nanobot user leaves behind: conversations (nanobot/session/manager.py: <workspace>/sessions/*.jsonl,
@@ -26,12 +26,9 @@ async function countJobs(file: string): Promise<number | string> {
   } catch {
     return 0;
   }
-  try {
-    const jobs = (JSON.parse(text) as { jobs?: unknown }).jobs;
-    return Array.isArray(jobs) ? jobs.length : "no jobs list in it";
-  } catch {
-    return "not valid JSON";
-  }
+  // Read as the import reads it, so status and doctor never judge a file otherwise.
+  const jobs = parseNanobotCronStore(text);
+  return typeof jobs === "string" ? jobs : jobs.length;
 }
 
 export async function findNanobotLeftovers(workspace: string, home = homedir()): Promise<NanobotLeftovers> {

@@ -9,17 +9,6 @@ import { ScheduleError, type ScheduleInput } from "../cron/schedule.js";
  * deleteAfterRun}]}`, camelCase with snake_case fallbacks (as nanobot reads it).
  */
 
-/** The jobs list of a jobs.json, or why there is none. */
-export function parseNanobotCronStore(content: string): unknown[] | string {
-  let data: unknown;
-  try {
-    data = JSON.parse(content);
-  } catch {
-    return "not valid JSON";
-  }
-  const jobs = (data as { jobs?: unknown } | null)?.jobs;
-  return Array.isArray(jobs) ? jobs : "no jobs list in it";
-}
 
 type Raw = Record<string, unknown>;
 const obj = (v: unknown): Raw => (v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Raw) : {});

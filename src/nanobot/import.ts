@@ -5,8 +5,8 @@ import { createCronService } from "../cron/service.js";
 import { consolidationStateOp } from "../memory/session-state.js";
 import { appendMessagesOps, getSessionMeta, newSessionMeta } from "../store/sessions.js";
 import type { Store, StoreOp } from "../store/store.js";
-import { mapNanobotJob, parseNanobotCronStore } from "./cron.js";
-import { IMPORT_MARKER, importRecordSchema, importReportFile, nanobotSources, type ImportRecord } from "./record.js";
+import { mapNanobotJob } from "./cron.js";
+import { IMPORT_MARKER, importRecordSchema, importReportFile, nanobotSources, parseNanobotCronStore, type ImportRecord } from "./record.js";
 import { parseNanobotSession } from "./sessions.js";
 
 /**

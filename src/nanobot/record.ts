@@ -33,3 +33,15 @@ export function nanobotDataPresent(workspace: string, home = homedir()): boolean
   const { sessionDirs, cronFiles } = nanobotSources(workspace, home);
   return [...sessionDirs, ...cronFiles].some((p) => existsSync(p));
 }
+
+/** The jobs list of a nanobot jobs.json, or why there is none (the import and `troupe status` read it alike). */
+export function parseNanobotCronStore(content: string): unknown[] | string {
+  let data: unknown;
+  try {
+    data = JSON.parse(content);
+  } catch {
+    return "not valid JSON";
+  }
+  const jobs = (data as { jobs?: unknown } | null)?.jobs;
+  return Array.isArray(jobs) ? jobs : "no jobs list in it";
+}
