@@ -5,7 +5,7 @@ import { TroupeError } from "./errors.js";
 import { fault } from "./fault.js";
 import type { Logger } from "./log/logger.js";
 import { parseSessionKey } from "./session-key.js";
-import { inboxPutOps, wasSeen, type InboxRecord } from "./store/inbox.js";
+import { inboxId, inboxPutOps, wasSeen, type InboxRecord } from "./store/inbox.js";
 import type { Store, StoreOp } from "./store/store.js";
 import type { SessionMessage } from "../machines/session.machine.js";
 
@@ -44,9 +44,9 @@ export function createInbound(deps: InboundDeps) {
     // Checked here, where every channel's messages come in: the store lists a session's records by its key.
     const taking = inbounds.map((inbound) => ({
       inbound,
-      id: inbound.messageId ? `${channel}:${inbound.messageId}` : `${channel}:${randomUUID()}`,
+      id: inboxId(channel, inbound.messageId ?? randomUUID()),
       /** The other ids it stands for (a Telegram album's later items): seen under them too. */
-      also: inbound.messageId ? (inbound.otherMessageIds ?? []).map((other) => `${channel}:${other}`) : [],
+      also: inbound.messageId ? (inbound.otherMessageIds ?? []).map((other) => inboxId(channel, other)) : [],
       sessionKey: parseSessionKey(inbound.sessionKey ?? `${channel}:${inbound.chatId}`),
     }));
     // A platform redelivering a message we already took (same id) is not answered twice. One still

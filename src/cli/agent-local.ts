@@ -14,7 +14,8 @@ import { removeAgentRecord, removeOwnAgentRecord, writeAgentRecord } from "./age
 import { remoteBackend } from "./agent-remote.js";
 import type { Printer } from "./printer.js";
 import { printable } from "./printable.js";
-import { answerTaken, channelReplyOps, keyedMessageId, takenAnswer, wasTaken } from "./taken-message.js";
+import { inboxId, wasSeen } from "../store/inbox.js";
+import { answerTaken, channelReplyOps, takenAnswer } from "./taken-message.js";
 import { createProgress, type Progress } from "./progress.js";
 import { when } from "./sessions.js";
 
@@ -204,8 +205,8 @@ export async function localBackend(loaded: LoadedConfig, opts: ChatOptions, io: 
 
   /** A message sent with its client's idempotency key: one the daemon took in before it stopped is answered once. */
   async function runKeyed(sessionKey: string, content: string, idempotencyKey: string): Promise<Answer> {
-    const id = keyedMessageId(idempotencyKey);
-    if (!(await wasTaken(runtime.store, id))) return run(sessionKey, content);
+    const id = inboxId("api", idempotencyKey);
+    if (!(await wasSeen(runtime.store, id))) return run(sessionKey, content);
     // Its interrupted turn is being finished here (before this chat's message): its reply, without waiting for the rest.
     await resuming.get(id)?.catch(() => undefined);
     return (await takenAnswer(runtime.store, sessionKey, id)) ?? run(sessionKey, content, undefined, () => false, id);

@@ -1,6 +1,6 @@
 import type { AgentRuntime } from "../agent-runtime.js";
 import { apiReplies, createApiChannel } from "../channels/api.js";
-import { inboxDeleteOps, sessionInbox, wasSeen } from "../store/inbox.js";
+import { inboxDeleteOps, sessionInbox } from "../store/inbox.js";
 import { outboxDeliveredOps, outboxPutOp, pendingOutbox } from "../store/outbox.js";
 import type { Store, StoreOp } from "../store/store.js";
 import { replyRecord, skipReply } from "../../actors/session-turn.js";
@@ -13,11 +13,6 @@ import type { Answer } from "./agent-backend.js";
  * so the same inbox id `api:<key>`) to an in-process `troupe agent` that now holds the store. It is
  * the same message: answered once, with the reply its turn gave, wherever that turn ran.
  */
-
-/** The inbox id the daemon gives a message sent with this idempotency key (src/inbound.ts). */
-export const keyedMessageId = (idempotencyKey: string) => `api:${idempotencyKey}`;
-
-export const wasTaken = (store: Store, id: string) => wasSeen(store, id);
 
 
 /**

@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { filter } from "rxjs";
 import type { Bus } from "../bus/index.js";
 import type { Logger } from "../log/logger.js";
+import { inboxId } from "../store/inbox.js";
 import { sessionDetail, sessionsOverview } from "../store/session-view.js";
 import { deleteSessionOps } from "../store/sessions.js";
 import type { Store } from "../store/store.js";
@@ -52,7 +53,7 @@ export async function startAgentServer(host: AgentHost, token: string): Promise<
       .subscribe((e) => sse.send(e.type, e));
     req.on("close", () => sub.unsubscribe());
     // A keyed message has the id the daemon gives it (api:<key>): a client re-sending it after the daemon stopped is answered once.
-    const id = idempotencyKey ? `api:${idempotencyKey}` : `agent:${startedAt}:${Math.random().toString(36).slice(2)}`;
+    const id = idempotencyKey ? inboxId("api", idempotencyKey) : `agent:${startedAt}:${Math.random().toString(36).slice(2)}`;
     host.logger.info({ sessionKey: key, id }, "message from another troupe command");
     sse.send("accepted", { id, sessionKey: key });
     host.run(key, content, idempotencyKey).then(

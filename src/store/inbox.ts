@@ -28,6 +28,9 @@ const seenKey = (id: string) => `seen:${id}`;
 /** Marks a platform message id as taken in (what wasSeen reads). */
 export const seenOp = (id: string, at: number): StoreOp => ({ type: "put", sublevel: "meta", key: seenKey(id), value: { at } });
 
+/** A message's inbox id: its channel and the id the platform or client gave it (an API client's Idempotency-Key). */
+export const inboxId = (channel: string, messageId: string) => `${channel}:${messageId}`;
+
 /**
  * The write that takes a message in; `seen` stays behind so a redelivered message is recognised,
  * also under `alsoSeen` (the other ids the message stands for: a Telegram album's later items).
